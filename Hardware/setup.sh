@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages VAFoundation builds and tests against, only those missing.
+# Quiet when everything is present. Needs root (or sudo) only when something must be installed.
+set -euo pipefail
+
+packages=(
+  # Build: FFmpeg 5.1's libraries, libva 2.17 with its DRM and X11 back ends, libdrm.
+  pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev
+  libva-dev libdrm-dev libx11-dev
+  # SoftVA, the CPU-backed VA driver used by tests, encodes and decodes JPEG with libjpeg.
+  libjpeg62-turbo-dev
+  # Tests: ffmpeg/ffprobe as an independent oracle, Xvfb to give libva an X11 display,
+  # vainfo as an independent VA client.
+  ffmpeg xvfb xauth vainfo
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "setup: installing ${missing[*]}" >&2
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

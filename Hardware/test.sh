@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# README command (b): set up a fresh Debian machine and run the whole test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash Hardware/setup.sh
+export PATH="$PATH:/opt/swift/usr/bin"
+swift build --build-tests
+swift test --skip-build

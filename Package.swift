@@ -1,0 +1,60 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// VAFoundation: the export half of AVFoundation for Linux, on FFmpeg's libraries and VA-API.
+///
+/// Layering, bottom up: C modules (CFFmpeg, CVA, CDRM) → owning wrappers (FFmpegSupport,
+/// HardwareAcceleration) → the C-free core (MediaCore) → the AVFoundation-style engine
+/// (VAFoundation) → the command-line tool (vaf). Only the wrapper modules import C.
+let package = Package(
+    name: "VAFoundation",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "VAFoundation", targets: ["VAFoundation"]),
+        .library(name: "MediaCore", targets: ["MediaCore"]),
+        .library(name: "HardwareAcceleration", targets: ["HardwareAcceleration"]),
+        .executable(name: "vaf", targets: ["vaf"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CFFmpeg",
+            pkgConfig: "libavformat",
+            providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswscale-dev", "libswresample-dev"])]
+        ),
+        .systemLibrary(
+            name: "CVA",
+            pkgConfig: "libva",
+            providers: [.apt(["libva-dev"])]
+        ),
+        .systemLibrary(
+            name: "CDRM",
+            pkgConfig: "libdrm",
+            providers: [.apt(["libdrm-dev"])]
+        ),
+        .target(name: "MediaCore"),
+        .target(name: "FFmpegSupport", dependencies: ["CFFmpeg", "MediaCore"]),
+        .target(name: "HardwareAcceleration", dependencies: ["CVA", "CDRM", "MediaCore"]),
+        .target(name: "VAFoundation", dependencies: ["MediaCore", "FFmpegSupport", "HardwareAcceleration"]),
+        .executableTarget(
+            name: "vaf",
+            dependencies: [
+                "VAFoundation",
+                "MediaCore",
+                "HardwareAcceleration",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(
+            name: "MediaCoreTests",
+            dependencies: ["MediaCore", .product(name: "PropertyBased", package: "swift-property-based")]
+        ),
+
+
+
+    ],
+    swiftLanguageModes: [.v6]
+)
