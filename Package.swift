@@ -52,6 +52,8 @@ let package = Package(
             name: "MediaCoreTests",
             dependencies: ["MediaCore", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
+        .testTarget(name: "VAFoundationTests", dependencies: ["VAFoundation"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "vafTests", dependencies: ["vaf"]),
 
 
 

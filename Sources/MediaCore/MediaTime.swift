@@ -1,7 +1,7 @@
 /// A rational media time with Core Media's `CMTime` semantics: `value / timescale` seconds.
 ///
 /// Non-numeric times (invalid, indefinite, ±infinity) are flagged, never encoded in the value.
-public struct MediaTime: Sendable {
+public struct MediaTime: Sendable, Hashable {
     /// The flags of a `MediaTime`, with `CMTimeFlags`' bit values.
     public struct Flags: OptionSet, Sendable, Hashable, Codable {
         public let rawValue: UInt32
@@ -38,11 +38,21 @@ public struct MediaTime: Sendable {
 }
 
 /// A time range with `CMTimeRange` semantics: `start ..< start + duration`.
-public struct MediaTimeRange: Sendable {
+public struct MediaTimeRange: Sendable, Hashable {
     public var start: MediaTime
     public var duration: MediaTime
     public init(start: MediaTime, duration: MediaTime) {
         self.start = start
         self.duration = duration
+    }
+}
+
+/// A mapping from a source range to a target range (`CMTimeMapping`); an empty edit has an invalid source start.
+public struct MediaTimeMapping: Sendable, Hashable {
+    public var source: MediaTimeRange
+    public var target: MediaTimeRange
+    public init(source: MediaTimeRange, target: MediaTimeRange) {
+        self.source = source
+        self.target = target
     }
 }

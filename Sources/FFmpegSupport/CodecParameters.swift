@@ -1,0 +1,63 @@
+internal import CFFmpeg
+
+/// An owned copy of a stream's codec parameters, safe to keep after its demuxer is gone.
+public final class CodecParameters: @unchecked Sendable {
+    let pointer: UnsafeMutablePointer<AVCodecParameters>
+
+    /// An empty parameter set. The corresponding C function is `avcodec_parameters_alloc`.
+    public init() {
+        guard let p = avcodec_parameters_alloc() else { fatalError("avcodec_parameters_alloc: out of memory") }
+        pointer = p
+    }
+
+    /// A copy of `source`. The corresponding C function is `avcodec_parameters_copy`.
+    init(copying source: UnsafePointer<AVCodecParameters>) throws(FFmpegError) {
+        guard let p = avcodec_parameters_alloc() else { throw FFmpegError(code: .outOfMemory, function: "avcodec_parameters_alloc") }
+        pointer = p
+        try check(avcodec_parameters_copy(p, source), "avcodec_parameters_copy")
+    }
+
+    deinit { var p: UnsafeMutablePointer<AVCodecParameters>? = pointer; avcodec_parameters_free(&p) }
+
+    public var codec: CodecID { CodecID(rawValue: pointer.pointee.codec_id.rawValue) }
+    public var width: Int { Int(pointer.pointee.width) }
+    public var height: Int { Int(pointer.pointee.height) }
+    public var pixelFormat: PixelFormatID { PixelFormatID(rawValue: pointer.pointee.format) }
+    public var sampleRate: Int { Int(pointer.pointee.sample_rate) }
+    public var channelCount: Int { Int(pointer.pointee.ch_layout.nb_channels) }
+    public var bitRate: Int64 { pointer.pointee.bit_rate }
+    public var profile: Int32 { pointer.pointee.profile }
+    /// Bytes of codec-specific configuration (avcC, hvcC, esds…).
+    public var extradataSize: Int { Int(pointer.pointee.extradata_size) }
+}
+
+/// An FFmpeg codec identifier (`AVCodecID`), open so codecs from newer releases round-trip.
+public struct CodecID: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    /// The codec FFmpeg names `name` ("h264", "aac"), nil if unknown. The corresponding C function is `avcodec_descriptor_get_by_name`.
+    public init?(name: String) {
+        guard let descriptor = avcodec_descriptor_get_by_name(name) else { return nil }
+        rawValue = descriptor.pointee.id.rawValue
+    }
+
+    public static let none = CodecID(rawValue: AV_CODEC_ID_NONE.rawValue)
+    public static let h264 = CodecID(rawValue: AV_CODEC_ID_H264.rawValue)
+    public static let hevc = CodecID(rawValue: AV_CODEC_ID_HEVC.rawValue)
+    public static let av1 = CodecID(rawValue: AV_CODEC_ID_AV1.rawValue)
+    public static let vp9 = CodecID(rawValue: AV_CODEC_ID_VP9.rawValue)
+    public static let mjpeg = CodecID(rawValue: AV_CODEC_ID_MJPEG.rawValue)
+    public static let aac = CodecID(rawValue: AV_CODEC_ID_AAC.rawValue)
+
+    var avValue: AVCodecID { AVCodecID(rawValue: rawValue) }
+
+    /// FFmpeg's short name ("h264"). The corresponding C function is `avcodec_get_name`.
+    public var name: String { String(cString: avcodec_get_name(avValue)) }
+    public var description: String { name }
+
+    /// FFmpeg's name for `profile` of this codec ("High", "Main 10"), nil if unknown. The corresponding C function is `avcodec_profile_name`.
+    public func profileName(_ profile: Int32) -> String? {
+        avcodec_profile_name(avValue, profile).map { String(cString: $0) }
+    }
+}

@@ -1,0 +1,79 @@
+internal import CFFmpeg
+
+/// Decodes one stream's packets into frames. Owns the `AVCodecContext`; one task at a time.
+///
+/// Feeding and draining follow FFmpeg's send/receive model: one packet may yield several
+/// frames, so callers drain `receiveFrame()` until it reports `.needsInput`.
+public final class Decoder {
+    let context: UnsafeMutablePointer<AVCodecContext>
+
+    /// What `send` did with a packet.
+    public enum SendResult: Sendable, Equatable {
+        case accepted
+        /// The decoder holds output that must be received before it takes more input (EAGAIN).
+        case outputPending
+    }
+
+    /// What `receiveFrame` produced.
+    public enum ReceiveResult {
+        case frame(Frame)
+        /// The decoder needs another packet (EAGAIN).
+        case needsInput
+        /// Every frame has been returned after `sendEndOfStream` (EOF).
+        case endOfStream
+    }
+
+    /// Opens a decoder for `parameters`; timestamps are in `timeBase`. `threadCount` 0 lets
+    /// FFmpeg choose. The corresponding C functions are `avcodec_find_decoder`,
+    /// `avcodec_parameters_to_context` and `avcodec_open2`.
+    public init(parameters: CodecParameters, timeBase: Rational, threadCount: Int = 0) throws(FFmpegError) {
+        guard let codec = avcodec_find_decoder(parameters.pointer.pointee.codec_id) else {
+            throw FFmpegError(code: .decoderNotFound, function: "avcodec_find_decoder")
+        }
+        guard let context = avcodec_alloc_context3(codec) else {
+            throw FFmpegError(code: .outOfMemory, function: "avcodec_alloc_context3")
+        }
+        self.context = context
+        try check(avcodec_parameters_to_context(context, parameters.pointer), "avcodec_parameters_to_context")
+        context.pointee.pkt_timebase = timeBase.avRational
+        context.pointee.thread_count = Int32(threadCount)
+        try check(avcodec_open2(context, codec, nil), "avcodec_open2")
+    }
+
+    deinit { var p: UnsafeMutablePointer<AVCodecContext>? = context; avcodec_free_context(&p) }
+
+    /// The decoder's name in FFmpeg ("h264", "libdav1d").
+    public var name: String { String(cString: context.pointee.codec.pointee.name) }
+    public var pixelFormat: PixelFormatID { PixelFormatID(rawValue: context.pointee.pix_fmt.rawValue) }
+    public var width: Int { Int(context.pointee.width) }
+    public var height: Int { Int(context.pointee.height) }
+
+    /// Hands a packet to the decoder. The corresponding C function is `avcodec_send_packet`.
+    public func send(_ packet: Packet) throws(FFmpegError) -> SendResult {
+        let result = avcodec_send_packet(context, packet.pointer)
+        if result == cffmpeg_averror(EAGAIN) { return .outputPending }
+        try check(result, "avcodec_send_packet")
+        return .accepted
+    }
+
+    /// Tells the decoder no more packets follow, so it releases the frames it holds back.
+    /// The corresponding C function is `avcodec_send_packet` with a null packet.
+    public func sendEndOfStream() throws(FFmpegError) {
+        let result = avcodec_send_packet(context, nil)
+        if result == cffmpeg_AVERROR_EOF() { return }
+        try check(result, "avcodec_send_packet")
+    }
+
+    /// Takes the next decoded frame, if one is ready. The corresponding C function is `avcodec_receive_frame`.
+    public func receiveFrame() throws(FFmpegError) -> ReceiveResult {
+        let frame = Frame()
+        let result = avcodec_receive_frame(context, frame.pointer)
+        if result == cffmpeg_averror(EAGAIN) { return .needsInput }
+        if result == cffmpeg_AVERROR_EOF() { return .endOfStream }
+        try check(result, "avcodec_receive_frame")
+        return .frame(frame)
+    }
+
+    /// Drops buffered frames, e.g. after a seek. The corresponding C function is `avcodec_flush_buffers`.
+    public func flush() { avcodec_flush_buffers(context) }
+}

@@ -1,0 +1,214 @@
+internal import CFFmpeg
+
+/// Reads packets out of a media file. Owns the `AVFormatContext`; not thread-safe, so one
+/// task uses it at a time.
+public final class Demuxer {
+    let context: UnsafeMutablePointer<AVFormatContext>
+    /// The path the demuxer was opened on.
+    public let path: String
+    /// Snapshots of every stream, indexed by stream index.
+    public let streams: [StreamInfo]
+
+    /// What `readPacket` produced.
+    public enum ReadResult: Sendable, Equatable { case packet, endOfFile }
+
+    /// Opens `path` and probes its streams. The corresponding C functions are
+    /// `avformat_open_input` and `avformat_find_stream_info`.
+    public init(path: String) throws(FFmpegError) {
+        FFmpegLogging.installDefaultLevel()
+        var opened: UnsafeMutablePointer<AVFormatContext>? = nil
+        try check(avformat_open_input(&opened, path, nil, nil), "avformat_open_input")
+        guard let context = opened else { throw FFmpegError(code: .outOfMemory, function: "avformat_open_input") }
+        let probed = avformat_find_stream_info(context, nil)
+        if probed < 0 {
+            var doomed: UnsafeMutablePointer<AVFormatContext>? = context
+            avformat_close_input(&doomed)
+            throw FFmpegError(probed, "avformat_find_stream_info")
+        }
+        self.context = context
+        self.path = path
+        self.streams = (0..<Int(context.pointee.nb_streams)).map { Demuxer.snapshot(context.pointee.streams[$0]!) }
+    }
+
+    deinit { var p: UnsafeMutablePointer<AVFormatContext>? = context; avformat_close_input(&p) }
+
+    // MARK: Container
+
+    /// FFmpeg's short name(s) for the container, e.g. "mov,mp4,m4a,3gp,3g2,mj2".
+    public var formatName: String { String(cString: context.pointee.iformat.pointee.name) }
+    public var formatLongName: String? { context.pointee.iformat.pointee.long_name.map { String(cString: $0) } }
+    /// Container duration in microseconds, nil when the container does not say.
+    public var durationMicroseconds: Int64? {
+        let d = context.pointee.duration
+        return d == cffmpeg_AV_NOPTS_VALUE() || d < 0 ? nil : d
+    }
+    /// Container start time in microseconds, nil when unknown.
+    public var startTimeMicroseconds: Int64? { timestamp(context.pointee.start_time) }
+    /// Overall bit rate in bits per second, 0 when unknown.
+    public var bitRate: Int64 { context.pointee.bit_rate }
+    public var metadata: [String: String] { dictionary(context.pointee.metadata) }
+
+    /// A chapter as the container lists it.
+    public struct Chapter: Sendable {
+        public var start: Int64
+        public var end: Int64
+        public var timeBase: Rational
+        public var title: String?
+    }
+
+    public var chapters: [Chapter] {
+        (0..<Int(context.pointee.nb_chapters)).map { i in
+            let c = context.pointee.chapters[i]!.pointee
+            return Chapter(start: c.start, end: c.end, timeBase: Rational(c.time_base), title: dictionary(c.metadata)["title"])
+        }
+    }
+
+    /// An owned copy of stream `index`'s codec parameters, for a decoder or a muxer.
+    public func codecParameters(ofStream index: Int) throws(FFmpegError) -> CodecParameters {
+        try CodecParameters(copying: context.pointee.streams[index]!.pointee.codecpar)
+    }
+
+    // MARK: Reading
+
+    /// Reads the next packet into `packet` (replacing its contents), or reports end of file.
+    /// The corresponding C function is `av_read_frame`.
+    public func readPacket(into packet: Packet) throws(FFmpegError) -> ReadResult {
+        packet.reset()
+        let result = av_read_frame(context, packet.pointer)
+        if result == cffmpeg_AVERROR_EOF() { return .endOfFile }
+        try check(result, "av_read_frame")
+        return .packet
+    }
+
+    /// Seeks so the next packet of `stream` is the keyframe at or before `timestamp` (in the
+    /// stream's time base). The corresponding C function is `av_seek_frame`.
+    public func seek(stream: Int, toKeyframeAtOrBefore timestamp: Int64) throws(FFmpegError) {
+        try check(av_seek_frame(context, Int32(stream), timestamp, AVSEEK_FLAG_BACKWARD), "av_seek_frame")
+    }
+
+    /// Only packets of `wanted` streams are read; the demuxer skips the others cheaply.
+    public func selectStreams(_ wanted: Set<Int>) {
+        for i in 0..<Int(context.pointee.nb_streams) {
+            context.pointee.streams[i]!.pointee.discard = wanted.contains(i) ? AVDISCARD_DEFAULT : AVDISCARD_ALL
+        }
+    }
+
+    /// One sample of the container's index (mp4 sample tables, matroska cues).
+    public struct IndexEntry: Sendable {
+        /// Decode timestamp in the stream's time base.
+        public var timestamp: Int64
+        /// Byte offset of the sample in the file.
+        public var position: Int64
+        public var size: Int
+        public var isKeyframe: Bool
+    }
+
+    /// The container's index for `stream`: every sample for mp4/mov, only cue points for
+    /// matroska, nothing for MPEG-TS. The corresponding C function is `avformat_index_get_entry`.
+    public func indexEntries(ofStream index: Int) -> [IndexEntry] {
+        let stream = context.pointee.streams[index]!
+        let count = avformat_index_get_entries_count(stream)
+        return (0..<count).compactMap { i in
+            guard let e = avformat_index_get_entry(stream, i) else { return nil }
+            return IndexEntry(timestamp: e.pointee.timestamp, position: e.pointee.pos, size: Int(e.pointee.size),
+                              isKeyframe: e.pointee.flags & AVINDEX_KEYFRAME != 0)
+        }
+    }
+
+    /// The demuxer whose content probe best recognises `bytes` (the start of a file), with its
+    /// score (0–100), or nil if none does. Only content counts, not the file name.
+    /// The corresponding C function is `av_probe_input_format3`.
+    public static func recognizeFormat(ofLeadingBytes bytes: [UInt8]) -> (name: String, score: Int)? {
+        var padded = bytes + [UInt8](repeating: 0, count: Int(AVPROBE_PADDING_SIZE))
+        var score: Int32 = 0
+        let format: UnsafePointer<AVInputFormat>? = padded.withUnsafeMutableBufferPointer { buffer in
+            "".withCString { emptyName in
+                var probe = AVProbeData(filename: emptyName, buf: buffer.baseAddress, buf_size: Int32(bytes.count), mime_type: nil)
+                return av_probe_input_format3(&probe, 1, &score)
+            }
+        }
+        guard let format else { return nil }
+        return (String(cString: format.pointee.name), Int(score))
+    }
+
+    // MARK: Snapshots
+
+    private static func snapshot(_ stream: UnsafeMutablePointer<AVStream>) -> StreamInfo {
+        let s = stream.pointee
+        let par = s.codecpar.pointee
+        let codec = CodecID(rawValue: par.codec_id.rawValue)
+        let kind: StreamInfo.Kind
+        switch par.codec_type {
+        case AVMEDIA_TYPE_VIDEO: kind = .video
+        case AVMEDIA_TYPE_AUDIO: kind = .audio
+        case AVMEDIA_TYPE_SUBTITLE: kind = .subtitle
+        case AVMEDIA_TYPE_DATA: kind = .data
+        case AVMEDIA_TYPE_ATTACHMENT: kind = .attachment
+        default: kind = .unknown
+        }
+        var matrix: [Int32]? = nil
+        var sideDataSize: Int = 0
+        if let raw = av_stream_get_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, &sideDataSize), sideDataSize >= 36 {
+            matrix = raw.withMemoryRebound(to: Int32.self, capacity: 9) { Array(UnsafeBufferPointer(start: $0, count: 9)) }
+        }
+        var layout = par.ch_layout
+        let layoutName: String? = layout.nb_channels > 0 ? describe(&layout) : nil
+        return StreamInfo(
+            index: Int(s.index), containerID: Int(s.id), kind: kind, codecName: codec.name, codec: codec,
+            profile: par.profile == FF_PROFILE_UNKNOWN ? nil : codec.profileName(par.profile) ?? String(par.profile),
+            level: par.level == FF_LEVEL_UNKNOWN || par.level < 0 ? nil : Int(par.level),
+            timeBase: Rational(s.time_base), startTime: timestamp(s.start_time),
+            duration: s.duration > 0 ? timestamp(s.duration) : nil, declaredFrameCount: s.nb_frames,
+            averageFrameRate: Rational(s.avg_frame_rate), realFrameRate: Rational(s.r_frame_rate),
+            bitRate: par.bit_rate, codecTag: par.codec_tag,
+            isDefault: s.disposition & AV_DISPOSITION_DEFAULT != 0,
+            isAttachedPicture: s.disposition & AV_DISPOSITION_ATTACHED_PIC != 0,
+            metadata: dictionary(s.metadata),
+            width: Int(par.width), height: Int(par.height),
+            pixelFormat: kind == .video ? PixelFormatID(rawValue: par.format) : .none,
+            sampleAspectRatio: Rational(par.sample_aspect_ratio),
+            bitsPerRawSample: Int(par.bits_per_raw_sample),
+            videoDelay: Int(par.video_delay),
+            colorPrimaries: par.color_primaries == AVCOL_PRI_UNSPECIFIED ? nil : av_color_primaries_name(par.color_primaries).map { String(cString: $0) },
+            colorTransfer: par.color_trc == AVCOL_TRC_UNSPECIFIED ? nil : av_color_transfer_name(par.color_trc).map { String(cString: $0) },
+            colorMatrix: par.color_space == AVCOL_SPC_UNSPECIFIED ? nil : av_color_space_name(par.color_space).map { String(cString: $0) },
+            colorRange: par.color_range == AVCOL_RANGE_UNSPECIFIED ? nil : av_color_range_name(par.color_range).map { String(cString: $0) },
+            fieldOrder: fieldOrderName(par.field_order),
+            displayMatrix: matrix,
+            sampleRate: Int(par.sample_rate), channelCount: Int(par.ch_layout.nb_channels),
+            channelLayout: layoutName,
+            sampleFormat: kind == .audio ? SampleFormatID(rawValue: par.format) : .none,
+            frameSize: Int(par.frame_size), initialPadding: Int(par.initial_padding)
+        )
+    }
+
+    private static func fieldOrderName(_ order: AVFieldOrder) -> String? {
+        switch order {
+        case AV_FIELD_PROGRESSIVE: return "progressive"
+        case AV_FIELD_TT: return "tt"
+        case AV_FIELD_BB: return "bb"
+        case AV_FIELD_TB: return "tb"
+        case AV_FIELD_BT: return "bt"
+        default: return nil
+        }
+    }
+}
+
+/// FFmpeg's text for a channel layout. The corresponding C function is `av_channel_layout_describe`.
+func describe(_ layout: UnsafePointer<AVChannelLayout>) -> String? {
+    var buffer = [CChar](repeating: 0, count: 128)
+    guard av_channel_layout_describe(layout, &buffer, buffer.count) > 0 else { return nil }
+    let end = buffer.firstIndex(of: 0) ?? buffer.endIndex
+    return String(decoding: buffer[..<end].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+/// Every key/value of an `AVDictionary`. The corresponding C function is `av_dict_get`.
+func dictionary(_ dict: OpaquePointer?) -> [String: String] {
+    var result: [String: String] = [:]
+    var entry: UnsafeMutablePointer<AVDictionaryEntry>? = nil
+    while let e = av_dict_get(dict, "", entry, AV_DICT_IGNORE_SUFFIX) {
+        result[String(cString: e.pointee.key)] = String(cString: e.pointee.value)
+        entry = e
+    }
+    return result
+}

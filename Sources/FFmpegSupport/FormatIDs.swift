@@ -1,0 +1,61 @@
+internal import CFFmpeg
+
+/// An FFmpeg pixel format (`AVPixelFormat`), open so formats from newer releases round-trip.
+public struct PixelFormatID: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public let rawValue: Int32
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+
+    /// The format FFmpeg names `name` ("nv12", "yuv420p", "p010le"), nil if unknown. The corresponding C function is `av_get_pix_fmt`.
+    public init?(name: String) {
+        let format = av_get_pix_fmt(name)
+        guard format != AV_PIX_FMT_NONE else { return nil }
+        rawValue = format.rawValue
+    }
+
+    public static let none = PixelFormatID(rawValue: AV_PIX_FMT_NONE.rawValue)
+    public static let yuv420p = PixelFormatID(rawValue: AV_PIX_FMT_YUV420P.rawValue)
+    public static let nv12 = PixelFormatID(rawValue: AV_PIX_FMT_NV12.rawValue)
+    public static let p010 = PixelFormatID(rawValue: AV_PIX_FMT_P010LE.rawValue)
+    public static let bgra = PixelFormatID(rawValue: AV_PIX_FMT_BGRA.rawValue)
+    public static let rgba = PixelFormatID(rawValue: AV_PIX_FMT_RGBA.rawValue)
+    public static let yuv420p10 = PixelFormatID(rawValue: AV_PIX_FMT_YUV420P10LE.rawValue)
+    public static let vaapi = PixelFormatID(rawValue: AV_PIX_FMT_VAAPI.rawValue)
+
+    var avValue: AVPixelFormat { AVPixelFormat(rawValue: rawValue) }
+
+    /// FFmpeg's name for the format, nil for `none`. The corresponding C function is `av_get_pix_fmt_name`.
+    public var name: String? { av_get_pix_fmt_name(avValue).map { String(cString: $0) } }
+    public var description: String { name ?? "none" }
+
+    /// Bits per sample of the first (luma or red) component, nil for unknown formats.
+    public var bitDepth: Int? {
+        guard let descriptor = av_pix_fmt_desc_get(avValue) else { return nil }
+        return Int(descriptor.pointee.comp.0.depth)
+    }
+    /// True for formats whose pixels live in a hardware surface rather than host memory.
+    public var isHardware: Bool {
+        guard let descriptor = av_pix_fmt_desc_get(avValue) else { return false }
+        return descriptor.pointee.flags & UInt64(AV_PIX_FMT_FLAG_HWACCEL) != 0
+    }
+}
+
+/// An FFmpeg audio sample format (`AVSampleFormat`).
+public struct SampleFormatID: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public let rawValue: Int32
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+
+    public static let none = SampleFormatID(rawValue: AV_SAMPLE_FMT_NONE.rawValue)
+    public static let s16 = SampleFormatID(rawValue: AV_SAMPLE_FMT_S16.rawValue)
+    public static let s32 = SampleFormatID(rawValue: AV_SAMPLE_FMT_S32.rawValue)
+    public static let float = SampleFormatID(rawValue: AV_SAMPLE_FMT_FLT.rawValue)
+    public static let floatPlanar = SampleFormatID(rawValue: AV_SAMPLE_FMT_FLTP.rawValue)
+    public static let s16Planar = SampleFormatID(rawValue: AV_SAMPLE_FMT_S16P.rawValue)
+
+    var avValue: AVSampleFormat { AVSampleFormat(rawValue: rawValue) }
+
+    /// FFmpeg's name ("s16", "fltp"). The corresponding C function is `av_get_sample_fmt_name`.
+    public var name: String? { av_get_sample_fmt_name(avValue).map { String(cString: $0) } }
+    public var description: String { name ?? "none" }
+    public var isPlanar: Bool { av_sample_fmt_is_planar(avValue) != 0 }
+    public var bytesPerSample: Int { Int(av_get_bytes_per_sample(avValue)) }
+}

@@ -1,0 +1,109 @@
+import Foundation
+
+/// A media file and what it holds (`AVURLAsset`'s role). Properties load asynchronously and
+/// are cached: the file is inspected once, on a thread outside Swift's cooperative pool.
+///
+/// ```swift
+/// let asset = Asset(url: URL(fileURLWithPath: "clip.mp4"))
+/// let (duration, tracks) = try await asset.load(.duration, .tracks)
+/// ```
+public final class Asset: Sendable {
+    /// How the asset inspects its file (`AVURLAsset`'s initialisation options).
+    public struct Options: Sendable {
+        /// Read every packet's timestamp instead of trusting the container's index and header,
+        /// for exact durations and frame timing (`AVURLAssetPreferPreciseDurationAndTimingKey`).
+        /// Costs one pass over the file.
+        public var prefersPreciseDurationAndTiming: Bool
+        public init(prefersPreciseDurationAndTiming: Bool = false) {
+            self.prefersPreciseDurationAndTiming = prefersPreciseDurationAndTiming
+        }
+    }
+
+    public let url: URL
+    public let options: Options
+    private let loader: Loader
+
+    public init(url: URL, options: Options = Options()) {
+        self.url = url
+        self.options = options
+        self.loader = Loader(path: url.path, options: options)
+    }
+
+    /// Loads one or more properties, inspecting the file on first use.
+    /// Throws `MediaError` when the file is missing, unreadable, not media, or damaged.
+    public func load<each Value: Sendable>(_ property: repeat AssetProperty<each Value>) async throws -> (repeat each Value) {
+        let inspection = try await loader.inspection()
+        return (repeat (each property).read(inspection))
+    }
+
+    /// The tracks of one media type, in file order (`loadTracks(withMediaType:)`).
+    public func loadTracks(withMediaType mediaType: MediaType) async throws -> [AssetTrack] {
+        try await load(.tracks).filter { $0.mediaType == mediaType }
+    }
+
+    /// The track with `trackID`, nil if there is none (`loadTrack(withTrackID:)`).
+    public func loadTrack(withTrackID trackID: Int) async throws -> AssetTrack? {
+        try await load(.tracks).first { $0.trackID == trackID }
+    }
+
+    /// Runs the inspection once and shares its result (or error) with every caller.
+    private actor Loader {
+        let path: String
+        let options: Options
+        var task: Task<AssetInspection, any Error>?
+
+        init(path: String, options: Options) {
+            self.path = path
+            self.options = options
+        }
+
+        func inspection() async throws -> AssetInspection {
+            if let task { return try await task.value }
+            let (path, options) = (self.path, self.options)
+            let task = Task {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<AssetInspection, any Error>) in
+                    DispatchQueue.global(qos: .userInitiated).async {
+                        continuation.resume(with: Result { try AssetInspector.inspect(path: path, options: options) })
+                    }
+                }
+            }
+            self.task = task
+            return try await task.value
+        }
+    }
+}
+
+/// A property `Asset.load` can fetch (`AVAsyncProperty`'s role).
+public struct AssetProperty<Value: Sendable>: Sendable {
+    let read: @Sendable (AssetInspection) -> Value
+
+    /// Overall duration: the container's, or the end of the longest track when it has none.
+    public static var duration: AssetProperty<MediaTime> { .init { $0.duration } }
+    /// Every track in file order.
+    public static var tracks: AssetProperty<[AssetTrack]> { .init { $0.tracks } }
+    /// Container-level metadata, sorted by key.
+    public static var metadata: AssetProperty<[MetadataItem]> { .init { $0.metadata } }
+    /// The metadata items that map to a common identifier (title, creation date, location…).
+    public static var commonMetadata: AssetProperty<[MetadataItem]> { .init { $0.metadata.filter { $0.identifier != nil } } }
+    /// The container format as FFmpeg names it.
+    public static var containerFormat: AssetProperty<ContainerFormat> { .init { $0.containerFormat } }
+    public static var chapters: AssetProperty<[Chapter]> { .init { $0.chapters } }
+    /// File size in bytes.
+    public static var fileSize: AssetProperty<Int64> { .init { $0.fileSize } }
+    /// Overall bit rate the container declares (0 when it doesn't).
+    public static var overallBitRate: AssetProperty<Int> { .init { $0.bitRate } }
+    /// Problems found while inspecting that did not stop it (truncation, unreadable packets).
+    public static var warnings: AssetProperty<[String]> { .init { $0.warnings } }
+}
+
+/// The container format of an asset, as FFmpeg names it ("mov,mp4,m4a,3gp,3g2,mj2", "matroska,webm").
+public struct ContainerFormat: Sendable, Hashable, Codable {
+    public var name: String
+    public var longName: String?
+}
+
+/// A chapter marker: a titled stretch of the asset's timeline.
+public struct Chapter: Sendable, Hashable {
+    public var title: String?
+    public var timeRange: MediaTimeRange
+}

@@ -1,0 +1,319 @@
+import FFmpegSupport
+import Foundation
+
+/// Everything `Asset` knows about a file, gathered in one pass.
+struct AssetInspection: Sendable {
+    var containerFormat: ContainerFormat
+    var duration: MediaTime
+    var fileSize: Int64
+    var bitRate: Int
+    var tracks: [AssetTrack]
+    var metadata: [MetadataItem]
+    var chapters: [Chapter]
+    var warnings: [String]
+}
+
+/// Opens a file, reads its header and sample timing, and builds the asset's tracks.
+///
+/// Timing comes from the container's sample index when it lists every sample (mp4, mov,
+/// avi); otherwise, or when precise timing is asked for, from one demux-only pass over the
+/// packets (no decoding).
+enum AssetInspector {
+    static func inspect(path: String, options: Asset.Options) throws(MediaError) -> AssetInspection {
+        let fileSize = try checkReadableFile(path)
+        let demuxer: Demuxer
+        do {
+            demuxer = try Demuxer(path: path)
+        } catch {
+            throw openFailure(error, path: path)
+        }
+        let streams = demuxer.streams
+        guard !streams.isEmpty else {
+            throw MediaError(.noTracks, "contains no audio, video, subtitle or data tracks", path: path)
+        }
+
+        var warnings: [String] = []
+        var timings = streams.map { _ in StreamTiming() }
+        let media = streams.filter { ($0.kind == .video || $0.kind == .audio) && !$0.isAttachedPicture }
+        let indexIsComplete = media.allSatisfy { s in
+            s.declaredFrameCount > 0 && demuxer.indexEntries(ofStream: s.index).count == Int(s.declaredFrameCount)
+        }
+        if indexIsComplete && !options.prefersPreciseDurationAndTiming {
+            for s in streams {
+                let entries = demuxer.indexEntries(ofStream: s.index)
+                timings[s.index].add(index: entries)
+                let beyond = entries.filter { $0.position + Int64($0.size) > fileSize }.count
+                if beyond > 0 {
+                    warnings.append("file is truncated: \(beyond) of \(entries.count) samples of track \(trackID(s, in: streams)) lie beyond its end")
+                }
+            }
+        } else {
+            scanPackets(demuxer, into: &timings, warnings: &warnings)
+        }
+
+        let tracks = streams.map { makeTrack($0, timing: timings[$0.index], streams: streams, containerDuration: demuxer.durationMicroseconds) }
+        let duration: MediaTime
+        if let micros = demuxer.durationMicroseconds {
+            duration = MediaTime(value: micros, timescale: 1_000_000)
+        } else {
+            let end = tracks.map { $0.timeRange.start.seconds + $0.timeRange.duration.seconds }.filter(\.isFinite).max() ?? 0
+            duration = MediaTime(value: Int64((max(end, 0) * 1_000_000).rounded()), timescale: 1_000_000)
+        }
+        let chapters = demuxer.chapters.map { c in
+            Chapter(title: c.title,
+                    timeRange: MediaTimeRange(start: time(c.start, c.timeBase), duration: time(c.end - c.start, c.timeBase)))
+        }
+        return AssetInspection(
+            containerFormat: ContainerFormat(name: demuxer.formatName, longName: demuxer.formatLongName),
+            duration: duration, fileSize: fileSize, bitRate: Int(demuxer.bitRate), tracks: tracks,
+            metadata: MetadataItem.items(demuxer.metadata), chapters: chapters, warnings: warnings)
+    }
+
+    // MARK: Errors
+
+    /// Checks the path names a readable regular file and returns its size.
+    static func checkReadableFile(_ path: String) throws(MediaError) -> Int64 {
+        let files = FileManager.default
+        var isDirectory: ObjCBool = false
+        guard files.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw MediaError(.fileNotFound, "no such file", path: path)
+        }
+        if isDirectory.boolValue {
+            throw MediaError(.notARegularFile, "is a directory, not a media file", path: path)
+        }
+        guard files.isReadableFile(atPath: path) else {
+            throw MediaError(.permissionDenied, "permission denied: this user may not read the file", path: path)
+        }
+        let size = (try? files.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
+        if size == 0 {
+            throw MediaError(.notMediaFile, "file is empty (0 bytes)", path: path)
+        }
+        return size
+    }
+
+    /// Turns a failure to open into the most specific `MediaError`: a file no demuxer
+    /// recognises is "not media"; one whose start is recognised but fails later is damaged.
+    static func openFailure(_ error: FFmpegError, path: String) -> MediaError {
+        switch error.code {
+        case .noSuchFile:
+            return MediaError(.fileNotFound, "no such file", path: path, underlying: error)
+        case .permissionDenied:
+            return MediaError(.permissionDenied, "permission denied: this user may not read the file", path: path, underlying: error)
+        default:
+            break
+        }
+        if let format = Demuxer.recognizeFormat(ofLeadingBytes: leadingBytes(of: path, count: 64 * 1024)), format.score > 25 {
+            let cause = error.function == "avformat_find_stream_info" ? "its streams cannot be read" : "its structure is damaged or cut short"
+            return MediaError(.corruptOrTruncated, "recognised as \(format.name) but \(cause)", path: path, underlying: error)
+        }
+        return MediaError(.notMediaFile, "not a media file FFmpeg recognises", path: path, underlying: error)
+    }
+
+    static func leadingBytes(of path: String, count: Int) -> [UInt8] {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return [] }
+        defer { try? handle.close() }
+        let data = (try? handle.read(upToCount: count)) ?? Data()
+        return [UInt8](data)
+    }
+
+    // MARK: Timing
+
+    /// Sample timing gathered from the index or a packet scan.
+    struct StreamTiming {
+        var count = 0
+        var bytes: Int64 = 0
+        /// Presentation timestamps (decode timestamps when only those are known), unsorted.
+        var timestamps: [Int64] = []
+        /// Latest timestamp + duration seen.
+        var end: Int64?
+        var sawData = false
+
+        mutating func add(index entries: [Demuxer.IndexEntry]) {
+            for e in entries {
+                count += 1
+                bytes += Int64(e.size)
+                timestamps.append(e.timestamp)
+            }
+            sawData = !entries.isEmpty
+            if let last = timestamps.max() {
+                end = last + (typicalInterval ?? 0)
+            }
+        }
+
+        mutating func add(packet: Packet) {
+            count += 1
+            bytes += Int64(packet.size)
+            sawData = true
+            guard let t = packet.pts ?? packet.dts else { return }
+            timestamps.append(t)
+            end = max(end ?? t, t + max(packet.duration, 0))
+        }
+
+        /// Positive intervals between consecutive timestamps in presentation order.
+        var intervals: [Int64] {
+            let sorted = timestamps.sorted()
+            return zip(sorted.dropFirst(), sorted).map { $0 - $1 }.filter { $0 > 0 }
+        }
+
+        var typicalInterval: Int64? {
+            let i = intervals.sorted()
+            return i.isEmpty ? nil : i[i.count / 2]
+        }
+    }
+
+    /// Reads every packet once (no decoding) to learn sample counts, sizes and timestamps.
+    static func scanPackets(_ demuxer: Demuxer, into timings: inout [StreamTiming], warnings: inout [String]) {
+        let packet = Packet()
+        var corrupt = 0
+        while true {
+            do {
+                guard try demuxer.readPacket(into: packet) == .packet else { break }
+            } catch {
+                warnings.append("reading stopped early: \(error.message) (\(error.function)); later samples are unreadable")
+                break
+            }
+            if packet.isCorrupt { corrupt += 1 }
+            timings[packet.streamIndex].add(packet: packet)
+        }
+        if corrupt > 0 { warnings.append("\(corrupt) packets are marked corrupt by the demuxer") }
+    }
+
+    // MARK: Tracks
+
+    static func trackID(_ s: StreamInfo, in streams: [StreamInfo]) -> Int {
+        let ids = streams.map(\.containerID)
+        let usable = ids.allSatisfy { $0 > 0 } && Set(ids).count == ids.count
+        return usable ? s.containerID : s.index + 1
+    }
+
+    static func makeTrack(_ s: StreamInfo, timing: StreamTiming, streams: [StreamInfo], containerDuration: Int64?) -> AssetTrack {
+        let tb = s.timeBase
+        let mediaType: MediaType = switch s.kind {
+        case .video: .video
+        case .audio: .audio
+        case .subtitle: .subtitle
+        default: .data
+        }
+        let start = s.startTime ?? timing.timestamps.min() ?? 0
+        let durationTicks: Int64
+        if let d = s.duration {
+            durationTicks = d
+        } else if let end = timing.end {
+            durationTicks = max(end - start, 0)
+        } else if let micros = containerDuration {
+            durationTicks = Rational(1, 1_000_000).rescale(micros, to: tb)
+        } else {
+            durationTicks = 0
+        }
+        let timeRange = MediaTimeRange(start: time(start, tb), duration: time(durationTicks, tb))
+        let seconds = timeRange.duration.seconds
+
+        let isVideo = s.kind == .video
+        let natural = isVideo ? Size(width: s.width, height: s.height) : .zero
+        var transform = VideoTransform.identity
+        if isVideo, let m = s.displayMatrix {
+            let raw = VideoTransform(a: Double(m[0]) / 65536, b: Double(m[1]) / 65536,
+                                      c: Double(m[3]) / 65536, d: Double(m[4]) / 65536, tx: 0, ty: 0)
+            transform = VideoTransform(rotationDegrees: raw.rotationDegrees, mirrored: raw.isMirrored, size: natural)
+        }
+
+        var frameRate: Float = 0
+        var minFrameDuration = MediaTime.invalid
+        var variable = false
+        if isVideo && !s.isAttachedPicture {
+            (frameRate, minFrameDuration, variable) = videoTiming(s, timing: timing)
+        }
+
+        let count = timing.sawData ? timing.count : Int(s.declaredFrameCount)
+        let bytes = timing.sawData ? timing.bytes : 0
+        let dataRate: Float = bytes > 0 && seconds > 0 ? Float(Double(bytes) * 8 / seconds) : Float(s.bitRate)
+        let language = s.metadata["language"].flatMap { $0 == "und" ? nil : $0 }
+        let enabled = s.isDefault || !streams.contains { $0.kind == s.kind && $0.isDefault }
+
+        var segments: [AssetTrackSegment] = []
+        if timeRange.start.value > 0 {
+            let empty = MediaTimeRange(start: .zero, duration: timeRange.start)
+            segments.append(AssetTrackSegment(timeMapping: MediaTimeMapping(source: .init(start: .invalid, duration: timeRange.start), target: empty)))
+        }
+        segments.append(AssetTrackSegment(timeMapping: MediaTimeMapping(source: timeRange, target: timeRange)))
+
+        return AssetTrack(
+            trackID: trackID(s, in: streams), streamIndex: s.index, mediaType: mediaType,
+            formatDescription: formatDescription(s, mediaType: mediaType), timeRange: timeRange,
+            naturalTimeScale: tb.numerator == 1 ? tb.denominator : Int32(clamping: Int64(tb.denominator) / Int64(max(tb.numerator, 1))),
+            naturalSize: natural, preferredTransform: transform, nominalFrameRate: frameRate,
+            minFrameDuration: minFrameDuration, isVariableFrameRate: variable, estimatedDataRate: dataRate,
+            totalSampleDataLength: bytes, sampleCount: count, languageCode: language, isEnabled: enabled,
+            requiresFrameReordering: s.videoDelay > 0, isAttachedPicture: s.isAttachedPicture,
+            segments: segments, metadata: MetadataItem.items(s.metadata))
+    }
+
+    /// Frame rate, shortest frame interval and the variable-frame-rate verdict of a video track.
+    ///
+    /// Intervals shorter than a quarter of the median are hidden or field packets, not frames.
+    /// The rate is the container's average unless the timestamps contradict it by more than
+    /// a factor of two (some muxers write nonsense averages); the track is variable when more
+    /// than 5% of intervals stray from the median by over 10% (beyond timestamp rounding).
+    static func videoTiming(_ s: StreamInfo, timing: StreamTiming) -> (Float, MediaTime, Bool) {
+        let tb = s.timeBase
+        let intervals = timing.intervals
+        let sortedIntervals = intervals.sorted()
+        let declared = s.averageFrameRate.isPositive ? s.averageFrameRate : s.realFrameRate
+        guard !sortedIntervals.isEmpty else {
+            let rate = declared.isPositive ? Float(declared.doubleValue) : 0
+            let minDuration = declared.isPositive ? MediaTime(value: Int64(declared.denominator), timescale: declared.numerator) : .invalid
+            return (rate, minDuration, false)
+        }
+        let median = sortedIntervals[sortedIntervals.count / 2]
+        let frames = sortedIntervals.filter { $0 * 4 >= median }
+        let tolerance = max(Double(median) * 0.1, 1.5)
+        let strays = frames.filter { abs(Double($0 - median)) > tolerance }.count
+        let variable = Double(strays) > 0.05 * Double(frames.count)
+        let span = frames.reduce(0, +)
+        let measured = span > 0 ? Double(frames.count) / (Double(span) * tb.doubleValue) : 0
+        var rate = measured
+        if declared.isPositive {
+            let ratio = declared.doubleValue / max(measured, .leastNonzeroMagnitude)
+            if measured == 0 || (ratio > 0.45 && ratio < 2.2) { rate = declared.doubleValue }
+        }
+        return (Float(rate), time(frames.min() ?? median, tb), variable)
+    }
+
+    static func formatDescription(_ s: StreamInfo, mediaType: MediaType) -> FormatDescription {
+        var video: VideoFormat? = nil
+        var audio: AudioFormat? = nil
+        if s.kind == .video {
+            let pixelFormat = s.pixelFormat == .none ? nil : s.pixelFormat.name
+            let depth = s.pixelFormat == .none ? (s.bitsPerRawSample > 0 ? s.bitsPerRawSample : nil) : s.pixelFormat.bitDepth
+            let sar = s.sampleAspectRatio
+            video = VideoFormat(
+                width: s.width, height: s.height, pixelFormat: pixelFormat, bitDepth: depth,
+                colorPrimaries: s.colorPrimaries, colorTransfer: s.colorTransfer, colorMatrix: s.colorMatrix,
+                colorRange: s.colorRange, fieldOrder: s.fieldOrder,
+                pixelAspectRatio: sar.isPositive && sar.numerator != sar.denominator ? [Int(sar.numerator), Int(sar.denominator)] : nil)
+        } else if s.kind == .audio {
+            audio = AudioFormat(
+                sampleRate: s.sampleRate, channelCount: s.channelCount, channelLayout: s.channelLayout,
+                sampleFormat: s.sampleFormat == .none ? nil : s.sampleFormat.name,
+                framesPerPacket: s.frameSize > 0 ? s.frameSize : nil,
+                primingSamples: s.initialPadding > 0 ? s.initialPadding : nil)
+        }
+        return FormatDescription(mediaType: mediaType, codec: s.codecName, codecTag: fourCC(s.codecTag),
+                                 profile: s.profile, level: s.level, video: video, audio: audio)
+    }
+
+    static func fourCC(_ tag: UInt32) -> String? {
+        guard tag != 0 else { return nil }
+        let bytes = (0..<4).map { UInt8((tag >> (8 * $0)) & 0xff) }
+        guard bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7f }) else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// `ticks` of `timeBase` as a media time, exact where the time base has numerator 1.
+func time(_ ticks: Int64, _ timeBase: Rational) -> MediaTime {
+    if timeBase.numerator == 1 { return MediaTime(value: ticks, timescale: timeBase.denominator) }
+    let (product, overflow) = ticks.multipliedReportingOverflow(by: Int64(timeBase.numerator))
+    if !overflow { return MediaTime(value: product, timescale: timeBase.denominator) }
+    return MediaTime(value: timeBase.rescale(ticks, to: Rational(1, 1_000_000)), timescale: 1_000_000)
+}
