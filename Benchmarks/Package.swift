@@ -1,0 +1,25 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+/// Benchmarks for VAFoundation, kept in their own package so the main build never resolves
+/// the benchmark harness. Run from this directory: `swift package benchmark`.
+let package = Package(
+    name: "VAFoundationBenchmarks",
+    platforms: [.macOS(.v14)],
+    dependencies: [
+        .package(path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.0", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        .executableTarget(
+            name: "Pipeline",
+            dependencies: [
+                .product(name: "VAFoundation", package: "VAFoundation"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/Pipeline",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# README command (a): set up a fresh Debian machine, build in release, and run the main job on
+# the bundled sample clip (or on the files given as arguments).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash Hardware/setup.sh
+export PATH="$PATH:/opt/swift/usr/bin"
+swift build -c release --product vaf >&2
+if [ $# -eq 0 ]; then
+  set -- Tests/VAFoundationTests/Fixtures/h264_aac_iphone6_rot90_gps_metadata.mov
+fi
+exec .build/release/vaf info "$@"
