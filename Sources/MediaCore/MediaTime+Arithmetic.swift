@@ -351,7 +351,6 @@ extension MediaTime {
             && (-product).addingProduct(valueAsDouble, multiplier) == 0
         var candidateTimescale = Int64(timescale)
         while candidateTimescale < 65536 { candidateTimescale *= 2 }
-        candidateTimescale = min(candidateTimescale, Int64(Int32.max))
         while true {
             let scaled = product * Double(candidateTimescale)
             let quotient = scaled / Double(timescale)

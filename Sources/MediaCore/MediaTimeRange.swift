@@ -133,3 +133,35 @@ extension MediaTimeRange: CustomStringConvertible {
     /// Like `CMTimeRangeCopyDescription`: "{{0/1 = 0.000}, {600/600 = 1.000}}", start then duration.
     public var description: String { "{\(start), \(duration)}" }
 }
+
+extension MediaTime {
+    /// The time carried by whole durations of `range` into `range.start ..< range.end`
+    /// (`CMTimeFoldIntoRange`), for looping: times before the range fold too. Invalid unless this
+    /// time and the range are numeric, the range is not empty and the time is in the epoch of
+    /// `range.start`. Exact whenever the arithmetic is (see `+`).
+    public func fold(into range: MediaTimeRange) -> MediaTime {
+        guard isNumeric, range.isValid, range.start.isNumeric, range.duration.isNumeric, !range.isEmpty,
+            epoch == range.start.epoch
+        else { return .invalid }
+        let offset = self - range.start
+        guard offset.isNumeric else { return .invalid }
+        if offset >= .zero && offset < range.duration { return self }
+        // offset = a/b and duration = c/e: offset mod duration = (a·e mod b·c) / (b·e), floored.
+        let duration = range.duration
+        let scaledOffset = WideInteger(offset.value, times: UInt64(duration.timescale))
+        let scaledDuration = WideInteger(duration.value, times: UInt64(offset.timescale))
+        var remainder = scaledOffset.magnitudeQuotientAndRemainder(dividingBy: scaledDuration).remainder
+        if scaledOffset.isNegative && !remainder.isZero {
+            remainder = scaledDuration.adding(remainder.negated) ?? .zero
+        }
+        let offsetScale = UInt64(offset.timescale)
+        let durationScale = UInt64(duration.timescale)
+        let commonMultiple = offsetScale / greatestCommonDivisor(offsetScale, durationScale) * durationScale
+        let folded = MediaTime.nearest(
+            numerator: remainder, denominator: offsetScale * durationScale,
+            timescale: commonMultiple <= UInt64(MediaTime.maxTimescale) ? Int32(commonMultiple) : MediaTime.maxTimescale,
+            epoch: 0, wasRounded: offset.flags.contains(.hasBeenRounded) || duration.flags.contains(.hasBeenRounded)
+        )
+        return range.start + folded
+    }
+}

@@ -103,6 +103,21 @@ private let nearRange = zip(nearTime, Gen.int64(in: 1...3000), Gen.int(in: 0...s
         #expect(!MediaTimeRange(start: seconds(2), duration: .zero).clamp(seconds(2)).isValid)
     }
 
+    @Test func foldKnownAnswers() {
+        let range = MediaTimeRange(start: seconds(2), duration: seconds(4))
+        expectFields(seconds(7).fold(into: range), value: 3, timescale: 1)
+        expectFields(seconds(6).fold(into: range), value: 2, timescale: 1)
+        expectFields(seconds(1).fold(into: range), value: 5, timescale: 1)
+        expectFields(seconds(-3).fold(into: range), value: 5, timescale: 1)
+        expectFields(seconds(7, 2).fold(into: range), value: 7, timescale: 2)
+        #expect(seconds(15, 2).fold(into: range) == seconds(7, 2))
+        let thirds = MediaTimeRange(start: seconds(0), duration: seconds(1, 3))
+        #expect(seconds(1, 2).fold(into: thirds) == seconds(1, 6))
+        #expect(!MediaTime.positiveInfinity.fold(into: range).isValid)
+        #expect(!seconds(3).fold(into: MediaTimeRange(start: seconds(2), duration: .zero)).isValid)
+        #expect(!MediaTime(value: 3, timescale: 1, epoch: 1).fold(into: range).isValid)
+    }
+
     @Test func descriptionAndCoding() throws {
         let range = MediaTimeRange(start: .zero, duration: seconds(600, 600))
         #expect(range.description == "{{0/1 = 0.000}, {600/600 = 1.000}}")
@@ -156,6 +171,16 @@ private let nearRange = zip(nearTime, Gen.int64(in: 1...3000), Gen.int(in: 0...s
             let clamped = range.clamp(time)
             #expect(clamped >= range.start && clamped <= range.end)
             if range.contains(time) { #expect(clamped == time) }
+        }
+    }
+
+    @Test func foldingLandsInTheRangeAndIgnoresWholeDurations() async {
+        await propertyCheck(input: nearRange, nearTime, Gen.int32(in: -5...5)) { range, time, loops in
+            let folded = time.fold(into: range)
+            #expect(range.contains(folded), "\(time) folded into \(range) = \(folded)")
+            #expect(!folded.hasBeenRounded)
+            #expect(folded.fold(into: range) == folded)
+            #expect((time + range.duration * loops).fold(into: range) == folded)
         }
     }
 
