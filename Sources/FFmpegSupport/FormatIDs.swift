@@ -32,6 +32,11 @@ public struct PixelFormatID: RawRepresentable, Sendable, Hashable, CustomStringC
         guard let descriptor = av_pix_fmt_desc_get(avValue) else { return nil }
         return Int(descriptor.pointee.comp.0.depth)
     }
+    /// log2 of the vertical chroma subsampling (1 for 4:2:0, 0 for 4:2:2 and 4:4:4).
+    public var chromaHeightShift: Int {
+        guard let descriptor = av_pix_fmt_desc_get(avValue) else { return 0 }
+        return Int(descriptor.pointee.log2_chroma_h)
+    }
     /// True for formats whose pixels live in a hardware surface rather than host memory.
     public var isHardware: Bool {
         guard let descriptor = av_pix_fmt_desc_get(avValue) else { return false }
@@ -43,6 +48,13 @@ public struct PixelFormatID: RawRepresentable, Sendable, Hashable, CustomStringC
 public struct SampleFormatID: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
     public let rawValue: Int32
     public init(rawValue: Int32) { self.rawValue = rawValue }
+
+    /// The format FFmpeg names `name` ("s16", "fltp"), nil if unknown. The corresponding C function is `av_get_sample_fmt`.
+    public init?(name: String) {
+        let format = av_get_sample_fmt(name)
+        guard format != AV_SAMPLE_FMT_NONE else { return nil }
+        rawValue = format.rawValue
+    }
 
     public static let none = SampleFormatID(rawValue: AV_SAMPLE_FMT_NONE.rawValue)
     public static let s16 = SampleFormatID(rawValue: AV_SAMPLE_FMT_S16.rawValue)

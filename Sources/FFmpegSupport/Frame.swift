@@ -21,7 +21,31 @@ public final class Frame: @unchecked Sendable {
         try check(av_frame_get_buffer(pointer, Int32(alignment)), "av_frame_get_buffer")
     }
 
+    /// Allocates an audio frame with its own buffers for `sampleCount` samples per channel.
+    /// `channelLayout` is FFmpeg's layout text ("stereo", "5.1(side)"); nil picks the default
+    /// layout for `channelCount`. The corresponding C function is `av_frame_get_buffer`.
+    public convenience init(sampleCount: Int, sampleFormat: SampleFormatID, sampleRate: Int, channelCount: Int,
+                            channelLayout: String? = nil) throws(FFmpegError) {
+        self.init()
+        pointer.pointee.nb_samples = Int32(sampleCount)
+        pointer.pointee.format = sampleFormat.rawValue
+        pointer.pointee.sample_rate = Int32(sampleRate)
+        try setChannelLayout(channelLayout, channelCount: channelCount)
+        try check(av_frame_get_buffer(pointer, 0), "av_frame_get_buffer")
+    }
+
     deinit { var p: UnsafeMutablePointer<AVFrame>? = pointer; av_frame_free(&p) }
+
+    /// Sets the channel layout from FFmpeg's text, or the default layout for `channelCount`.
+    /// The corresponding C functions are `av_channel_layout_from_string` and `av_channel_layout_default`.
+    func setChannelLayout(_ text: String?, channelCount: Int) throws(FFmpegError) {
+        av_channel_layout_uninit(&pointer.pointee.ch_layout)
+        if let text {
+            try check(av_channel_layout_from_string(&pointer.pointee.ch_layout, text), "av_channel_layout_from_string")
+        } else {
+            av_channel_layout_default(&pointer.pointee.ch_layout, Int32(channelCount))
+        }
+    }
 
     /// A new reference to the same buffers (no pixel copy). The corresponding C function is `av_frame_ref`.
     public func reference() throws(FFmpegError) -> Frame {
@@ -88,15 +112,62 @@ public final class Frame: @unchecked Sendable {
     public func baseAddress(plane index: Int) -> UnsafeMutableRawPointer? {
         withUnsafeBytes(of: pointer.pointee.data) { UnsafeMutableRawPointer($0.bindMemory(to: UnsafeMutablePointer<UInt8>?.self)[index]) }
     }
-    public var colorPrimaries: Int32 { Int32(pointer.pointee.color_primaries.rawValue) }
-    public var colorTransfer: Int32 { Int32(pointer.pointee.color_trc.rawValue) }
-    public var colorMatrix: Int32 { Int32(pointer.pointee.colorspace.rawValue) }
-    public var isFullRange: Bool { pointer.pointee.color_range == AVCOL_RANGE_JPEG }
+    /// Data pointer `index` of `extended_data`: one per channel for planar audio (any number of
+    /// channels), else plane pointers.
+    public func extendedData(plane index: Int) -> UnsafeMutableRawPointer? {
+        pointer.pointee.extended_data.map { UnsafeMutableRawPointer($0[index]) } ?? nil
+    }
+
+    /// Colour primaries by FFmpeg's name ("bt709"), nil when unspecified. The corresponding C
+    /// functions are `av_color_primaries_name` and `av_color_primaries_from_name`.
+    public var colorPrimaries: String? {
+        get { name(av_color_primaries_name(pointer.pointee.color_primaries), unspecified: pointer.pointee.color_primaries == AVCOL_PRI_UNSPECIFIED) }
+        set {
+            let v = newValue.map { av_color_primaries_from_name($0) } ?? -1
+            pointer.pointee.color_primaries = v >= 0 ? AVColorPrimaries(rawValue: UInt32(v)) : AVCOL_PRI_UNSPECIFIED
+        }
+    }
+    /// Transfer characteristic by FFmpeg's name ("bt709", "smpte2084"), nil when unspecified.
+    public var colorTransfer: String? {
+        get { name(av_color_transfer_name(pointer.pointee.color_trc), unspecified: pointer.pointee.color_trc == AVCOL_TRC_UNSPECIFIED) }
+        set {
+            let v = newValue.map { av_color_transfer_from_name($0) } ?? -1
+            pointer.pointee.color_trc = v >= 0 ? AVColorTransferCharacteristic(rawValue: UInt32(v)) : AVCOL_TRC_UNSPECIFIED
+        }
+    }
+    /// YCbCr matrix by FFmpeg's name ("bt709", "bt2020nc"), nil when unspecified.
+    public var colorMatrix: String? {
+        get { name(av_color_space_name(pointer.pointee.colorspace), unspecified: pointer.pointee.colorspace == AVCOL_SPC_UNSPECIFIED) }
+        set {
+            let v = newValue.map { av_color_space_from_name($0) } ?? -1
+            pointer.pointee.colorspace = v >= 0 ? AVColorSpace(rawValue: UInt32(v)) : AVCOL_SPC_UNSPECIFIED
+        }
+    }
+    /// True for full-range samples, false for limited, nil when unspecified.
+    public var isFullRange: Bool? {
+        get {
+            switch pointer.pointee.color_range {
+            case AVCOL_RANGE_JPEG: return true
+            case AVCOL_RANGE_MPEG: return false
+            default: return nil
+            }
+        }
+        set { pointer.pointee.color_range = newValue.map { $0 ? AVCOL_RANGE_JPEG : AVCOL_RANGE_MPEG } ?? AVCOL_RANGE_UNSPECIFIED }
+    }
+
+    private func name(_ text: UnsafePointer<CChar>?, unspecified: Bool) -> String? {
+        unspecified ? nil : text.map { String(cString: $0) }
+    }
 
     // MARK: Audio
 
-    public var sampleCount: Int { Int(pointer.pointee.nb_samples) }
+    public var sampleCount: Int {
+        get { Int(pointer.pointee.nb_samples) }
+        set { pointer.pointee.nb_samples = Int32(newValue) }
+    }
     public var sampleRate: Int { Int(pointer.pointee.sample_rate) }
+    /// FFmpeg's text for the channel layout ("stereo"), nil when unknown.
+    public var channelLayout: String? { describe(&pointer.pointee.ch_layout) }
     public var channelCount: Int { Int(pointer.pointee.ch_layout.nb_channels) }
     public var sampleFormat: SampleFormatID { SampleFormatID(rawValue: pointer.pointee.format) }
 }

@@ -1,0 +1,190 @@
+/// A container type an `AssetWriter` writes (`AVFileType`'s role).
+public struct FileType: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+
+    public static let mp4 = FileType(rawValue: "mp4")
+    public static let mov = FileType(rawValue: "mov")
+    public static let m4v = FileType(rawValue: "m4v")
+    public static let m4a = FileType(rawValue: "m4a")
+    public static let mkv = FileType(rawValue: "mkv")
+    public static let webm = FileType(rawValue: "webm")
+
+    public static let all: [FileType] = [.mp4, .mov, .m4v, .m4a, .mkv, .webm]
+
+    /// The file type a file extension names ("MP4", "mkv"), nil if none.
+    public init?(fileExtension: String) {
+        let type = FileType(rawValue: fileExtension.lowercased())
+        guard FileType.all.contains(type) else { return nil }
+        self = type
+    }
+
+    /// The file extension, without the dot.
+    public var fileExtension: String { rawValue }
+
+    /// FFmpeg's muxer for this type.
+    public var muxerName: String {
+        switch self {
+        case .mov: "mov"
+        case .m4v: "ipod"
+        case .m4a: "ipod"
+        case .mkv: "matroska"
+        case .webm: "webm"
+        default: "mp4"
+        }
+    }
+}
+
+/// A video codec a writer can encode to, named by FFmpeg's codec name.
+public struct VideoCodec: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+
+    public static let h264 = VideoCodec(rawValue: "h264")
+    public static let hevc = VideoCodec(rawValue: "hevc")
+    public static let av1 = VideoCodec(rawValue: "av1")
+    public static let vp9 = VideoCodec(rawValue: "vp9")
+    public static let prores = VideoCodec(rawValue: "prores")
+    public static let mjpeg = VideoCodec(rawValue: "mjpeg")
+}
+
+/// An audio codec a writer can encode to, named by FFmpeg's codec name ("pcm" for linear PCM).
+public struct AudioCodec: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+
+    public static let aac = AudioCodec(rawValue: "aac")
+    public static let opus = AudioCodec(rawValue: "opus")
+    public static let flac = AudioCodec(rawValue: "flac")
+    public static let alac = AudioCodec(rawValue: "alac")
+    public static let linearPCM = AudioCodec(rawValue: "pcm")
+}
+
+/// How a picture is fitted to a different output size (`AVVideoScalingModeKey`).
+public enum ScalingMode: String, Sendable, Codable, CaseIterable {
+    /// Stretch to fill, ignoring aspect ratio (`AVVideoScalingModeResize`).
+    case resize
+    /// Fit inside, keeping aspect ratio, with black bars (`AVVideoScalingModeResizeAspect`).
+    case resizeAspect
+    /// Fill, keeping aspect ratio, cropping what overflows (`AVVideoScalingModeResizeAspectFill`).
+    case resizeAspectFill
+}
+
+/// Settings for encoding video (AVFoundation's video output-settings dictionary, typed).
+public struct VideoSettings: Sendable, Hashable, Codable {
+    public var codec: VideoCodec
+    public var width: Int
+    public var height: Int
+    public var scalingMode: ScalingMode
+    /// Bits per second (`AVVideoAverageBitRateKey`); nil lets `quality` decide.
+    public var averageBitRate: Int?
+    /// 0…1 constant-quality target (`AVVideoQualityKey`), used when no bit rate is set.
+    public var quality: Double?
+    /// Largest distance between keyframes in frames (`AVVideoMaxKeyFrameIntervalKey`).
+    public var maxKeyFrameInterval: Int?
+    /// Largest distance between keyframes in seconds (`AVVideoMaxKeyFrameIntervalDurationKey`).
+    public var maxKeyFrameIntervalDuration: Double?
+    /// B-frames allowed (`AVVideoAllowFrameReorderingKey`).
+    public var allowFrameReordering: Bool
+    /// Codec profile by FFmpeg's name ("high", "main", "main10"); nil lets the encoder choose.
+    public var profile: String?
+    /// Codec level ("4.1"); nil lets the encoder choose.
+    public var level: String?
+    /// The frame rate the source is expected to have (`AVVideoExpectedSourceFrameRateKey`).
+    public var expectedSourceFrameRate: Double?
+    /// Output pixel format; nil picks the encoder's natural one (yuv420p, or yuv420p10le for 10-bit profiles).
+    public var pixelFormat: PixelFormat?
+    public var colorProperties: ColorProperties?
+
+    public init(codec: VideoCodec, width: Int, height: Int, scalingMode: ScalingMode = .resizeAspect,
+                averageBitRate: Int? = nil, quality: Double? = nil, maxKeyFrameInterval: Int? = nil,
+                maxKeyFrameIntervalDuration: Double? = nil, allowFrameReordering: Bool = true, profile: String? = nil,
+                level: String? = nil, expectedSourceFrameRate: Double? = nil, pixelFormat: PixelFormat? = nil,
+                colorProperties: ColorProperties? = nil) {
+        self.codec = codec
+        self.width = width
+        self.height = height
+        self.scalingMode = scalingMode
+        self.averageBitRate = averageBitRate
+        self.quality = quality
+        self.maxKeyFrameInterval = maxKeyFrameInterval
+        self.maxKeyFrameIntervalDuration = maxKeyFrameIntervalDuration
+        self.allowFrameReordering = allowFrameReordering
+        self.profile = profile
+        self.level = level
+        self.expectedSourceFrameRate = expectedSourceFrameRate
+        self.pixelFormat = pixelFormat
+        self.colorProperties = colorProperties
+    }
+}
+
+/// Settings for encoding audio (AVFoundation's audio output-settings dictionary, typed).
+public struct AudioSettings: Sendable, Hashable, Codable {
+    public var codec: AudioCodec
+    public var sampleRate: Int
+    public var channelCount: Int
+    /// FFmpeg's layout text ("stereo", "5.1(side)"); nil takes the default for `channelCount`.
+    public var channelLayout: String?
+    /// Bits per second for lossy codecs; nil lets the encoder choose.
+    public var bitRate: Int?
+    /// Sample layout for `.linearPCM` (bit depth, float, interleaving).
+    public var linearPCM: LinearPCMSettings?
+
+    public init(codec: AudioCodec, sampleRate: Int, channelCount: Int, channelLayout: String? = nil,
+                bitRate: Int? = nil, linearPCM: LinearPCMSettings? = nil) {
+        self.codec = codec
+        self.sampleRate = sampleRate
+        self.channelCount = channelCount
+        self.channelLayout = channelLayout
+        self.bitRate = bitRate
+        self.linearPCM = linearPCM
+    }
+}
+
+/// The layout of decoded audio (`AVLinearPCM*` keys): what an audio reader output vends.
+public struct LinearPCMSettings: Sendable, Hashable, Codable {
+    /// nil keeps the source's rate.
+    public var sampleRate: Int?
+    /// nil keeps the source's channel count.
+    public var channelCount: Int?
+    /// FFmpeg's layout text; nil keeps the source's (or the default for `channelCount`).
+    public var channelLayout: String?
+    public var bitDepth: Int
+    public var isFloat: Bool
+    public var isInterleaved: Bool
+
+    public init(sampleRate: Int? = nil, channelCount: Int? = nil, channelLayout: String? = nil,
+                bitDepth: Int = 16, isFloat: Bool = false, isInterleaved: Bool = true) {
+        self.sampleRate = sampleRate
+        self.channelCount = channelCount
+        self.channelLayout = channelLayout
+        self.bitDepth = bitDepth
+        self.isFloat = isFloat
+        self.isInterleaved = isInterleaved
+    }
+
+    /// The sample format these settings describe.
+    public var sampleFormat: AudioSampleFormat {
+        AudioSampleFormat(bitDepth: bitDepth, isFloat: isFloat, isInterleaved: isInterleaved)
+    }
+}
+
+/// The pictures a video reader output vends or an adaptor accepts
+/// (`kCVPixelBufferPixelFormatTypeKey`, width, height).
+public struct PixelBufferAttributes: Sendable, Hashable, Codable {
+    public var pixelFormat: PixelFormat
+    /// nil keeps the source's width (or takes the writer input's).
+    public var width: Int?
+    public var height: Int?
+    public var scalingMode: ScalingMode
+
+    public init(pixelFormat: PixelFormat, width: Int? = nil, height: Int? = nil, scalingMode: ScalingMode = .resize) {
+        self.pixelFormat = pixelFormat
+        self.width = width
+        self.height = height
+        self.scalingMode = scalingMode
+    }
+}
