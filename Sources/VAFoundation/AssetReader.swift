@@ -1,0 +1,210 @@
+import FFmpegSupport
+import Foundation
+import Synchronization
+
+/// Reads samples out of an asset (`AVAssetReader`'s role): compressed as stored, or decoded
+/// into pictures and PCM audio, through the outputs added to it.
+///
+/// One demuxer serves every output: packets of other outputs' tracks are queued for them, so
+/// audio and video read together lose nothing. Read every output you add (in any order, from
+/// any task); an output left unread keeps its packets queued.
+public final class AssetReader: Sendable {
+    /// `AVAssetReader.Status`.
+    public enum Status: Sendable, Equatable { case unknown, reading, completed, failed, cancelled }
+
+    public let asset: Asset
+    private let state = Mutex(State())
+
+    private struct State: @unchecked Sendable {
+        var status: Status = .unknown
+        var error: MediaError?
+        var timeRange = MediaTimeRange(start: .zero, duration: .positiveInfinity)
+        var outputs: [AssetReaderOutput] = []
+        var session: DemuxSession?
+    }
+
+    /// A reader for `asset`; the file is opened by `startReading()`.
+    public init(asset: Asset) {
+        self.asset = asset
+    }
+
+    public var status: Status { state.withLock { $0.status } }
+    /// Why reading failed; nil unless `status` is `.failed`.
+    public var error: MediaError? { state.withLock { $0.error } }
+    public var outputs: [AssetReaderOutput] { state.withLock { $0.outputs } }
+
+    /// The part of the asset to read (default: all of it). Reading is frame-accurate for decoded
+    /// outputs (decoding starts at the preceding keyframe and earlier frames are dropped);
+    /// compressed outputs start at that keyframe so the samples stay decodable.
+    public var timeRange: MediaTimeRange {
+        get { state.withLock { $0.timeRange } }
+        set { state.withLock { if $0.status == .unknown { $0.timeRange = newValue } } }
+    }
+
+    /// True if `output` can be added: not yet started, and its tracks belong to this asset.
+    public func canAdd(_ output: AssetReaderOutput) -> Bool {
+        state.withLock { $0.status == .unknown && !$0.outputs.contains { $0 === output } } && output.reader == nil
+    }
+
+    /// Adds an output. Outputs can only be added before `startReading()`.
+    public func add(_ output: AssetReaderOutput) throws {
+        guard canAdd(output) else {
+            throw MediaError(.invalidState, "an output can be added once, to one reader, before reading starts", path: asset.url.path)
+        }
+        output.reader = self
+        state.withLock { $0.outputs.append(output) }
+    }
+
+    /// Opens the file and prepares every output's decoder. Throws (and sets `status` to
+    /// `.failed`) when the file or a track cannot be read.
+    public func startReading() throws {
+        let (outputs, range) = try state.withLock { s throws(MediaError) in
+            guard s.status == .unknown else {
+                throw MediaError(.invalidState, "startReading can be called once", path: asset.url.path)
+            }
+            guard !s.outputs.isEmpty else {
+                throw MediaError(.invalidState, "add at least one output before reading", path: asset.url.path)
+            }
+            return (s.outputs, s.timeRange)
+        }
+        do {
+            let session = try DemuxSession(path: asset.url.path, timeRange: range,
+                                           streams: Set(outputs.flatMap(\.streamIndices)))
+            for output in outputs { try output.prepare(session: session, timeRange: range) }
+            state.withLock {
+                $0.session = session
+                $0.status = .reading
+            }
+        } catch {
+            fail(error)
+            throw error
+        }
+    }
+
+    /// Stops reading; outputs return nil from then on. Safe to call at any time.
+    public func cancelReading() {
+        state.withLock {
+            if $0.status == .reading || $0.status == .unknown { $0.status = .cancelled }
+            $0.session?.cancel()
+        }
+    }
+
+    /// Records a failure from an output (the first one wins).
+    func fail(_ error: MediaError) {
+        state.withLock {
+            guard $0.status != .failed && $0.status != .cancelled else { return }
+            $0.status = .failed
+            $0.error = error
+            $0.session?.cancel()
+        }
+    }
+
+    /// Called by an output when it has returned its last sample.
+    func outputDidFinish() {
+        state.withLock { s in
+            if s.status == .reading && s.outputs.allSatisfy(\.isFinished) { s.status = .completed }
+        }
+    }
+
+    var isReading: Bool { state.withLock { $0.status == .reading } }
+}
+
+/// The demuxer shared by a reader's outputs, with one packet queue per stream in use.
+///
+/// Thread-safe: outputs on different tasks pull packets through the lock.
+final class DemuxSession: Sendable {
+    private struct State: @unchecked Sendable {
+        var demuxer: Demuxer
+        var queues: [Int: [Packet]]
+        var heads: [Int: Int]
+        var endOfFile = false
+        var cancelled = false
+        var failure: FFmpegError?
+    }
+
+    let path: String
+    let streams: [StreamInfo]
+    private let state: Mutex<State>
+
+    init(path: String, timeRange: MediaTimeRange, streams wanted: Set<Int>) throws(MediaError) {
+        self.path = path
+        let demuxer: Demuxer
+        do { demuxer = try Demuxer(path: path) } catch { throw AssetInspector.openFailure(error, path: path) }
+        self.streams = demuxer.streams
+        demuxer.selectStreams(wanted)
+        if timeRange.start.isNumeric && timeRange.start.seconds > 0 {
+            // Seek on the lowest-numbered video stream (or the first wanted one) to its keyframe at or before the start.
+            let anchor = wanted.sorted().first { demuxer.streams[$0].kind == .video } ?? wanted.min() ?? 0
+            let tb = demuxer.streams[anchor].timeBase
+            let target = tb.rescaleSeconds(timeRange.start.seconds)
+            do { try demuxer.seek(stream: anchor, toKeyframeAtOrBefore: target) } catch {
+                throw MediaError(.corruptOrTruncated, "cannot seek to \(timeRange.start.seconds) s", path: path, underlying: error)
+            }
+        }
+        state = Mutex(State(demuxer: demuxer, queues: Dictionary(uniqueKeysWithValues: wanted.map { ($0, []) }),
+                            heads: Dictionary(uniqueKeysWithValues: wanted.map { ($0, 0) })))
+    }
+
+    /// What `nextPacket` found.
+    enum Next { case packet(Packet), endOfStream, cancelled }
+
+    /// The next packet of `stream`, reading ahead (and queueing other streams' packets) as needed.
+    func nextPacket(stream: Int) throws(MediaError) -> Next {
+        try state.withLock { s throws(MediaError) -> Next in
+            while true {
+                if s.cancelled { return .cancelled }
+                guard s.queues[stream] != nil else { return .endOfStream }
+                if let head = s.heads[stream], let queue = s.queues[stream], head < queue.count {
+                    let packet = queue[head]
+                    s.heads[stream] = head + 1
+                    if head + 1 > 256 && head + 1 > queue.count / 2 {
+                        s.queues[stream] = Array(queue[(head + 1)...])
+                        s.heads[stream] = 0
+                    }
+                    return .packet(packet)
+                }
+                if let failure = s.failure {
+                    throw MediaError(.corruptOrTruncated, "reading packets failed: \(failure.message)", path: path, underlying: failure)
+                }
+                if s.endOfFile { return .endOfStream }
+                let packet = Packet()
+                do throws(FFmpegError) {
+                    if try s.demuxer.readPacket(into: packet) == .endOfFile {
+                        s.endOfFile = true
+                        continue
+                    }
+                } catch {
+                    // Keep what was read before the damage; report it once the queue drains.
+                    s.failure = error
+                    continue
+                }
+                guard s.queues[packet.streamIndex] != nil else { continue }
+                s.queues[packet.streamIndex]!.append(packet)
+            }
+        }
+    }
+
+    /// A copy of a stream's codec parameters.
+    func codecParameters(stream: Int) throws(MediaError) -> CodecParameters {
+        do { return try state.withLock { s throws(FFmpegError) in try s.demuxer.codecParameters(ofStream: stream) } } catch {
+            throw MediaError(.corruptOrTruncated, "cannot read the parameters of stream \(stream)", path: path, underlying: error)
+        }
+    }
+
+    /// Stops queueing packets for `stream`: its output needs no more.
+    func finish(stream: Int) {
+        state.withLock {
+            $0.queues[stream] = nil
+            $0.heads[stream] = nil
+        }
+    }
+
+    func cancel() { state.withLock { $0.cancelled = true } }
+}
+
+extension Rational {
+    /// `seconds` expressed in units of this time base, rounded down.
+    func rescaleSeconds(_ seconds: Double) -> Int64 {
+        Int64((seconds * Double(denominator) / Double(max(numerator, 1))).rounded(.down))
+    }
+}

@@ -1,0 +1,156 @@
+import FFmpegSupport
+import Foundation
+import Synchronization
+
+/// Vends the samples of one or more tracks of a reader (`AVAssetReaderOutput`'s role).
+///
+/// `copyNextSampleBuffer()` blocks while it reads and decodes; `sampleBuffers` does the same
+/// work off Swift's cooperative pool. One consumer at a time per output.
+public class AssetReaderOutput: @unchecked Sendable {
+    public let mediaType: MediaType
+    /// Hand out deep copies instead of shared references to decoded pictures and audio
+    /// (`alwaysCopiesSampleData`; default false: decoded frames are shared, never copied).
+    public var alwaysCopiesSampleData: Bool {
+        get { state.withLock { $0.copies } }
+        set { state.withLock { $0.copies = newValue } }
+    }
+
+    private struct State {
+        var copies = false
+        weak var owner: AssetReader?
+        var finished = false
+    }
+
+    private let state = Mutex(State())
+    /// Serialises the blocking work of `copyNextSampleBuffer` for async consumers.
+    private let queue = DispatchQueue(label: "vafoundation.reader-output")
+
+    init(mediaType: MediaType) {
+        self.mediaType = mediaType
+    }
+
+    var reader: AssetReader? {
+        get { state.withLock { $0.owner } }
+        set { state.withLock { $0.owner = newValue } }
+    }
+
+    var isFinished: Bool { state.withLock { $0.finished } }
+
+    /// The demuxer streams this output reads.
+    var streamIndices: [Int] { [] }
+
+    /// Opens decoders and converters; called once by `startReading()`.
+    func prepare(session: DemuxSession, timeRange: MediaTimeRange) throws(MediaError) {}
+
+    /// Produces the next sample, or nil at the end. Overridden by each output.
+    func produceNext() throws(MediaError) -> SampleBuffer? { nil }
+
+    /// The next sample, or nil when the output is finished or the reader was cancelled.
+    /// Throws the reader's error (and fails the reader) when reading or decoding fails.
+    ///
+    /// The output owns what it reads from, so it keeps working if the reader object itself is
+    /// released; the reader only tracks status.
+    public func copyNextSampleBuffer() throws -> SampleBuffer? {
+        let reader = self.reader
+        if let reader, !reader.isReading {
+            if let error = reader.error { throw error }
+            return nil
+        }
+        guard !isFinished else { return nil }
+        let sample: SampleBuffer?
+        do {
+            sample = try produceNext()
+        } catch {
+            reader?.fail(error)
+            throw error
+        }
+        guard let sample else {
+            state.withLock { $0.finished = true }
+            reader?.outputDidFinish()
+            return nil
+        }
+        return alwaysCopiesSampleData ? try sample.deepCopy() : sample
+    }
+
+    /// The samples as an async sequence; the blocking work runs on a dedicated queue.
+    public var sampleBuffers: SampleBufferSequence { SampleBufferSequence(output: self) }
+
+    /// Runs `copyNextSampleBuffer` on the output's queue, off the cooperative pool.
+    func nextAsync() async throws -> SampleBuffer? {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Result { try self.copyNextSampleBuffer() }) }
+        }
+    }
+}
+
+/// The samples of an output, read off Swift's cooperative pool; cancelling the consuming task
+/// stops it between samples.
+public struct SampleBufferSequence: AsyncSequence, Sendable {
+    public typealias Element = SampleBuffer
+    let output: AssetReaderOutput
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let output: AssetReaderOutput
+        public mutating func next() async throws -> SampleBuffer? {
+            try Task.checkCancellation()
+            return try await output.nextAsync()
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(output: output) }
+}
+
+/// What a track output vends when decoding (`outputSettings` of `AVAssetReaderTrackOutput`).
+public enum ReaderOutputSettings: Sendable, Hashable {
+    /// Decoded pictures in this format and size.
+    case video(PixelBufferAttributes)
+    /// Decoded audio as linear PCM in this layout.
+    case audio(LinearPCMSettings)
+}
+
+/// The samples of one track (`AVAssetReaderTrackOutput`): compressed as stored when
+/// `outputSettings` is nil, else decoded and converted.
+public final class AssetReaderTrackOutput: AssetReaderOutput, @unchecked Sendable {
+    public let track: AssetTrack
+    public let outputSettings: ReaderOutputSettings?
+    private nonisolated(unsafe) var pipeline: TrackPipeline?
+
+    /// An output for `track`. Throws when the settings do not fit the track's media type.
+    public init(track: AssetTrack, outputSettings: ReaderOutputSettings?) throws {
+        switch (outputSettings, track.mediaType) {
+        case (.video, .video), (.audio, .audio), (nil, _): break
+        default:
+            throw MediaError(.invalidArgument, "\(String(describing: outputSettings)) cannot decode a \(track.mediaType) track")
+        }
+        self.track = track
+        self.outputSettings = outputSettings
+        super.init(mediaType: track.mediaType)
+    }
+
+    override var streamIndices: [Int] { [track.streamIndex] }
+
+    override func prepare(session: DemuxSession, timeRange: MediaTimeRange) throws(MediaError) {
+        switch outputSettings {
+        case nil: pipeline = PassthroughPipeline(session: session, track: track, timeRange: timeRange)
+        case .video(let attributes): pipeline = try VideoDecodePipeline(session: session, track: track, attributes: attributes, timeRange: timeRange)
+        case .audio(let pcm): pipeline = try AudioDecodePipeline(session: session, track: track, pcm: pcm, timeRange: timeRange)
+        }
+    }
+
+    override func produceNext() throws(MediaError) -> SampleBuffer? { try pipeline?.next() }
+}
+
+extension SampleBuffer {
+    /// A copy whose decoded picture or audio has its own memory.
+    func deepCopy() throws -> SampleBuffer {
+        let copied: Content
+        switch content {
+        case .compressed: return self
+        case .pixelBuffer(let p): copied = .pixelBuffer(try p.copy())
+        case .audio(let a): copied = .audio(try a.copy())
+        }
+        return SampleBuffer(content: copied, packet: nil, codecParameters: nil, presentationTimeStamp: presentationTimeStamp,
+                            decodeTimeStamp: decodeTimeStamp, duration: duration, formatDescription: formatDescription,
+                            attachments: attachments)
+    }
+}

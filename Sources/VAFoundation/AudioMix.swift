@@ -1,0 +1,51 @@
+/// How the audio tracks of an asset are mixed (`AVAudioMix`): volume per track over time.
+public struct AudioMix: Sendable, Hashable {
+    public var inputParameters: [AudioMixInputParameters]
+    public init(inputParameters: [AudioMixInputParameters] = []) {
+        self.inputParameters = inputParameters
+    }
+
+    /// The volume of `trackID` at `time`; 1 for tracks without parameters.
+    public func volume(trackID: Int, at time: MediaTime) -> Float {
+        inputParameters.first { $0.trackID == trackID }?.volume(at: time) ?? 1
+    }
+}
+
+/// One track's volume over time (`AVMutableAudioMixInputParameters`): steps set with
+/// `setVolume(_:at:)` and linear ramps set with `setVolumeRamp`.
+public struct AudioMixInputParameters: Sendable, Hashable {
+    public var trackID: Int
+    private var steps: [Step] = []
+
+    private struct Step: Sendable, Hashable {
+        var range: MediaTimeRange
+        var from: Float
+        var to: Float
+    }
+
+    public init(trackID: Int) {
+        self.trackID = trackID
+    }
+
+    /// From `time` on, the track plays at `volume` (0 silent, 1 unchanged).
+    public mutating func setVolume(_ volume: Float, at time: MediaTime) {
+        steps.append(Step(range: MediaTimeRange(start: time, duration: .zero), from: volume, to: volume))
+        steps.sort { $0.range.start < $1.range.start }
+    }
+
+    /// Over `timeRange` the volume moves linearly from `startVolume` to `endVolume`, and stays at
+    /// `endVolume` after it.
+    public mutating func setVolumeRamp(fromStartVolume startVolume: Float, toEndVolume endVolume: Float, timeRange: MediaTimeRange) {
+        steps.append(Step(range: timeRange, from: startVolume, to: endVolume))
+        steps.sort { $0.range.start < $1.range.start }
+    }
+
+    /// The volume at `time`: the last step or ramp starting at or before it (1 before any).
+    public func volume(at time: MediaTime) -> Float {
+        guard let step = steps.last(where: { $0.range.start <= time }) else { return 1 }
+        let length = step.range.duration.seconds
+        guard length > 0 else { return step.to }
+        let progress = min(max((time - step.range.start).seconds / length, 0), 1)
+        return step.from + (step.to - step.from) * Float(progress)
+    }
+}

@@ -1,0 +1,338 @@
+import FFmpegSupport
+
+/// Produces one track's samples for a reader output.
+protocol TrackPipeline: AnyObject {
+    func next() throws(MediaError) -> SampleBuffer?
+}
+
+/// A reading range in one stream's time base: `start ..< end` ticks, end nil when open.
+struct TickRange {
+    var start: Int64
+    var end: Int64?
+
+    init(_ range: MediaTimeRange, timeBase: Rational) {
+        let scale = Int32(clamping: Int64(timeBase.denominator) / Int64(max(timeBase.numerator, 1)))
+        start = range.start.isNumeric ? max(range.start.convertScale(scale, rounding: .roundTowardNegativeInfinity).value, Int64.min / 2) : Int64.min / 2
+        let end = range.end
+        self.end = end.isNumeric ? end.convertScale(scale, rounding: .roundTowardPositiveInfinity).value : nil
+    }
+}
+
+/// Compressed samples exactly as stored, from the keyframe at or before the range start.
+final class PassthroughPipeline: TrackPipeline {
+    let session: DemuxSession
+    let track: AssetTrack
+    let timeBase: Rational
+    let range: TickRange
+    private var parameters: CodecParameters?
+
+    init(session: DemuxSession, track: AssetTrack, timeRange: MediaTimeRange) {
+        self.session = session
+        self.track = track
+        self.timeBase = session.streams[track.streamIndex].timeBase
+        self.range = TickRange(timeRange, timeBase: timeBase)
+    }
+
+    func next() throws(MediaError) -> SampleBuffer? {
+        if parameters == nil { parameters = try session.codecParameters(stream: track.streamIndex) }
+        while true {
+            guard case .packet(let packet) = try session.nextPacket(stream: track.streamIndex) else { return nil }
+            let pts = packet.pts ?? packet.dts
+            if let end = range.end, let pts, pts >= end, packet.isKeyframe || track.mediaType != .video {
+                session.finish(stream: track.streamIndex)
+                return nil
+            }
+            if let end = range.end, let dts = packet.dts, dts >= end { continue }
+            var attachments = SampleAttachments()
+            attachments.isSync = packet.isKeyframe
+            attachments.dependsOnOthers = !packet.isKeyframe
+            attachments.doNotDisplay = packet.isDiscardable || (pts.map { $0 + max(packet.duration, 1) <= range.start } ?? false)
+            return SampleBuffer(
+                content: .compressed, packet: packet, codecParameters: parameters,
+                presentationTimeStamp: pts.map { time($0, timeBase) } ?? .invalid,
+                decodeTimeStamp: packet.dts.map { time($0, timeBase) } ?? .invalid,
+                duration: time(packet.duration, timeBase), formatDescription: track.formatDescription,
+                attachments: attachments)
+        }
+    }
+}
+
+/// Feeds one stream's packets to a decoder and drains every frame each packet yields.
+final class DecodeLoop {
+    let session: DemuxSession
+    let stream: Int
+    let decoder: Decoder
+    let path: String
+    private var pending: Packet?
+    private var inputEnded = false
+
+    init(session: DemuxSession, stream: Int) throws(MediaError) {
+        self.session = session
+        self.stream = stream
+        self.path = session.path
+        let info = session.streams[stream]
+        let parameters = try session.codecParameters(stream: stream)
+        do throws(FFmpegError) {
+            decoder = try Decoder(parameters: parameters, timeBase: info.timeBase)
+        } catch {
+            throw MediaError(.unsupported, "cannot decode \(info.codecName) (stream \(stream))", path: session.path, underlying: error)
+        }
+    }
+
+    /// The next decoded frame, or nil when the stream is exhausted or reading was cancelled.
+    func nextFrame() throws(MediaError) -> Frame? {
+        while true {
+            let result: Decoder.ReceiveResult
+            do { result = try decoder.receiveFrame() } catch { throw decodeFailure(error) }
+            switch result {
+            case .frame(let frame):
+                return frame
+            case .endOfStream:
+                session.finish(stream: stream)
+                return nil
+            case .needsInput:
+                if let packet = pending {
+                    do {
+                        if try decoder.send(packet) == .accepted { pending = nil }
+                    } catch { throw decodeFailure(error) }
+                    continue
+                }
+                guard !inputEnded else { return nil }
+                switch try session.nextPacket(stream: stream) {
+                case .packet(let packet):
+                    pending = packet
+                case .endOfStream:
+                    inputEnded = true
+                    do { try decoder.sendEndOfStream() } catch { throw decodeFailure(error) }
+                case .cancelled:
+                    return nil
+                }
+            }
+        }
+    }
+
+    /// Stops decoding early: the rest of the stream is not needed.
+    func stop() { session.finish(stream: stream) }
+
+    private func decodeFailure(_ error: FFmpegError) -> MediaError {
+        MediaError(.decodeFailed, "decoding \(session.streams[stream].codecName) (stream \(stream)) failed: \(error.message)",
+                   path: path, underlying: error)
+    }
+}
+
+/// Decoded pictures in the requested format and size, frame-accurate within the range.
+final class VideoDecodePipeline: TrackPipeline {
+    let loop: DecodeLoop
+    let track: AssetTrack
+    let attributes: PixelBufferAttributes
+    let targetFormat: PixelFormatID
+    let timeBase: Rational
+    let range: TickRange
+    private var scaler: Scaler?
+    private var lastEnd: Int64?
+
+    init(session: DemuxSession, track: AssetTrack, attributes: PixelBufferAttributes, timeRange: MediaTimeRange) throws(MediaError) {
+        guard let format = PixelFormatID(name: attributes.pixelFormat.rawValue), !format.isHardware else {
+            throw MediaError(.unsupported, "pixel format \(attributes.pixelFormat) cannot be produced in host memory", path: session.path)
+        }
+        if let w = attributes.width, let h = attributes.height, w <= 0 || h <= 0 {
+            throw MediaError(.invalidArgument, "output size \(w)x\(h) is not positive", path: session.path)
+        }
+        self.loop = try DecodeLoop(session: session, stream: track.streamIndex)
+        self.track = track
+        self.attributes = attributes
+        self.targetFormat = format
+        self.timeBase = session.streams[track.streamIndex].timeBase
+        self.range = TickRange(timeRange, timeBase: timeBase)
+    }
+
+    func next() throws(MediaError) -> SampleBuffer? {
+        while let frame = try loop.nextFrame() {
+            let pts = frame.bestEffortTimestamp ?? frame.pts ?? lastEnd ?? 0
+            let fallback = track.minFrameDuration.isNumeric ? track.minFrameDuration.convertScale(timeBase.denominator).value / Int64(max(timeBase.numerator, 1)) : 1
+            let duration = frame.duration > 0 ? frame.duration : max(fallback, 1)
+            lastEnd = pts + duration
+            if let end = range.end, pts >= end {
+                loop.stop()
+                return nil
+            }
+            // Keep the frame on screen at the range start and every later one.
+            guard pts + duration > range.start else { continue }
+            let picture = try convert(frame)
+            return SampleBuffer(content: .pixelBuffer(picture), packet: nil, codecParameters: nil,
+                                presentationTimeStamp: time(pts, timeBase), decodeTimeStamp: .invalid,
+                                duration: time(duration, timeBase), formatDescription: outputFormat(picture),
+                                attachments: SampleAttachments())
+        }
+        return nil
+    }
+
+    private func outputFormat(_ picture: PixelBuffer) -> FormatDescription {
+        var format = track.formatDescription
+        format.video?.width = picture.width
+        format.video?.height = picture.height
+        format.video?.pixelFormat = picture.pixelFormat.rawValue
+        format.video?.bitDepth = targetFormat.bitDepth
+        return format
+    }
+
+    /// The frame itself when it already matches; otherwise scaled and converted.
+    private func convert(_ frame: Frame) throws(MediaError) -> PixelBuffer {
+        let width = attributes.width ?? frame.width
+        let height = attributes.height ?? frame.height
+        if frame.pixelFormat == targetFormat && frame.width == width && frame.height == height {
+            return PixelBuffer(frame: frame)
+        }
+        do {
+            let output = try Frame(width: width, height: height, pixelFormat: targetFormat)
+            var source = frame
+            var (x, y, w, h) = (0, 0, width, height)
+            switch attributes.scalingMode {
+            case .resize:
+                break
+            case .resizeAspect:
+                let fit = min(Double(width) / Double(frame.width), Double(height) / Double(frame.height))
+                w = min(width, evenRounded(Double(frame.width) * fit))
+                h = min(height, evenRounded(Double(frame.height) * fit))
+                x = ((width - w) / 2) & ~1
+                y = ((height - h) / 2) & ~1
+                if (w, h) != (width, height) { try output.fillBlack() }
+            case .resizeAspectFill:
+                let fill = max(Double(width) / Double(frame.width), Double(height) / Double(frame.height))
+                let cropW = min(frame.width, evenRounded(Double(width) / fill))
+                let cropH = min(frame.height, evenRounded(Double(height) / fill))
+                let left = ((frame.width - cropW) / 2) & ~1
+                let top = ((frame.height - cropH) / 2) & ~1
+                if (cropW, cropH) != (frame.width, frame.height) {
+                    source = try frame.reference()
+                    try source.crop(left: left, top: top, right: frame.width - cropW - left, bottom: frame.height - cropH - top)
+                }
+            }
+            if scaler == nil || scaler!.sourceWidth != source.width || scaler!.sourceHeight != source.height
+                || scaler!.sourceFormat != source.pixelFormat || scaler!.outputWidth != w || scaler!.outputHeight != h {
+                scaler = try Scaler(from: source.width, source.height, source.pixelFormat, to: w, h, targetFormat)
+            }
+            try scaler!.scale(source, into: output, x: x, y: y)
+            return PixelBuffer(frame: output)
+        } catch {
+            throw MediaError(.unsupported, "cannot convert \(frame.width)x\(frame.height) \(frame.pixelFormat) to \(width)x\(height) \(targetFormat)",
+                             path: loop.path, underlying: error)
+        }
+    }
+}
+
+func evenRounded(_ value: Double) -> Int { max(2, Int((value / 2).rounded()) * 2) }
+
+/// Decoded audio as linear PCM in the requested layout, trimmed exactly to the range.
+final class AudioDecodePipeline: TrackPipeline {
+    let loop: DecodeLoop
+    let track: AssetTrack
+    let pcm: LinearPCMSettings
+    let targetFormat: SampleFormatID
+    let timeBase: Rational
+    let range: MediaTimeRange
+    private var resampler: Resampler?
+    /// Position of the next output sample, in samples at the output rate.
+    private var nextSample: Int64?
+    private var drained = false
+
+    init(session: DemuxSession, track: AssetTrack, pcm: LinearPCMSettings, timeRange: MediaTimeRange) throws(MediaError) {
+        guard let format = SampleFormatID(name: pcm.sampleFormat.rawValue) else {
+            throw MediaError(.unsupported, "PCM format \(pcm.sampleFormat) is unknown to FFmpeg", path: session.path)
+        }
+        self.loop = try DecodeLoop(session: session, stream: track.streamIndex)
+        self.track = track
+        self.pcm = pcm
+        self.targetFormat = format
+        self.timeBase = session.streams[track.streamIndex].timeBase
+        self.range = timeRange
+    }
+
+    var outputRate: Int { resampler?.outputSampleRate ?? pcm.sampleRate ?? track.formatDescription.audio?.sampleRate ?? 48000 }
+
+    func next() throws(MediaError) -> SampleBuffer? {
+        while true {
+            guard let converted = try nextConverted() else { return nil }
+            let (frame, position) = converted
+            if let sample = try trimmed(frame, at: position) { return sample }
+        }
+    }
+
+    /// The next block of converted samples and its position in output samples.
+    private func nextConverted() throws(MediaError) -> (Frame, Int64)? {
+        while true {
+            if drained { return nil }
+            let input = try loop.nextFrame()
+            if input == nil && resampler == nil { return nil }
+            do {
+                if let input, resampler == nil {
+                    resampler = try Resampler(
+                        sourceSampleRate: input.sampleRate, sourceFormat: input.sampleFormat,
+                        sourceChannelCount: input.channelCount, sourceLayout: input.channelLayout,
+                        outputSampleRate: pcm.sampleRate ?? input.sampleRate, outputFormat: targetFormat,
+                        outputChannelCount: pcm.channelCount ?? input.channelCount,
+                        outputLayout: pcm.channelLayout ?? (pcm.channelCount == nil ? input.channelLayout : nil))
+                }
+                if let input, nextSample == nil {
+                    let pts = input.bestEffortTimestamp ?? input.pts ?? 0
+                    nextSample = Int64((time(pts, timeBase).seconds * Double(outputRate)).rounded())
+                }
+                if input == nil { drained = true }
+                guard let output = try resampler!.convert(input) else { continue }
+                let position = nextSample ?? 0
+                nextSample = position + Int64(output.sampleCount)
+                return (output, position)
+            } catch {
+                throw MediaError(.decodeFailed, "cannot convert \(track.formatDescription.codec) audio to \(pcm.sampleFormat)",
+                                 path: loop.path, underlying: error)
+            }
+        }
+    }
+
+    /// The block cut to the reading range, or nil when it lies wholly outside it.
+    private func trimmed(_ frame: Frame, at position: Int64) throws(MediaError) -> SampleBuffer? {
+        let rate = Double(outputRate)
+        let first = range.start.isNumeric ? Int64((range.start.seconds * rate).rounded()) : Int64.min
+        let last = range.end.isNumeric ? Int64((range.end.seconds * rate).rounded()) : Int64.max
+        let count = Int64(frame.sampleCount)
+        if position + count <= first { return nil }
+        if position >= last {
+            loop.stop()
+            drained = true
+            return nil
+        }
+        let skip = Int(max(0, first - position))
+        let keep = Int(min(position + count, last) - position) - skip
+        var buffer = AudioBuffer(frame: frame)
+        if skip > 0 || keep < frame.sampleCount {
+            buffer = try slice(buffer, from: skip, count: keep)
+        }
+        let start = position + Int64(skip)
+        let timescale = Int32(clamping: outputRate)
+        var format = track.formatDescription
+        format.audio = AudioFormat(sampleRate: outputRate, channelCount: buffer.channelCount,
+                                   channelLayout: buffer.channelLayout, sampleFormat: buffer.format.rawValue)
+        return SampleBuffer(content: .audio(buffer), packet: nil, codecParameters: nil,
+                            presentationTimeStamp: MediaTime(value: start, timescale: timescale), decodeTimeStamp: .invalid,
+                            duration: MediaTime(value: Int64(keep), timescale: timescale), formatDescription: format,
+                            attachments: SampleAttachments())
+    }
+
+    private func slice(_ buffer: AudioBuffer, from offset: Int, count: Int) throws(MediaError) -> AudioBuffer {
+        do {
+            let part = try AudioBuffer(sampleCount: count, format: buffer.format, sampleRate: buffer.sampleRate,
+                                       channelCount: buffer.channelCount, channelLayout: buffer.channelLayout)
+            let bytesPerFrame = buffer.format.bytesPerSample * (buffer.format.isPlanar ? 1 : buffer.channelCount)
+            try buffer.withUnsafeChannels { source in
+                try part.withUnsafeMutableChannels { destination in
+                    for (s, d) in zip(source, destination) {
+                        d.copyMemory(from: UnsafeRawBufferPointer(rebasing: s[(offset * bytesPerFrame)..<((offset + count) * bytesPerFrame)]))
+                    }
+                }
+            }
+            return part
+        } catch {
+            throw error as? MediaError ?? MediaError(.invalidState, "cannot trim audio", path: loop.path)
+        }
+    }
+}
