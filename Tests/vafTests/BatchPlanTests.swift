@@ -1,0 +1,61 @@
+import Foundation
+import Testing
+@testable import vaf
+
+@Suite struct BatchPlanTests {
+    @Test func outputPathsNeverEscapeTheOutputDirectory() {
+        let namer = OutputNamer(directory: "/out", template: "{dir}/{name}.{ext}")
+        let hostile = [
+            BatchInput(path: "/in/../../etc/passwd.mp4"),
+            BatchInput(path: "/in/a/b/clip.mov", root: "/in"),
+            BatchInput(path: "/in/x.mp4", output: "../../escape.mp4"),
+            BatchInput(path: "/in/y.mp4", output: "/abs/olute.mp4"),
+            BatchInput(path: "/in/..mp4"),
+        ]
+        for (i, input) in hostile.enumerated() {
+            let path = namer.path(for: input, index: i, preset: "1280x720", fileExtension: "mp4")
+            #expect(path.hasPrefix("/out/"), "\(path)")
+            #expect(!path.split(separator: "/").contains(".."), "\(path)")
+        }
+        #expect(namer.path(for: hostile[1], index: 1, preset: "p", fileExtension: "mp4") == "/out/a/b/clip.mp4")
+        #expect(namer.path(for: hostile[2], index: 2, preset: "p", fileExtension: "mp4") == "/out/escape.mp4")
+    }
+
+    @Test func templateTokens() {
+        let namer = OutputNamer(directory: "/out", template: "{preset}/{index}-{name}.{ext}")
+        let path = namer.path(for: BatchInput(path: "/media/holiday.mov"), index: 7, preset: "HEVC1920x1080", fileExtension: "mkv")
+        #expect(path == "/out/HEVC1920x1080/7-holiday.mkv")
+    }
+
+    @Test func shardsSplitDeterministicallyAndCoverEverything() {
+        let items = Array(0..<20)
+        let shards = (0..<3).map { Shard(index: $0, count: 3).select(items) }
+        #expect(shards.flatMap { $0 }.sorted() == items)
+        #expect(shards[1] == [1, 4, 7, 10, 13, 16, 19])
+        #expect(Shard("2/3") == Shard(index: 2, count: 3))
+        #expect(Shard("3/3") == nil && Shard("x") == nil && Shard("1/0") == nil)
+    }
+
+    @Test func shardsFromClusterSchedulers() {
+        #expect(Shard.fromEnvironment(["JOB_COMPLETION_INDEX": "4", "JOB_COMPLETIONS": "10"]) == Shard(index: 4, count: 10))
+        #expect(Shard.fromEnvironment(["SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_COUNT": "4", "SLURM_ARRAY_TASK_MIN": "1"]) == Shard(index: 2, count: 4))
+        #expect(Shard.fromEnvironment(["SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_COUNT": "2"]) == Shard(index: 0, count: 2))
+        #expect(Shard.fromEnvironment([:]) == nil)
+    }
+
+    @Test func directoriesAndManifests() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-batch-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("sub"), withIntermediateDirectories: true)
+        for name in ["b.mp4", "sub/a.mov", "notes.txt", ".hidden.mp4"] {
+            try Data().write(to: dir.appendingPathComponent(name))
+        }
+        let manifest = dir.appendingPathComponent("jobs.jsonl")
+        try Data("{\"input\": \"sub/a.mov\", \"preset\": \"960x540\"}\n\n# comment\n{\"input\": \"/abs/c.mkv\", \"output\": \"c.mp4\"}\n".utf8).write(to: manifest)
+        let inputs = try InputCollector.collect([dir.path, "/missing.mp4"], manifests: [manifest.path])
+        #expect(inputs.map { URL(fileURLWithPath: $0.path).lastPathComponent } == ["b.mp4", "a.mov", "missing.mp4", "a.mov", "c.mkv"])
+        #expect(inputs[3].preset == "960x540" && inputs[4].output == "c.mp4")
+        try Data("not json\n".utf8).write(to: manifest)
+        #expect(throws: (any Error).self) { try InputCollector.readManifest(manifest.path) }
+    }
+}
