@@ -6,6 +6,8 @@ internal import CFFmpeg
 /// frames, so callers drain `receiveFrame()` until it reports `.needsInput`.
 public final class Decoder {
     let context: UnsafeMutablePointer<AVCodecContext>
+    /// The device frames are decoded on, kept alive while the decoder uses it.
+    private let hardware: HardwareDevice?
 
     /// What `send` did with a packet.
     public enum SendResult: Sendable, Equatable {
@@ -26,7 +28,8 @@ public final class Decoder {
     /// Opens a decoder for `parameters`; timestamps are in `timeBase`. `threadCount` 0 lets
     /// FFmpeg choose. The corresponding C functions are `avcodec_find_decoder`,
     /// `avcodec_parameters_to_context` and `avcodec_open2`.
-    public init(parameters: CodecParameters, timeBase: Rational, threadCount: Int = 0) throws(FFmpegError) {
+    public init(parameters: CodecParameters, timeBase: Rational, threadCount: Int = 0,
+                hardware: HardwareDevice? = nil, extraHardwareFrames: Int = 0) throws(FFmpegError) {
         guard let codec = avcodec_find_decoder(parameters.pointer.pointee.codec_id) else {
             throw FFmpegError(code: .decoderNotFound, function: "avcodec_find_decoder")
         }
@@ -37,6 +40,16 @@ public final class Decoder {
         try check(avcodec_parameters_to_context(context, parameters.pointer), "avcodec_parameters_to_context")
         context.pointee.pkt_timebase = timeBase.avRational
         context.pointee.thread_count = Int32(threadCount)
+        if let hardware {
+            // Decode into VA surfaces when the driver takes this stream; libavcodec falls back to
+            // the software formats by itself when the hardware decoder cannot be set up.
+            context.pointee.hw_device_ctx = hardware.newReference()
+            context.pointee.extra_hw_frames = Int32(extraHardwareFrames)
+            context.pointee.get_format = preferVAAPISurfaces
+            self.hardware = hardware
+        } else {
+            self.hardware = nil
+        }
         try check(avcodec_open2(context, codec, nil), "avcodec_open2")
     }
 
@@ -74,6 +87,24 @@ public final class Decoder {
         return .frame(frame)
     }
 
+    /// True once the decoder has chosen to output VA surfaces rather than host frames.
+    public var isDecodingToSurfaces: Bool { context.pointee.hw_frames_ctx != nil && context.pointee.pix_fmt == AV_PIX_FMT_VAAPI }
+
     /// Drops buffered frames, e.g. after a seek. The corresponding C function is `avcodec_flush_buffers`.
     public func flush() { avcodec_flush_buffers(context) }
+}
+
+/// libavcodec's format negotiation: VA surfaces when offered, else the decoder's first
+/// software format. libavcodec calls this again without the VA-API entry if its set-up fails.
+private func preferVAAPISurfaces(_ context: UnsafeMutablePointer<AVCodecContext>?,
+                                 _ formats: UnsafePointer<AVPixelFormat>?) -> AVPixelFormat {
+    guard let formats else { return AV_PIX_FMT_NONE }
+    var i = 0
+    var firstSoftware = AV_PIX_FMT_NONE
+    while formats[i] != AV_PIX_FMT_NONE {
+        if formats[i] == AV_PIX_FMT_VAAPI { return AV_PIX_FMT_VAAPI }
+        if firstSoftware == AV_PIX_FMT_NONE, !PixelFormatID(rawValue: formats[i].rawValue).isHardware { firstSoftware = formats[i] }
+        i += 1
+    }
+    return firstSoftware
 }
