@@ -1,0 +1,85 @@
+import Foundation
+
+/// An Xvfb X server on a free display number, so that libva's X11 back end has a display on
+/// machines without a GPU (libva 2.17 loads the driver named by `LIBVA_DRIVER_NAME` on an X11
+/// display; its DRM path needs a DRM node).
+///
+/// The server is started with `-nolisten tcp`; the display is ready when its socket
+/// `/tmp/.X11-unix/X<n>` exists. ``stop()`` (or deinit) terminates it.
+public final class VirtualDisplay: @unchecked Sendable {
+    /// The display number, as in `:<number>`.
+    public let number: Int
+    /// The display name to put in `DISPLAY` or to pass to `XOpenDisplay`.
+    public var name: String { ":\(number)" }
+
+    private let process: Process
+    private let lock = NSLock()
+    private var stopped = false
+
+    private init(number: Int, process: Process) {
+        self.number = number
+        self.process = process
+    }
+
+    deinit { stop() }
+
+    /// Starts Xvfb on the first free display number at or above `firstNumber`.
+    ///
+    /// A number is free when neither its socket nor its lock file exists; if another process
+    /// takes the number between the check and Xvfb's start, Xvfb exits and the next is tried.
+    public static func start(
+        firstNumber: Int = 90,
+        attempts: Int = 60,
+        xvfbPath: String = "/usr/bin/Xvfb",
+        timeout: TimeInterval = 15
+    ) throws -> VirtualDisplay {
+        guard FileManager.default.isExecutableFile(atPath: xvfbPath) else {
+            throw VATestSupportError.missingTool(xvfbPath, remedy: "install Debian's xvfb package (Hardware/setup.sh does)")
+        }
+        var number = firstNumber
+        var lastFailure = ""
+        for _ in 0..<attempts {
+            defer { number += 1 }
+            let socket = "/tmp/.X11-unix/X\(number)"
+            let lockFile = "/tmp/.X\(number)-lock"
+            if FileManager.default.fileExists(atPath: socket) || FileManager.default.fileExists(atPath: lockFile) {
+                continue
+            }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: xvfbPath)
+            process.arguments = [":\(number)", "-nolisten", "tcp", "-screen", "0", "640x480x24"]
+            process.standardInput = FileHandle.nullDevice
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline {
+                if FileManager.default.fileExists(atPath: socket) {
+                    return VirtualDisplay(number: number, process: process)
+                }
+                if !process.isRunning { break }
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+            if process.isRunning {
+                process.terminate()
+                process.waitUntilExit()
+                lastFailure = "Xvfb :\(number) did not create \(socket) within \(timeout) s"
+            } else {
+                lastFailure = "Xvfb :\(number) exited with status \(process.terminationStatus)"
+            }
+        }
+        throw VATestSupportError.displayUnavailable(lastFailure)
+    }
+
+    /// Terminates the X server and waits for it to exit. Safe to call more than once.
+    public func stop() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !stopped else { return }
+        stopped = true
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+}
