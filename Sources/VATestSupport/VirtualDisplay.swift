@@ -61,8 +61,10 @@ public final class VirtualDisplay: @unchecked Sendable {
                 Thread.sleep(forTimeInterval: 0.02)
             }
             if process.isRunning {
-                process.terminate()
+                kill(process.processIdentifier, SIGKILL)
                 process.waitUntilExit()
+                try? FileManager.default.removeItem(atPath: socket)
+                try? FileManager.default.removeItem(atPath: lockFile)
                 lastFailure = "Xvfb :\(number) did not create \(socket) within \(timeout) s"
             } else {
                 lastFailure = "Xvfb :\(number) exited with status \(process.terminationStatus)"
@@ -71,15 +73,22 @@ public final class VirtualDisplay: @unchecked Sendable {
         throw VATestSupportError.displayUnavailable(lastFailure)
     }
 
-    /// Terminates the X server and waits for it to exit. Safe to call more than once.
+    /// Kills the X server, waits for it, and removes its socket and lock file. Safe to call
+    /// more than once.
+    ///
+    /// SIGKILL, not SIGTERM: a child started by Foundation's Process from a test runner's thread
+    /// inherits that thread's blocked signal mask (SIGTERM included), so Xvfb would never see
+    /// SIGTERM. Killed, it cannot remove `/tmp/.X<n>-lock` and its socket, so this does.
     public func stop() {
         lock.lock()
         defer { lock.unlock() }
         guard !stopped else { return }
         stopped = true
         if process.isRunning {
-            process.terminate()
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
+        try? FileManager.default.removeItem(atPath: "/tmp/.X11-unix/X\(number)")
+        try? FileManager.default.removeItem(atPath: "/tmp/.X\(number)-lock")
     }
 }
