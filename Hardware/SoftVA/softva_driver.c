@@ -171,6 +171,7 @@ void sva_counters_write(sva_driver *drv)
         return;
     const sva_counters *c = &drv->counters;
     fprintf(f, "personality=%s\n", drv->personality.loaded ? drv->personality.name : "softva-native");
+    fprintf(f, "driver=%s\n", drv->personality.loaded && drv->personality.driver[0] ? drv->personality.driver : "softva");
     fprintf(f, "surfaces_created=%llu\n", (unsigned long long)c->surfaces_created);
     fprintf(f, "surfaces_destroyed=%llu\n", (unsigned long long)c->surfaces_destroyed);
     fprintf(f, "contexts_created=%llu\n", (unsigned long long)c->contexts_created);
@@ -939,8 +940,8 @@ static VAStatus sva_RenderPicture(VADriverContextP ctx, VAContextID context, VAB
 static sva_colour colour_of(VAProcColorStandardType standard, const VAProcColorProperties *props, int is_rgb)
 {
     sva_colour c;
-    c.bt709 = !(standard == VAProcColorStandardBT601 || standard == VAProcColorStandardSMPTE170M ||
-                standard == VAProcColorStandardBT470BG || standard == VAProcColorStandardBT470M);
+    /* BT.601 unless BT.709 is named: what libswscale and Intel's drivers assume for "none" */
+    c.bt709 = standard == VAProcColorStandardBT709;
     c.full_range = is_rgb || props->color_range == VA_SOURCE_RANGE_FULL;
     return c;
 }
@@ -1136,7 +1137,7 @@ static uint64_t region_bytes(uint32_t fourcc, unsigned int w, unsigned int h)
 
 static sva_colour default_colour(uint32_t fourcc)
 {
-    sva_colour c = { 1, sva_format_is_rgb(fourcc) };
+    sva_colour c = { 0, sva_format_is_rgb(fourcc) };
     return c;
 }
 

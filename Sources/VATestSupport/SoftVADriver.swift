@@ -88,6 +88,7 @@ public struct SoftVACounters: Sendable {
             guard let eq = line.firstIndex(of: "=") else { continue }
             let key = String(line[..<eq]), value = String(line[line.index(after: eq)...])
             if key == "personality" { personality = value } else if let n = UInt64(value) { values[key] = n }
+            // other text values (driver=...) are informational
         }
         self.values = values
         self.personality = personality

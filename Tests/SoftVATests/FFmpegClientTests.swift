@@ -29,6 +29,7 @@ struct FFmpegClientTests {
         #expect(hw.count == sw.count)
         #expect(!hw.isEmpty)
         let diff = SampleDifference(hw, sw)
+        print("softva: JPEG decode \((input as NSString).lastPathComponent) vs libavcodec: \(diff)")
         #expect(diff.maximum <= 2, "\(diff)")
         let c = try SoftVACounters(path: counters)
         #expect(c["decodes"] == UInt64(hw.count / (320 * 240 * 2)))
@@ -64,6 +65,7 @@ struct FFmpegClientTests {
         planar += (0..<c).map { src[y + 2 * $0 + 1] }
         let luma = psnr(Array(planar[0..<y]), Array(back[0..<y]))
         let all = psnr(planar, back)
+        print("softva: mjpeg_vaapi q90 1080p: PSNR luma \(luma) dB, all planes \(all) dB")
         #expect(luma >= 38, "luma PSNR \(luma) dB")
         #expect(all >= 38, "PSNR \(all) dB")
     }
@@ -130,8 +132,79 @@ struct FFmpegClientTests {
         #expect(b.count == a.count)
         let y = SampleDifference(a, b, range: 0..<(1280 * 720))
         let uv = SampleDifference(a, b, range: (1280 * 720)..<a.count)
+        print("softva: scale_vaapi 1080p->720p NV12 vs swscale bilinear: luma \(y); chroma \(uv)")
         #expect(y.maximum <= 4 && y.mean <= 0.05, "luma \(y)")
         #expect(uv.maximum <= 4 && uv.mean <= 0.05, "chroma \(uv)")
+    }
+
+    @Test("scale_vaapi converts NV12 to BGRA (BT.601, limited range) like swscale")
+    func vppToBGRA() throws {
+        let env = try SoftVAEnvironment.start()
+        defer { env.stop() }
+        let tmp = try TemporaryDirectory()
+        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", Fixtures.h264_1080p,
+                                      "-frames:v", "1", "-pix_fmt", "nv12", "-f", "rawvideo", "-y", tmp.file("src.nv12")])
+        let r = try env.run(Tools.ffmpeg, [
+            "-hide_banner", "-loglevel", "error", "-init_hw_device", "vaapi=va:\(env.display.name)",
+            "-filter_hw_device", "va", "-f", "rawvideo", "-pix_fmt", "nv12", "-s", "1920x1080",
+            "-i", tmp.file("src.nv12"), "-vf", "hwupload,scale_vaapi=format=bgra,hwdownload,format=bgra",
+            "-f", "rawvideo", "-y", tmp.file("vpp.bgra"),
+        ])
+        #expect(r.succeeded, "ffmpeg: \(r.stderr)")
+        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "nv12",
+                                      "-s", "1920x1080", "-i", tmp.file("src.nv12"),
+                                      "-vf", "scale=flags=bilinear+full_chroma_int+accurate_rnd", "-pix_fmt", "bgra",
+                                      "-f", "rawvideo", "-y", tmp.file("sws.bgra")])
+        let a = try readBytes(tmp.file("vpp.bgra")), b = try readBytes(tmp.file("sws.bgra"))
+        try #require(a.count == 1920 * 1080 * 4 && b.count == a.count)
+        var total = 0, far = 0, alphaNot255 = 0
+        for i in 0..<a.count {
+            if i % 4 == 3 { if a[i] != 255 { alphaNot255 += 1 }; continue }
+            let d = abs(Int(a[i]) - Int(b[i]))
+            total += d
+            if d > 8 { far += 1 }
+        }
+        let samples = a.count / 4 * 3
+        let mean = Double(total) / Double(samples), farShare = Double(far) / Double(samples)
+        print("softva: NV12->BGRA vs swscale: mean \(mean), share > 8: \(farShare)")
+        // Chroma upsampling differs at sharp edges (swscale's filter is not SoftVA's), the matrix must not.
+        #expect(mean <= 1.0, "mean \(mean)")
+        #expect(farShare < 0.01, "share of samples off by more than 8: \(farShare)")
+        #expect(alphaNot255 == 0)
+    }
+
+    @Test("scale_vaapi scales NV12 1080p to P010 720p like swscale (10-bit samples)")
+    func vppToP010() throws {
+        let env = try SoftVAEnvironment.start()
+        defer { env.stop() }
+        let tmp = try TemporaryDirectory()
+        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", Fixtures.h264_1080p,
+                                      "-frames:v", "1", "-pix_fmt", "nv12", "-f", "rawvideo", "-y", tmp.file("src.nv12")])
+        let r = try env.run(Tools.ffmpeg, [
+            "-hide_banner", "-loglevel", "error", "-init_hw_device", "vaapi=va:\(env.display.name)",
+            "-filter_hw_device", "va", "-f", "rawvideo", "-pix_fmt", "nv12", "-s", "1920x1080",
+            "-i", tmp.file("src.nv12"), "-vf", "hwupload,scale_vaapi=w=1280:h=720:format=p010,hwdownload,format=p010",
+            "-f", "rawvideo", "-y", tmp.file("vpp.p010"),
+        ])
+        #expect(r.succeeded, "ffmpeg: \(r.stderr)")
+        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "nv12",
+                                      "-s", "1920x1080", "-i", tmp.file("src.nv12"),
+                                      "-vf", "scale=1280:720:flags=bilinear", "-pix_fmt", "p010",
+                                      "-f", "rawvideo", "-y", tmp.file("sws.p010")])
+        let a = try readBytes(tmp.file("vpp.p010")), b = try readBytes(tmp.file("sws.p010"))
+        try #require(a.count == 1280 * 720 * 3 && b.count == a.count)
+        var maximum = 0, total = 0, lowBits = 0
+        for i in Swift.stride(from: 0, to: a.count, by: 2) {
+            let x = Int(a[i]) | Int(a[i + 1]) << 8, y = Int(b[i]) | Int(b[i + 1]) << 8
+            if x & 0x3F != 0 { lowBits += 1 }
+            let d = abs((x >> 6) - (y >> 6))
+            maximum = max(maximum, d)
+            total += d
+        }
+        let mean = Double(total) / Double(a.count / 2)
+        print("softva: NV12->P010 1080p->720p vs swscale: max \(maximum), mean \(mean) (10-bit units)")
+        #expect(maximum <= 16 && mean <= 0.2, "max \(maximum), mean \(mean)")
+        #expect(lowBits == 0)
     }
 
     @Test("An injected decode failure at frame 6 makes ffmpeg exit with the error, not crash")

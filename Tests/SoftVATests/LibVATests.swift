@@ -277,6 +277,7 @@ struct LibVATests {
 
         let luma = SampleDifference(result, oracle, range: 0..<(1280 * 720))
         let chroma = SampleDifference(result, oracle, range: (1280 * 720)..<result.count)
+        print("softva: libva VPP 1080p->720p NV12 vs swscale bilinear: luma \(luma); chroma \(chroma)")
         #expect(luma.maximum <= 4 && luma.mean <= 0.05, "luma \(luma)")
         #expect(chroma.maximum <= 4 && chroma.mean <= 0.05, "chroma \(chroma)")
         let c = try SoftVACounters(path: tmp.file("counters.txt"))
