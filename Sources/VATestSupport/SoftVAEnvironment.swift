@@ -33,7 +33,6 @@ public final class SoftVAEnvironment: Sendable {
             "DISPLAY": display.name,
             "LIBVA_DRIVER_NAME": SoftVADriver.driverName,
             "LIBVA_DRIVERS_PATH": driver.directory,
-            "LIBVA_MESSAGING_LEVEL": nil,
         ]
         for (key, value) in options.variables { v[key] = value }
         return v
@@ -48,14 +47,20 @@ public final class SoftVAEnvironment: Sendable {
         return env
     }
 
-    /// Applies ``variables(_:)`` to the current process, for libva calls made in-process
-    /// (libva and SoftVA read them at vaInitialize). Not thread-safe: tests that use it must
-    /// not run concurrently with each other.
-    public func applyToCurrentProcess(_ options: SoftVAOptions = SoftVAOptions()) {
+    /// Applies ``variables(_:)`` to the current process and runs `body` (which calls
+    /// `vaInitialize`: libva and SoftVA read the variables there and never again) while holding
+    /// a process-wide lock, so that concurrent tests cannot initialise with each other's settings.
+    public func withProcessEnvironment<T>(_ options: SoftVAOptions = SoftVAOptions(),
+                                          _ body: () throws -> T) rethrows -> T {
+        Self.processEnvironmentLock.lock()
+        defer { Self.processEnvironmentLock.unlock() }
         for (key, value) in variables(options) {
             if let value { setenv(key, value, 1) } else { unsetenv(key) }
         }
+        return try body()
     }
+
+    private static let processEnvironmentLock = NSLock()
 
     /// Runs a program with SoftVA's environment and waits for it. Output goes through files, so
     /// a chatty child cannot fill a pipe and block.

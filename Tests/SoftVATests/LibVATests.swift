@@ -10,7 +10,6 @@ final class LibVASession {
     private var terminated = false
 
     init(_ env: SoftVAEnvironment, options: SoftVAOptions) throws {
-        env.applyToCurrentProcess(options)
         guard let x11 = XOpenDisplay(env.display.name) else {
             throw VATestSupportError.displayUnavailable("XOpenDisplay(\(env.display.name)) failed")
         }
@@ -21,7 +20,7 @@ final class LibVASession {
         }
         self.display = display
         var major: Int32 = 0, minor: Int32 = 0
-        let status = vaInitialize(display, &major, &minor)
+        let status = env.withProcessEnvironment(options) { vaInitialize(display, &major, &minor) }
         guard status == VA_STATUS_SUCCESS else {
             XCloseDisplay(x11)
             throw LibVAFailure(call: "vaInitialize", status: status)
