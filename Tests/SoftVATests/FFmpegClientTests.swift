@@ -36,6 +36,40 @@ struct FFmpegClientTests {
         #expect(c["failed_operations"] == 0)
     }
 
+    @Test("JPEG decode of 4:2:0 (into NV12), 4:4:4 and greyscale JPEGs at an odd size matches libavcodec within ±2",
+          arguments: ["yuvj420p", "yuvj444p", "gray"])
+    func jpegDecodeSamplings(pixelFormat: String) throws {
+        let env = try SoftVAEnvironment.start()
+        defer { env.stop() }
+        let tmp = try TemporaryDirectory()
+        let (w, h) = (1918, 1078)
+        // A real picture, written as a JPEG with this sampling by libavcodec's own encoder.
+        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", Fixtures.h264_1080p, "-frames:v", "1",
+                                      "-vf", "scale=\(w):\(h),format=\(pixelFormat)", "-c:v", "mjpeg", "-q:v", "3",
+                                      "-f", "mjpeg", "-y", tmp.file("in.jpg")])
+        let download = pixelFormat == "yuvj420p" ? "nv12" : pixelFormat == "gray" ? "gray" : "yuv444p"
+        let r = try env.run(Tools.ffmpeg, Self.hwArgs(env) + [
+            "-i", tmp.file("in.jpg"), "-vf", "hwdownload,format=\(download)", "-f", "rawvideo", "-y", tmp.file("hw.raw"),
+        ])
+        #expect(r.succeeded, "ffmpeg: \(r.stderr)")
+        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", tmp.file("in.jpg"),
+                                      "-pix_fmt", pixelFormat, "-f", "rawvideo", "-y", tmp.file("sw.raw")])
+        var hw = try readBytes(tmp.file("hw.raw"))
+        let sw = try readBytes(tmp.file("sw.raw"))
+        if download == "nv12", hw.count == w * h * 3 / 2 || hw.count == w * h + 2 * ((w + 1) / 2) * ((h + 1) / 2) {
+            // NV12 to planar 4:2:0, to compare with software's yuvj420p
+            let y = w * h
+            let uv = Array(hw[y...])
+            hw = Array(hw[0..<y]) + Swift.stride(from: 0, to: uv.count, by: 2).map { uv[$0] }
+                + Swift.stride(from: 1, to: uv.count, by: 2).map { uv[$0] }
+        }
+        #expect(hw.count == sw.count)
+        #expect(!sw.isEmpty)
+        let diff = SampleDifference(hw, sw)
+        print("softva: JPEG decode \(pixelFormat) \(w)x\(h) vs libavcodec: \(diff)")
+        #expect(diff.maximum <= 2, "\(diff)")
+    }
+
     @Test("mjpeg_vaapi at quality 90 encodes a real frame that software decodes at PSNR ≥ 38 dB")
     func jpegEncodePSNR() throws {
         let env = try SoftVAEnvironment.start()
