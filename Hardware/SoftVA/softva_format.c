@@ -592,6 +592,19 @@ out:
 int sva_plane_scale(const sva_plane *src, const sva_plane *dst)
 {
     if (src->width == dst->width && src->height == dst->height) {
+        if (src->bytes == 1 && dst->bytes == 1) {
+            for (int y = 0; y < dst->height; y++) {
+                const uint8_t *s = src->base + (size_t)y * src->stride;
+                uint8_t *d = dst->base + (size_t)y * dst->stride;
+                if (src->step == 1 && dst->step == 1) {
+                    memcpy(d, s, (size_t)dst->width);
+                } else {
+                    for (int x = 0; x < dst->width; x++)
+                        d[(size_t)x * dst->step] = s[(size_t)x * src->step];
+                }
+            }
+            return 0;
+        }
         for (int y = 0; y < dst->height; y++)
             for (int x = 0; x < dst->width; x++)
                 put_sample(dst, x, y, get_sample(src, x, y));
