@@ -36,13 +36,18 @@ public final class VirtualDisplay: @unchecked Sendable {
         guard FileManager.default.isExecutableFile(atPath: xvfbPath) else {
             throw VATestSupportError.missingTool(xvfbPath, remedy: "install Debian's xvfb package (Hardware/setup.sh does)")
         }
+        // One start at a time in this process, and never a number this process already uses:
+        // two tests racing for the same number would otherwise share (and kill) one server.
+        startLock.lock()
+        defer { startLock.unlock() }
         var number = firstNumber
         var lastFailure = ""
         for _ in 0..<attempts {
             defer { number += 1 }
             let socket = "/tmp/.X11-unix/X\(number)"
             let lockFile = "/tmp/.X\(number)-lock"
-            if FileManager.default.fileExists(atPath: socket) || FileManager.default.fileExists(atPath: lockFile) {
+            if numbersInUse.contains(number) || FileManager.default.fileExists(atPath: socket)
+                || FileManager.default.fileExists(atPath: lockFile) {
                 continue
             }
             let process = Process()
@@ -54,17 +59,26 @@ public final class VirtualDisplay: @unchecked Sendable {
             try process.run()
             let deadline = Date().addingTimeInterval(timeout)
             while Date() < deadline {
-                if FileManager.default.fileExists(atPath: socket) {
+                // Ready when the socket exists and the lock file names our server (another
+                // process's Xvfb may have taken the number in the meantime).
+                if FileManager.default.fileExists(atPath: socket), process.isRunning,
+                   let owner = try? String(contentsOfFile: lockFile, encoding: .utf8),
+                   Int32(owner.trimmingCharacters(in: .whitespacesAndNewlines)) == process.processIdentifier {
+                    numbersInUse.insert(number)
                     return VirtualDisplay(number: number, process: process)
                 }
                 if !process.isRunning { break }
                 Thread.sleep(forTimeInterval: 0.02)
             }
             if process.isRunning {
+                let owner = (try? String(contentsOfFile: lockFile, encoding: .utf8))
+                    .flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
                 kill(process.processIdentifier, SIGKILL)
                 process.waitUntilExit()
-                try? FileManager.default.removeItem(atPath: socket)
-                try? FileManager.default.removeItem(atPath: lockFile)
+                if owner == process.processIdentifier {
+                    try? FileManager.default.removeItem(atPath: socket)
+                    try? FileManager.default.removeItem(atPath: lockFile)
+                }
                 lastFailure = "Xvfb :\(number) did not create \(socket) within \(timeout) s"
             } else {
                 lastFailure = "Xvfb :\(number) exited with status \(process.terminationStatus)"
@@ -90,5 +104,11 @@ public final class VirtualDisplay: @unchecked Sendable {
         }
         try? FileManager.default.removeItem(atPath: "/tmp/.X11-unix/X\(number)")
         try? FileManager.default.removeItem(atPath: "/tmp/.X\(number)-lock")
+        Self.startLock.lock()
+        Self.numbersInUse.remove(number)
+        Self.startLock.unlock()
     }
+
+    private static let startLock = NSLock()
+    nonisolated(unsafe) private static var numbersInUse = Set<Int>() // guarded by startLock
 }
