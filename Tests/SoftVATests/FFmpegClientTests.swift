@@ -70,6 +70,29 @@ struct FFmpegClientTests {
         #expect(diff.maximum <= 2, "\(diff)")
     }
 
+    @Test("JPEG decode with a restart interval (DRI, RST markers) matches libavcodec within ±2")
+    func jpegDecodeRestartInterval() throws {
+        let env = try SoftVAEnvironment.start()
+        defer { env.stop() }
+        let tmp = try TemporaryDirectory()
+        let input = Fixtures.path("kodak_frame0_rst7.jpg")
+        let r = try env.run(Tools.ffmpeg, Self.hwArgs(env) + [
+            "-i", input, "-vf", "hwdownload,format=nv12", "-f", "rawvideo", "-y", tmp.file("hw.raw"),
+        ])
+        #expect(r.succeeded, "ffmpeg: \(r.stderr)")
+        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", input,
+                                      "-pix_fmt", "yuvj420p", "-f", "rawvideo", "-y", tmp.file("sw.raw")])
+        let hw = try readBytes(tmp.file("hw.raw")), sw = try readBytes(tmp.file("sw.raw"))
+        let y = 320 * 240
+        try #require(hw.count == y * 3 / 2 && sw.count == hw.count)
+        let uv = Array(hw[y...])
+        let planar = Array(hw[0..<y]) + Swift.stride(from: 0, to: uv.count, by: 2).map { uv[$0] }
+            + Swift.stride(from: 1, to: uv.count, by: 2).map { uv[$0] }
+        let diff = SampleDifference(planar, sw)
+        print("softva: JPEG decode with restart interval vs libavcodec: \(diff)")
+        #expect(diff.maximum <= 2, "\(diff)")
+    }
+
     @Test("mjpeg_vaapi at quality 90 encodes a real frame that software decodes at PSNR ≥ 38 dB")
     func jpegEncodePSNR() throws {
         let env = try SoftVAEnvironment.start()
