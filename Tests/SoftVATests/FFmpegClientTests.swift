@@ -127,6 +127,39 @@ struct FFmpegClientTests {
         #expect(all >= 38, "PSNR \(all) dB")
     }
 
+    @Test("mjpeg_vaapi encodes I420, 422H, 444P and Y800 surfaces; luma PSNR ≥ 38 dB at quality 90",
+          arguments: [("yuv420p", "yuvj420p"), ("yuv422p", "yuvj422p"), ("yuv444p", "yuvj444p"), ("gray", "gray")])
+    func jpegEncodeSurfaceFormats(upload: String, expected: String) throws {
+        let env = try SoftVAEnvironment.start()
+        defer { env.stop() }
+        let tmp = try TemporaryDirectory()
+        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", Fixtures.h264_1080p,
+                                      "-frames:v", "1", "-pix_fmt", "nv12", "-f", "rawvideo", "-y", tmp.file("src.nv12")])
+        let r = try env.run(Tools.ffmpeg, [
+            "-hide_banner", "-loglevel", "error", "-init_hw_device", "vaapi=va:\(env.display.name)",
+            "-filter_hw_device", "va", "-f", "rawvideo", "-pix_fmt", "nv12", "-s", "1920x1080",
+            "-i", tmp.file("src.nv12"), "-vf", "format=\(upload),hwupload", "-c:v", "mjpeg_vaapi",
+            "-global_quality", "90", "-f", "mjpeg", "-y", tmp.file("out.jpg"),
+        ])
+        #expect(r.succeeded, "ffmpeg: \(r.stderr)")
+        let probe = try runChecked(Tools.ffprobe, ["-v", "error", "-show_entries", "stream=pix_fmt", "-of", "csv=p=0",
+                                                   tmp.file("out.jpg")])
+        #expect(probe.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == expected)
+        // Decoded in its own format, the first 1920x1080 bytes are the luma plane, unconverted;
+        // the reference is what was uploaded (format=gray rescales limited-range luma).
+        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", tmp.file("out.jpg"),
+                                      "-f", "rawvideo", "-y", tmp.file("back.raw")])
+        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "nv12",
+                                      "-s", "1920x1080", "-i", tmp.file("src.nv12"), "-vf", "format=\(upload)",
+                                      "-f", "rawvideo", "-y", tmp.file("uploaded.raw")])
+        let src = try readBytes(tmp.file("uploaded.raw")), back = try readBytes(tmp.file("back.raw"))
+        let y = 1920 * 1080
+        try #require(src.count >= y && back.count >= y)
+        let value = psnr(Array(src[0..<y]), Array(back[0..<y]))
+        print("softva: mjpeg_vaapi q90 from \(upload) surface: luma PSNR \(value) dB")
+        #expect(value >= 38, "PSNR \(value) dB")
+    }
+
     @Test("Decode → encode with -hwaccel_output_format vaapi keeps frames on surfaces: zero host transfer")
     func zeroCopyTranscode() throws {
         let env = try SoftVAEnvironment.start()

@@ -283,6 +283,87 @@ struct LibVATests {
         #expect(c["vpp_ops"] == 1)
     }
 
+    @Test("VPP honours surface_region (crop) and output_region (placement) and leaves the rest alone")
+    func vppRegions() throws {
+        let env = try SoftVAEnvironment.start()
+        defer { env.stop() }
+        let va = try LibVASession(env, options: SoftVAOptions())
+        let nv12 = UInt32(VA_FOURCC_NV12), yuv420 = UInt32(VA_RT_FORMAT_YUV420)
+        let input = try va.createSurface(width: 64, height: 64, fourcc: nv12, rtFormat: yuv420)
+        let output = try va.createSurface(width: 32, height: 32, fourcc: nv12, rtFormat: yuv420)
+        // luma(x, y) = 2x + y: every crop position is recognisable
+        let upload = try va.createImage(width: 64, height: 64, fourcc: nv12)
+        try va.withMappedImage(upload) { p in
+            for y in 0..<64 {
+                for x in 0..<64 {
+                    p.storeBytes(of: UInt8(2 * x + y), toByteOffset: Int(upload.offsets.0) + y * Int(upload.pitches.0) + x,
+                                 as: UInt8.self)
+                }
+            }
+        }
+        try va.check(vaPutImage(va.display, input, upload.image_id, 0, 0, 64, 64, 0, 0, 64, 64), "vaPutImage")
+        var config = VAConfigID(0), context = VAContextID(0)
+        try va.check(vaCreateConfig(va.display, VAProfileNone, VAEntrypointVideoProc, nil, 0, &config), "vaCreateConfig")
+        var targets = [output]
+        try va.check(vaCreateContext(va.display, config, 32, 32, Int32(VA_PROGRESSIVE), &targets, 1, &context), "vaCreateContext")
+
+        func run(source: VARectangle, destination: VARectangle) throws -> [UInt8] {
+            var src = source, dst = destination
+            var params = VAProcPipelineParameterBuffer()
+            params.surface = input
+            var buffer = VABufferID(0)
+            try withUnsafePointer(to: &src) { s in
+                try withUnsafePointer(to: &dst) { d in
+                    params.surface_region = s
+                    params.output_region = d
+                    try va.check(vaCreateBuffer(va.display, context, VAProcPipelineParameterBufferType,
+                                                UInt32(MemoryLayout<VAProcPipelineParameterBuffer>.size), 1, &params, &buffer),
+                                 "vaCreateBuffer")
+                    try va.check(vaBeginPicture(va.display, context, output), "vaBeginPicture")
+                    try va.check(vaRenderPicture(va.display, context, &buffer, 1), "vaRenderPicture")
+                }
+            }
+            try va.check(vaEndPicture(va.display, context), "vaEndPicture")
+            vaDestroyBuffer(va.display, buffer)
+            let image = try va.createImage(width: 32, height: 32, fourcc: nv12)
+            defer { vaDestroyImage(va.display, image.image_id) }
+            try va.check(vaGetImage(va.display, output, 0, 0, 32, 32, image.image_id), "vaGetImage")
+            return try va.withMappedImage(image) { p in
+                (0..<32).flatMap { y in
+                    (0..<32).map { x in p.load(fromByteOffset: Int(image.offsets.0) + y * Int(image.pitches.0) + x, as: UInt8.self) }
+                }
+            }
+        }
+        // 1:1 crop at (16, 8): an exact copy of that window
+        let crop = try run(source: VARectangle(x: 16, y: 8, width: 32, height: 32),
+                           destination: VARectangle(x: 0, y: 0, width: 32, height: 32))
+        var wrong = 0
+        for y in 0..<32 { for x in 0..<32 where crop[y * 32 + x] != UInt8(2 * (x + 16) + (y + 8)) { wrong += 1 } }
+        #expect(wrong == 0)
+        // the whole source shrunk into the 16x16 square at (8, 8): outside it, the crop stays
+        let placed = try run(source: VARectangle(x: 0, y: 0, width: 64, height: 64),
+                             destination: VARectangle(x: 8, y: 8, width: 16, height: 16))
+        var outsideChanged = 0, insideWrong = 0
+        for y in 0..<32 {
+            for x in 0..<32 {
+                let v = Int(placed[y * 32 + x])
+                if (8..<24).contains(x) && (8..<24).contains(y) {
+                    // centre of output sample (x-8, y-8) is source (4(x-8)+1.5, 4(y-8)+1.5): 2·sx + sy
+                    let expected = 2.0 * (4.0 * Double(x - 8) + 1.5) + (4.0 * Double(y - 8) + 1.5)
+                    if abs(Double(v) - expected) > 1.5 { insideWrong += 1 }
+                } else if v != Int(crop[y * 32 + x]) {
+                    outsideChanged += 1
+                }
+            }
+        }
+        #expect(outsideChanged == 0)
+        #expect(insideWrong == 0)
+        vaDestroyImage(va.display, upload.image_id)
+        vaDestroyContext(va.display, context)
+        vaDestroyConfig(va.display, config)
+        va.terminate()
+    }
+
     @Test("Native configs: JPEG decode, JPEG encode with packed raw headers, VPP; others refused")
     func nativeConfigs() throws {
         let env = try SoftVAEnvironment.start()
