@@ -44,7 +44,7 @@ struct FFmpegClientTests {
         let tmp = try TemporaryDirectory()
         let (w, h) = (1918, 1078)
         // A real picture, written as a JPEG with this sampling by libavcodec's own encoder.
-        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", Fixtures.h264_1080p, "-frames:v", "1",
+        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", Fixtures.picture1080p, "-frames:v", "1",
                                       "-vf", "scale=\(w):\(h),format=\(pixelFormat)", "-c:v", "mjpeg", "-q:v", "3",
                                       "-f", "mjpeg", "-y", tmp.file("in.jpg")])
         let download = pixelFormat == "yuvj420p" ? "nv12" : pixelFormat == "gray" ? "gray" : "yuv444p"
@@ -99,7 +99,7 @@ struct FFmpegClientTests {
         defer { env.stop() }
         let tmp = try TemporaryDirectory()
         // A real 1080p picture in NV12, uploaded to a surface and encoded there.
-        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", Fixtures.h264_1080p,
+        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", Fixtures.picture1080p,
                                       "-frames:v", "1", "-pix_fmt", "nv12", "-f", "rawvideo", "-y", tmp.file("src.nv12")])
         let r = try env.run(Tools.ffmpeg, [
             "-hide_banner", "-loglevel", "error", "-init_hw_device", "vaapi=va:\(env.display.name)",
@@ -133,7 +133,7 @@ struct FFmpegClientTests {
         let env = try SoftVAEnvironment.start()
         defer { env.stop() }
         let tmp = try TemporaryDirectory()
-        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", Fixtures.h264_1080p,
+        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", Fixtures.picture1080p,
                                       "-frames:v", "1", "-pix_fmt", "nv12", "-f", "rawvideo", "-y", tmp.file("src.nv12")])
         let r = try env.run(Tools.ffmpeg, [
             "-hide_banner", "-loglevel", "error", "-init_hw_device", "vaapi=va:\(env.display.name)",
@@ -172,11 +172,11 @@ struct FFmpegClientTests {
         #expect(r.succeeded, "ffmpeg: \(r.stderr)")
         let source = try countFrames(Fixtures.kodakAVI)
         let output = try countFrames(tmp.file("out.avi"))
-        #expect(source == 41)
+        #expect(source == Fixtures.kodakAVIFrames)
         #expect(output == source)
         let c = try SoftVACounters(path: counters)
-        #expect(c["decodes"] == 41)
-        #expect(c["encodes"] == 41)
+        #expect(c["decodes"] == UInt64(Fixtures.kodakAVIFrames))
+        #expect(c["encodes"] == UInt64(Fixtures.kodakAVIFrames))
         #expect(c.hostTransferBytes == 0)
         #expect(c["get_image_calls"] == 0)
         #expect(c["put_image_calls"] == 0)
@@ -204,7 +204,7 @@ struct FFmpegClientTests {
         let env = try SoftVAEnvironment.start()
         defer { env.stop() }
         let tmp = try TemporaryDirectory()
-        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", Fixtures.h264_1080p,
+        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", Fixtures.picture1080p,
                                       "-frames:v", "1", "-pix_fmt", "nv12", "-f", "rawvideo", "-y", tmp.file("src.nv12")])
         let r = try env.run(Tools.ffmpeg, [
             "-hide_banner", "-loglevel", "error", "-init_hw_device", "vaapi=va:\(env.display.name)",
@@ -232,7 +232,7 @@ struct FFmpegClientTests {
         let env = try SoftVAEnvironment.start()
         defer { env.stop() }
         let tmp = try TemporaryDirectory()
-        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", Fixtures.h264_1080p,
+        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", Fixtures.picture1080p,
                                       "-frames:v", "1", "-pix_fmt", "nv12", "-f", "rawvideo", "-y", tmp.file("src.nv12")])
         let r = try env.run(Tools.ffmpeg, [
             "-hide_banner", "-loglevel", "error", "-init_hw_device", "vaapi=va:\(env.display.name)",
@@ -268,7 +268,7 @@ struct FFmpegClientTests {
         let env = try SoftVAEnvironment.start()
         defer { env.stop() }
         let tmp = try TemporaryDirectory()
-        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", Fixtures.h264_1080p,
+        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", Fixtures.picture1080p,
                                       "-frames:v", "1", "-pix_fmt", "nv12", "-f", "rawvideo", "-y", tmp.file("src.nv12")])
         let r = try env.run(Tools.ffmpeg, [
             "-hide_banner", "-loglevel", "error", "-init_hw_device", "vaapi=va:\(env.display.name)",

@@ -200,7 +200,7 @@ struct LibVATests {
         let env = try SoftVAEnvironment.start()
         defer { env.stop() }
         let tmp = try TemporaryDirectory()
-        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", Fixtures.h264_1080p,
+        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", Fixtures.picture1080p,
                                       "-frames:v", "1", "-pix_fmt", "nv12", "-f", "rawvideo", "-y", tmp.file("src.nv12")])
         try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "nv12",
                                       "-s", "1920x1080", "-i", tmp.file("src.nv12"),

@@ -60,10 +60,15 @@ struct PersonalityTests {
     func unsupportedProfileFailsCleanly() throws {
         let env = try SoftVAEnvironment.start()
         defer { env.stop() }
+        let tmp = try TemporaryDirectory()
+        // A short H.264 (High) clip from the real picture, made by libx264.
+        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-loop", "1", "-i", Fixtures.picture1080p,
+                                      "-frames:v", "3", "-vf", "scale=320:180", "-pix_fmt", "yuv420p",
+                                      "-c:v", "libx264", "-y", tmp.file("h264.mp4")])
         let r = try env.run(Tools.ffmpeg, [
             "-hide_banner", "-loglevel", "error", "-init_hw_device", "vaapi=va:\(env.display.name)",
             "-hwaccel", "vaapi", "-hwaccel_device", "va", "-hwaccel_output_format", "vaapi",
-            "-i", Fixtures.h264_720p, "-frames:v", "3", "-an", "-f", "null", "-",
+            "-i", tmp.file("h264.mp4"), "-frames:v", "3", "-an", "-f", "null", "-",
         ], options: SoftVAOptions(profile: Fixtures.path("intel-ihd-tigerlake.profile")))
         #expect(!r.signalled)
         #expect(r.stderr.contains("Failed to create decode context: 12 (the requested VAProfile is not supported)"))

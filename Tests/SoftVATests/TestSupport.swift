@@ -11,11 +11,13 @@ enum Fixtures {
 
     static func path(_ name: String) -> String { directory + "/" + name }
 
-    /// The shared media corpus (see /work/shared/media/MANIFEST.md); the Kodak AVI is MJPEG 4:2:2.
-    static let kodakAVI = "/work/shared/media/mjpeg_pcm_kodak_digicam.avi"
-    static let h264_1080p = "/work/shared/media/h264_aac_1080p24_bframe_delay_no_elst.mp4"
-    static let h264_720p = "/work/shared/media/h264_aac_720p30_iphone_gps.mp4"
-    static let tigerLakeVainfo = "/work/shared/hardware/vainfo/intel-ihd-tigerlake.txt"
+    /// The first 10 frames (stream copy) of the shared Kodak camera AVI: MJPEG 4:2:2, 320x240.
+    static let kodakAVI = path("kodak_10frames.avi")
+    static let kodakAVIFrames = 10
+    /// A real 1920x1080 picture (first frame of the shared pymediainfo sample), as a JPEG.
+    static let picture1080p = path("frame_1080p.jpg")
+    /// Real vainfo output of an Intel Tiger Lake iHD device.
+    static let tigerLakeVainfo = path("intel-ihd-tigerlake.vainfo.txt")
 }
 
 enum Tools {
