@@ -364,6 +364,216 @@ struct LibVATests {
         va.terminate()
     }
 
+    @Test("JPEG decode through libva alone (buffers filled from the parsed file) matches libavcodec within ±2",
+          arguments: ["kodak_frame0.jpg", "kodak_frame0_rst7.jpg"]) // 4:2:2 into 422H; 4:2:0 with RST into NV12
+    func jpegDecodeThroughLibVA(name: String) throws {
+        let env = try SoftVAEnvironment.start()
+        defer { env.stop() }
+        let tmp = try TemporaryDirectory()
+        let file = Fixtures.path(name)
+        let jpeg = try BaselineJPEG(try readBytes(file))
+        try #require(jpeg.components.count == 3 && jpeg.width == 320 && jpeg.height == 240)
+        let is420 = jpeg.components[0].v == 2
+        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", file,
+                                      "-pix_fmt", is420 ? "yuvj420p" : "yuvj422p", "-f", "rawvideo", "-y", tmp.file("sw.yuv")])
+        let sw = try readBytes(tmp.file("sw.yuv"))
+        try #require(sw.count == 320 * 240 * (is420 ? 3 : 4) / 2)
+
+        let va = try LibVASession(env, options: SoftVAOptions(countersPath: tmp.file("counters.txt")))
+        let (w, h) = (jpeg.width, jpeg.height)
+        let fourcc = UInt32(is420 ? VA_FOURCC_NV12 : VA_FOURCC_422H)
+        let surface = try va.createSurface(width: w, height: h, fourcc: fourcc,
+                                           rtFormat: UInt32(is420 ? VA_RT_FORMAT_YUV420 : VA_RT_FORMAT_YUV422))
+        var config = VAConfigID(0), context = VAContextID(0)
+        try va.check(vaCreateConfig(va.display, VAProfileJPEGBaseline, VAEntrypointVLD, nil, 0, &config), "vaCreateConfig")
+        var targets = [surface]
+        try va.check(vaCreateContext(va.display, config, Int32(w), Int32(h), Int32(VA_PROGRESSIVE), &targets, 1, &context), "vaCreateContext")
+
+        // Arrays of anonymous structs do not import into Swift: those fields are written as bytes.
+        var picture = VAPictureParameterBufferJPEGBaseline()
+        picture.picture_width = UInt16(w)
+        picture.picture_height = UInt16(h)
+        picture.num_components = UInt8(jpeg.components.count)
+        withUnsafeMutableBytes(of: &picture) { raw in
+            for (i, c) in jpeg.components.enumerated() { // components[i] = {id, h, v, tq} after the two sizes
+                raw[4 + 4 * i] = c.id; raw[5 + 4 * i] = c.h; raw[6 + 4 * i] = c.v; raw[7 + 4 * i] = c.tq
+            }
+        }
+        var iq = VAIQMatrixBufferJPEGBaseline()
+        let iqOffset = try #require(MemoryLayout<VAIQMatrixBufferJPEGBaseline>.offset(of: \.quantiser_table))
+        withUnsafeMutableBytes(of: &iq) { raw in
+            for (t, table) in jpeg.quantTables where t < 4 {
+                raw[t] = 1 // load_quantiser_table[t]
+                for k in 0..<64 { raw[iqOffset + 64 * t + k] = table[k] }
+            }
+        }
+        var huffman = VAHuffmanTableBufferJPEGBaseline()
+        withUnsafeMutableBytes(of: &huffman) { raw in
+            // load_huffman_table[2], then two tables of 16 + 12 + 16 + 162 + 2 bytes
+            for id in 0..<2 {
+                guard let dc = jpeg.table(class: 0, id: id), let ac = jpeg.table(class: 1, id: id) else { continue }
+                raw[id] = 1
+                let base = 2 + 208 * id
+                for k in 0..<16 { raw[base + k] = dc.counts[k]; raw[base + 28 + k] = ac.counts[k] }
+                for (k, v) in dc.values.prefix(12).enumerated() { raw[base + 16 + k] = v }
+                for (k, v) in ac.values.prefix(162).enumerated() { raw[base + 44 + k] = v }
+            }
+        }
+        var slice = VASliceParameterBufferJPEGBaseline()
+        slice.slice_data_size = UInt32(jpeg.scanData.count)
+        slice.slice_data_offset = 0
+        slice.slice_data_flag = UInt32(VA_SLICE_DATA_FLAG_ALL)
+        slice.num_components = UInt8(jpeg.scan.count)
+        slice.restart_interval = UInt16(jpeg.restartInterval)
+        let mcuWidth = 8 * Int(jpeg.components[0].h), mcuHeight = 8 * Int(jpeg.components[0].v)
+        slice.num_mcus = UInt32(((w + mcuWidth - 1) / mcuWidth) * ((h + mcuHeight - 1) / mcuHeight))
+        let scanOffset = try #require(MemoryLayout<VASliceParameterBufferJPEGBaseline>.offset(of: \.slice_vertical_position)) + 4
+        withUnsafeMutableBytes(of: &slice) { raw in
+            for (i, c) in jpeg.scan.enumerated() {
+                raw[scanOffset + 3 * i] = c.selector; raw[scanOffset + 3 * i + 1] = c.dc; raw[scanOffset + 3 * i + 2] = c.ac
+            }
+        }
+        var buffers = [VABufferID](repeating: 0, count: 5)
+        try va.check(vaCreateBuffer(va.display, context, VAPictureParameterBufferType,
+                                    UInt32(MemoryLayout.size(ofValue: picture)), 1, &picture, &buffers[0]), "vaCreateBuffer")
+        try va.check(vaCreateBuffer(va.display, context, VAIQMatrixBufferType,
+                                    UInt32(MemoryLayout.size(ofValue: iq)), 1, &iq, &buffers[1]), "vaCreateBuffer")
+        try va.check(vaCreateBuffer(va.display, context, VAHuffmanTableBufferType,
+                                    UInt32(MemoryLayout.size(ofValue: huffman)), 1, &huffman, &buffers[2]), "vaCreateBuffer")
+        try va.check(vaCreateBuffer(va.display, context, VASliceParameterBufferType,
+                                    UInt32(MemoryLayout.size(ofValue: slice)), 1, &slice, &buffers[3]), "vaCreateBuffer")
+        var data = jpeg.scanData
+        try va.check(vaCreateBuffer(va.display, context, VASliceDataBufferType, UInt32(data.count), 1, &data, &buffers[4]), "vaCreateBuffer")
+        try va.check(vaBeginPicture(va.display, context, surface), "vaBeginPicture")
+        try va.check(vaRenderPicture(va.display, context, &buffers, 5), "vaRenderPicture")
+        try va.check(vaEndPicture(va.display, context), "vaEndPicture")
+        try va.check(vaSyncSurface(va.display, surface), "vaSyncSurface")
+
+        let image = try va.createImage(width: w, height: h, fourcc: fourcc)
+        try va.check(vaGetImage(va.display, surface, 0, 0, UInt32(w), UInt32(h), image.image_id), "vaGetImage")
+        var decoded: [UInt8] = []
+        try va.withMappedImage(image) { p in
+            for plane in planeGeometry(image) {
+                for row in 0..<plane.rows {
+                    decoded += UnsafeRawBufferPointer(start: p.advanced(by: plane.offset + row * plane.pitch), count: plane.rowBytes)
+                }
+            }
+        }
+        if is420 { // NV12 to planar
+            let uv = Array(decoded[(w * h)...])
+            decoded = Array(decoded[0..<(w * h)]) + Swift.stride(from: 0, to: uv.count, by: 2).map { uv[$0] }
+                + Swift.stride(from: 1, to: uv.count, by: 2).map { uv[$0] }
+        }
+        for b in buffers { vaDestroyBuffer(va.display, b) }
+        vaDestroyImage(va.display, image.image_id)
+        vaDestroyContext(va.display, context)
+        vaDestroyConfig(va.display, config)
+        va.terminate()
+
+        #expect(decoded.count == sw.count)
+        let diff = SampleDifference(decoded, sw)
+        print("softva: libva-only JPEG decode \(name) (restart interval \(jpeg.restartInterval)) vs libavcodec: \(diff)")
+        #expect(diff.maximum <= 2, "\(diff)")
+        let c = try SoftVACounters(path: tmp.file("counters.txt"))
+        #expect(c["decodes"] == 1)
+    }
+
+    @Test("JPEG encode through libva alone (no packed header: SoftVA writes the headers) decodes at PSNR ≥ 38 dB")
+    func jpegEncodeWithoutPackedHeader() throws {
+        let env = try SoftVAEnvironment.start()
+        defer { env.stop() }
+        let tmp = try TemporaryDirectory()
+        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", Fixtures.picture1080p,
+                                      "-frames:v", "1", "-pix_fmt", "nv12", "-f", "rawvideo", "-y", tmp.file("src.nv12")])
+        let src = try readBytes(tmp.file("src.nv12"))
+        let (w, h) = (1920, 1080)
+        try #require(src.count == w * h * 3 / 2)
+        let va = try LibVASession(env, options: SoftVAOptions(countersPath: tmp.file("counters.txt")))
+        let nv12 = UInt32(VA_FOURCC_NV12), yuv420 = UInt32(VA_RT_FORMAT_YUV420)
+        let surface = try va.createSurface(width: w, height: h, fourcc: nv12, rtFormat: yuv420)
+        let upload = try va.createImage(width: w, height: h, fourcc: nv12)
+        try va.withMappedImage(upload) { p in
+            for plane in planeGeometry(upload) {
+                let srcOffset = plane.offset == 0 ? 0 : w * h
+                for row in 0..<plane.rows {
+                    src.withUnsafeBytes { s in
+                        p.advanced(by: plane.offset + row * plane.pitch)
+                            .copyMemory(from: s.baseAddress!.advanced(by: srcOffset + row * w), byteCount: w)
+                    }
+                }
+            }
+        }
+        try va.check(vaPutImage(va.display, surface, upload.image_id, 0, 0, UInt32(w), UInt32(h), 0, 0, UInt32(w), UInt32(h)), "vaPutImage")
+        var config = VAConfigID(0), context = VAContextID(0)
+        var rt = VAConfigAttrib(type: VAConfigAttribRTFormat, value: yuv420)
+        try va.check(vaCreateConfig(va.display, VAProfileJPEGBaseline, VAEntrypointEncPicture, &rt, 1, &config), "vaCreateConfig")
+        var targets = [surface]
+        try va.check(vaCreateContext(va.display, config, Int32(w), Int32(h), Int32(VA_PROGRESSIVE), &targets, 1, &context), "vaCreateContext")
+        var coded = VABufferID(0)
+        try va.check(vaCreateBuffer(va.display, context, VAEncCodedBufferType, UInt32(w * h * 3), 1, nil, &coded), "vaCreateBuffer")
+
+        var picture = VAEncPictureParameterBufferJPEG()
+        picture.reconstructed_picture = VASurfaceID(VA_INVALID_SURFACE)
+        picture.picture_width = UInt16(w)
+        picture.picture_height = UInt16(h)
+        picture.coded_buf = coded
+        picture.pic_flags.value = 1 << 3 // huffman
+        picture.sample_bit_depth = 8
+        picture.num_scan = 1
+        picture.num_components = 3
+        picture.component_id = (1, 2, 3, 0)
+        picture.quantiser_table_selector = (0, 1, 1, 0)
+        picture.quality = 90 // no QMatrix buffer: Annex K tables scaled as libjpeg's quality 90
+        var slice = VAEncSliceParameterBufferJPEG()
+        slice.num_components = 3
+        // components[4] is an array of anonymous structs, which Swift does not import: it follows
+        // num_components as 3 bytes each (selector, DC table, AC table).
+        let componentsOffset = try #require(MemoryLayout<VAEncSliceParameterBufferJPEG>.offset(of: \.num_components)) + 2
+        withUnsafeMutableBytes(of: &slice) { raw in
+            for (i, c) in [(1, 0, 0), (2, 1, 1), (3, 1, 1)].enumerated() {
+                raw[componentsOffset + 3 * i] = UInt8(c.0)
+                raw[componentsOffset + 3 * i + 1] = UInt8(c.1)
+                raw[componentsOffset + 3 * i + 2] = UInt8(c.2)
+            }
+        }
+        var buffers = [VABufferID](repeating: 0, count: 2)
+        try va.check(vaCreateBuffer(va.display, context, VAEncPictureParameterBufferType,
+                                    UInt32(MemoryLayout<VAEncPictureParameterBufferJPEG>.size), 1, &picture, &buffers[0]), "vaCreateBuffer")
+        try va.check(vaCreateBuffer(va.display, context, VAEncSliceParameterBufferType,
+                                    UInt32(MemoryLayout<VAEncSliceParameterBufferJPEG>.size), 1, &slice, &buffers[1]), "vaCreateBuffer")
+        try va.check(vaBeginPicture(va.display, context, surface), "vaBeginPicture")
+        try va.check(vaRenderPicture(va.display, context, &buffers, 2), "vaRenderPicture")
+        try va.check(vaEndPicture(va.display, context), "vaEndPicture")
+        try va.check(vaSyncSurface(va.display, surface), "vaSyncSurface")
+        var mapped: UnsafeMutableRawPointer?
+        try va.check(vaMapBuffer(va.display, coded, &mapped), "vaMapBuffer")
+        let segment = try #require(mapped).load(as: VACodedBufferSegment.self)
+        let jpeg = [UInt8](UnsafeRawBufferPointer(start: segment.buf, count: Int(segment.size)))
+        vaUnmapBuffer(va.display, coded)
+        #expect(segment.next == nil)
+        for b in buffers { vaDestroyBuffer(va.display, b) }
+        vaDestroyBuffer(va.display, coded)
+        vaDestroyImage(va.display, upload.image_id)
+        vaDestroyContext(va.display, context)
+        vaDestroyConfig(va.display, config)
+        va.terminate()
+
+        try #require(jpeg.count > 1000)
+        #expect(jpeg.prefix(2) == [0xFF, 0xD8])
+        #expect(jpeg.suffix(2) == [0xFF, 0xD9])
+        try Data(jpeg).write(to: URL(fileURLWithPath: tmp.file("out.jpg")))
+        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", tmp.file("out.jpg"),
+                                      "-f", "rawvideo", "-y", tmp.file("back.raw")])
+        let back = try readBytes(tmp.file("back.raw"))
+        try #require(back.count == w * h * 3 / 2) // yuvj420p
+        let value = psnr(Array(src[0..<(w * h)]), Array(back[0..<(w * h)]))
+        print("softva: libva-only JPEG encode q90 1080p (driver-written headers): \(jpeg.count) bytes, luma PSNR \(value) dB")
+        #expect(value >= 38, "PSNR \(value) dB")
+        let c = try SoftVACounters(path: tmp.file("counters.txt"))
+        #expect(c["encodes"] == 1)
+        #expect(c["coded_bytes"] == UInt64(jpeg.count))
+    }
+
     @Test("Native configs: JPEG decode, JPEG encode with packed raw headers, VPP; others refused")
     func nativeConfigs() throws {
         let env = try SoftVAEnvironment.start()
