@@ -744,6 +744,7 @@ static VAStatus sva_BeginPicture(VADriverContextP ctx, VAContextID context, VASu
     memset(&c->dec, 0, sizeof(c->dec));
     memset(&c->enc, 0, sizeof(c->enc));
     memset(&c->vpp, 0, sizeof(c->vpp));
+    c->dec.pending_slices = VA_INVALID_ID;
     c->dec.data = dd; c->dec.data_cap = dcap;
     c->enc.header = hd; c->enc.header_cap = hcap;
     RETURN(VA_STATUS_SUCCESS);
@@ -920,7 +921,7 @@ static VAStatus sva_RenderPicture(VADriverContextP ctx, VAContextID context, VAB
         RETURN(VA_STATUS_ERROR_INVALID_CONTEXT);
     if (!c->in_picture)
         RETURN(VA_STATUS_ERROR_OPERATION_FAILED);
-    sva_buffer *pending_slices = NULL;
+    sva_buffer *pending_slices = sva_table_get(&drv->buffers, c->dec.pending_slices);
     for (int i = 0; i < num; i++) {
         sva_buffer *b = sva_table_get(&drv->buffers, buffers[i]);
         if (!b || !b->data)
@@ -934,6 +935,7 @@ static VAStatus sva_RenderPicture(VADriverContextP ctx, VAContextID context, VAB
         if (st != VA_STATUS_SUCCESS)
             RETURN(st);
     }
+    c->dec.pending_slices = pending_slices ? pending_slices->id : VA_INVALID_ID;
     RETURN(VA_STATUS_SUCCESS);
 }
 

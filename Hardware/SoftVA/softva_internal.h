@@ -126,6 +126,7 @@ typedef struct sva_jpeg_decode {
     VAIQMatrixBufferJPEGBaseline iq;
     VAHuffmanTableBufferJPEGBaseline huffman;
     VASliceParameterBufferJPEGBaseline slice; /* first slice's parameters */
+    VABufferID pending_slices;  /* slice parameters waiting for their slice data buffer */
     uint8_t *data; size_t data_len, data_cap;  /* slice data of all slices, in order */
 } sva_jpeg_decode;
 

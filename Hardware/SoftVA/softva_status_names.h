@@ -1,4 +1,5 @@
-/* Generated from <va/va.h> (libva 2.17) VA_STATUS_* names. */
+/* VA_STATUS_* names of libva 2.17, generated from <va/va.h> with
+ * grep -o "define VA_STATUS_[A-Z_]*" /usr/include/va/va.h. */
 #define SVA_STATUS_NAMES \
     X(VA_STATUS_SUCCESS) \
     X(VA_STATUS_ERROR_OPERATION_FAILED) \
