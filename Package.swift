@@ -14,6 +14,9 @@ let package = Package(
         .library(name: "MediaCore", targets: ["MediaCore"]),
         .library(name: "HardwareAcceleration", targets: ["HardwareAcceleration"]),
         .executable(name: "vaf", targets: ["vaf"]),
+        // SoftVA, the CPU-backed VA-API driver for tests: libva loads it as
+        // $LIBVA_DRIVERS_PATH/libsoftva_drv_video.so when LIBVA_DRIVER_NAME=libsoftva.
+        .library(name: "softva_drv_video", type: .dynamic, targets: ["SoftVA"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -47,6 +50,17 @@ let package = Package(
                 "HardwareAcceleration",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
+        ),
+        .target(
+            name: "SoftVA",
+            path: "Hardware/SoftVA",
+            linkerSettings: [.linkedLibrary("jpeg"), .linkedLibrary("va"), .linkedLibrary("m"), .linkedLibrary("pthread")]
+        ),
+        .target(name: "VATestSupport"),
+        .testTarget(
+            name: "SoftVATests",
+            dependencies: ["VATestSupport", "CVA"],
+            exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "MediaCoreTests",

@@ -1,0 +1,12 @@
+# source: SoftVA's native personality (Hardware/SoftVA), what the driver advertises without SOFTVA_PROFILE
+name softva
+vendor SoftVA CPU driver 0.1 (libjpeg-turbo)
+driver softva
+api 1.17
+config VAProfileJPEGBaseline VAEntrypointVLD
+config VAProfileJPEGBaseline VAEntrypointEncPicture
+config VAProfileNone VAEntrypointVideoProc
+attr VAProfileJPEGBaseline VAEntrypointVLD VAConfigAttribRTFormat 0x00000017
+attr VAProfileJPEGBaseline VAEntrypointEncPicture VAConfigAttribRTFormat 0x00000017
+attr VAProfileJPEGBaseline VAEntrypointEncPicture VAConfigAttribEncPackedHeaders 0x00000010
+attr VAProfileNone VAEntrypointVideoProc VAConfigAttribRTFormat 0x00020117

@@ -1,0 +1,115 @@
+import Foundation
+
+/// A virtual X display plus the SoftVA driver: everything a test needs to run real VA-API
+/// clients (libva in-process, `ffmpeg`, `vainfo`) without a GPU.
+///
+/// ```swift
+/// let env = try SoftVAEnvironment.start()
+/// defer { env.stop() }
+/// let result = try env.run("/usr/bin/vainfo", ["--display", "x11"])
+/// ```
+public final class SoftVAEnvironment: Sendable {
+    public let display: VirtualDisplay
+    public let driver: SoftVADriver
+
+    public init(display: VirtualDisplay, driver: SoftVADriver) {
+        self.display = display
+        self.driver = driver
+    }
+
+    /// Locates the driver and starts Xvfb on a free display.
+    public static func start() throws -> SoftVAEnvironment {
+        let driver = try SoftVADriver.locate()
+        let display = try VirtualDisplay.start()
+        return SoftVAEnvironment(display: display, driver: driver)
+    }
+
+    /// Stops the X server.
+    public func stop() { display.stop() }
+
+    /// The variables that point libva at SoftVA on this display, plus SoftVA's own settings.
+    public func variables(_ options: SoftVAOptions = SoftVAOptions()) -> [String: String?] {
+        var v: [String: String?] = [
+            "DISPLAY": display.name,
+            "LIBVA_DRIVER_NAME": SoftVADriver.driverName,
+            "LIBVA_DRIVERS_PATH": driver.directory,
+        ]
+        for (key, value) in options.variables { v[key] = value }
+        return v
+    }
+
+    /// The current process's environment with ``variables(_:)`` applied: for child processes.
+    public func environment(_ options: SoftVAOptions = SoftVAOptions()) -> [String: String] {
+        var env = ProcessInfo.processInfo.environment
+        for (key, value) in variables(options) {
+            if let value { env[key] = value } else { env.removeValue(forKey: key) }
+        }
+        return env
+    }
+
+    /// Applies ``variables(_:)`` to the current process and runs `body` (which calls
+    /// `vaInitialize`: libva and SoftVA read the variables there and never again) while holding
+    /// a process-wide lock, so that concurrent tests cannot initialise with each other's settings.
+    public func withProcessEnvironment<T>(_ options: SoftVAOptions = SoftVAOptions(),
+                                          _ body: () throws -> T) rethrows -> T {
+        Self.processEnvironmentLock.lock()
+        defer { Self.processEnvironmentLock.unlock() }
+        for (key, value) in variables(options) {
+            if let value { setenv(key, value, 1) } else { unsetenv(key) }
+        }
+        return try body()
+    }
+
+    private static let processEnvironmentLock = NSLock()
+
+    /// Runs a program with SoftVA's environment and waits for it. Output goes through files, so
+    /// a chatty child cannot fill a pipe and block.
+    public func run(_ executable: String, _ arguments: [String],
+                    options: SoftVAOptions = SoftVAOptions()) throws -> ProcessResult {
+        try ProcessResult.run(executable, arguments, environment: environment(options))
+    }
+}
+
+/// How a child process ended and what it printed.
+public struct ProcessResult: Sendable {
+    public let status: Int32
+    /// True when the process ended by a signal (a crash), not by exiting.
+    public let signalled: Bool
+    public let stdout: String
+    public let stderr: String
+
+    public var succeeded: Bool { !signalled && status == 0 }
+
+    public static func run(_ executable: String, _ arguments: [String],
+                           environment: [String: String]? = nil) throws -> ProcessResult {
+        let dir = FileManager.default.temporaryDirectory
+        let id = UUID().uuidString
+        let outURL = dir.appendingPathComponent("vats-\(id).out")
+        let errURL = dir.appendingPathComponent("vats-\(id).err")
+        FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        defer {
+            try? FileManager.default.removeItem(at: outURL)
+            try? FileManager.default.removeItem(at: errURL)
+        }
+        let out = try FileHandle(forWritingTo: outURL)
+        let err = try FileHandle(forWritingTo: errURL)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        process.waitUntilExit()
+        try? out.close()
+        try? err.close()
+        return ProcessResult(
+            status: process.terminationStatus,
+            signalled: process.terminationReason == .uncaughtSignal,
+            stdout: (try? String(contentsOf: outURL, encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOf: errURL, encoding: .utf8)) ?? ""
+        )
+    }
+}

@@ -1,0 +1,60 @@
+# source: shared/hardware/vainfo/intel-ihd-tigerlake.txt (fluendo/fluster REPORT.md, iHD 22.3.1 on Tiger Lake-H), written by hand for SoftVA's tests
+name intel-ihd-tigerlake
+vendor Intel iHD driver for Intel(R) Gen Graphics - 22.3.1 ()
+driver iHD
+api 1.14
+config VAProfileNone VAEntrypointVideoProc
+config VAProfileNone VAEntrypointStats
+config VAProfileMPEG2Simple VAEntrypointVLD
+config VAProfileMPEG2Simple VAEntrypointEncSlice
+config VAProfileMPEG2Main VAEntrypointVLD
+config VAProfileMPEG2Main VAEntrypointEncSlice
+config VAProfileH264Main VAEntrypointVLD
+config VAProfileH264Main VAEntrypointEncSlice
+config VAProfileH264Main VAEntrypointFEI
+config VAProfileH264Main VAEntrypointEncSliceLP
+config VAProfileH264High VAEntrypointVLD
+config VAProfileH264High VAEntrypointEncSlice
+config VAProfileH264High VAEntrypointFEI
+config VAProfileH264High VAEntrypointEncSliceLP
+config VAProfileVC1Simple VAEntrypointVLD
+config VAProfileVC1Main VAEntrypointVLD
+config VAProfileVC1Advanced VAEntrypointVLD
+config VAProfileJPEGBaseline VAEntrypointVLD
+config VAProfileJPEGBaseline VAEntrypointEncPicture
+config VAProfileH264ConstrainedBaseline VAEntrypointVLD
+config VAProfileH264ConstrainedBaseline VAEntrypointEncSlice
+config VAProfileH264ConstrainedBaseline VAEntrypointFEI
+config VAProfileH264ConstrainedBaseline VAEntrypointEncSliceLP
+config VAProfileVP8Version0_3 VAEntrypointVLD
+config VAProfileHEVCMain VAEntrypointVLD
+config VAProfileHEVCMain VAEntrypointEncSlice
+config VAProfileHEVCMain VAEntrypointFEI
+config VAProfileHEVCMain VAEntrypointEncSliceLP
+config VAProfileHEVCMain10 VAEntrypointVLD
+config VAProfileHEVCMain10 VAEntrypointEncSlice
+config VAProfileHEVCMain10 VAEntrypointEncSliceLP
+config VAProfileVP9Profile0 VAEntrypointVLD
+config VAProfileVP9Profile1 VAEntrypointVLD
+config VAProfileVP9Profile2 VAEntrypointVLD
+config VAProfileVP9Profile3 VAEntrypointVLD
+config VAProfileHEVCMain12 VAEntrypointVLD
+config VAProfileHEVCMain12 VAEntrypointEncSlice
+config VAProfileHEVCMain422_10 VAEntrypointVLD
+config VAProfileHEVCMain422_10 VAEntrypointEncSlice
+config VAProfileHEVCMain422_12 VAEntrypointVLD
+config VAProfileHEVCMain422_12 VAEntrypointEncSlice
+config VAProfileHEVCMain444 VAEntrypointVLD
+config VAProfileHEVCMain444 VAEntrypointEncSliceLP
+config VAProfileHEVCMain444_10 VAEntrypointVLD
+config VAProfileHEVCMain444_10 VAEntrypointEncSliceLP
+config VAProfileHEVCMain444_12 VAEntrypointVLD
+config VAProfileHEVCSccMain VAEntrypointVLD
+config VAProfileHEVCSccMain VAEntrypointEncSliceLP
+config VAProfileHEVCSccMain10 VAEntrypointVLD
+config VAProfileHEVCSccMain10 VAEntrypointEncSliceLP
+config VAProfileHEVCSccMain444 VAEntrypointVLD
+config VAProfileHEVCSccMain444 VAEntrypointEncSliceLP
+config VAProfileAV1Profile0 VAEntrypointVLD
+config VAProfileHEVCSccMain444_10 VAEntrypointVLD
+config VAProfileHEVCSccMain444_10 VAEntrypointEncSliceLP
