@@ -86,8 +86,8 @@ public struct ProcessResult: Sendable {
         let id = UUID().uuidString
         let outURL = dir.appendingPathComponent("vats-\(id).out")
         let errURL = dir.appendingPathComponent("vats-\(id).err")
-        FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
         defer {
             try? FileManager.default.removeItem(at: outURL)
             try? FileManager.default.removeItem(at: errURL)
