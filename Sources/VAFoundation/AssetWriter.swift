@@ -102,9 +102,7 @@ public final class AssetWriter: Sendable {
         guard availableMediaTypes.contains(input.mediaType) else {
             throw MediaError(.unsupported, "a \(outputFileType) file cannot hold \(input.mediaType)", path: outputURL.path)
         }
-        if let reason = incompatibility(input.outputSettings, input.mediaType) {
-            throw MediaError(.unsupported, reason, path: outputURL.path)
-        }
+        if let error = incompatibility(input.outputSettings, input.mediaType) { throw error }
     }
 
     /// True when `outputSettings` can be encoded and stored in this file type
@@ -113,24 +111,30 @@ public final class AssetWriter: Sendable {
         incompatibility(outputSettings, mediaType) == nil
     }
 
-    private func incompatibility(_ settings: AssetWriterInput.OutputSettings?, _ mediaType: MediaType) -> String? {
-        guard availableMediaTypes.contains(mediaType) else { return "a \(outputFileType) file cannot hold \(mediaType)" }
+    /// Why `settings` cannot be used for `mediaType` in this file type, nil when they can.
+    private func incompatibility(_ settings: AssetWriterInput.OutputSettings?, _ mediaType: MediaType) -> MediaError? {
+        let path = outputURL.path
+        guard availableMediaTypes.contains(mediaType) else {
+            return MediaError(.unsupported, "a \(outputFileType) file cannot hold \(mediaType)", path: path)
+        }
         let name: String
         do {
             switch settings {
             case nil: return nil
             case .video(let s):
-                guard mediaType == .video else { return "video settings given for a \(mediaType) input" }
+                guard mediaType == .video else { return MediaError(.invalidArgument, "video settings given for a \(mediaType) input", path: path) }
                 name = try WriterCodecs.videoConfiguration(s, timeBase: Rational(1, 90000), globalHeader: false, realTime: false).name
             case .audio(let s):
-                guard mediaType == .audio else { return "audio settings given for a \(mediaType) input" }
+                guard mediaType == .audio else { return MediaError(.invalidArgument, "audio settings given for a \(mediaType) input", path: path) }
                 name = try WriterCodecs.audioConfiguration(s, globalHeader: false).name
             }
         } catch {
-            return error.message
+            var error = error
+            error.path = path
+            return error
         }
-        guard let codec = Encoder.codec(ofEncoder: name) else { return "encoder \(name) is missing" }
-        return WriterCodecs.incompatibility(of: codec, in: outputFileType, mediaType: mediaType)
+        guard let codec = Encoder.codec(ofEncoder: name) else { return MediaError(.unsupported, "encoder \(name) is missing", path: path) }
+        return WriterCodecs.incompatibility(of: codec, in: outputFileType, mediaType: mediaType).map { MediaError(.unsupported, $0, path: path) }
     }
 
     /// Creates the temporary output and opens every input's encoder; after this the inputs

@@ -12,8 +12,10 @@ import Synchronization
 final class WriterCore: Sendable {
     /// Samples an input may have queued but not yet encoded before it reports not ready.
     static let maximumQueuedSamples = 4
-    /// How far (seconds) an input may run ahead of the slowest unfinished input.
-    static let interleavingWindow = 1.0
+    /// How far (seconds) an input may run ahead of the slowest unfinished input. Camera files
+    /// store about a second of one track before the next (an iPhone movie opens with 1.02 s of
+    /// audio), so a program copying such a file in file order must fit in the window.
+    static let interleavingWindow = 2.0
 
     struct InputState {
         var mediaType: MediaType
