@@ -174,3 +174,9 @@ public final class Frame: @unchecked Sendable {
     public var channelCount: Int { Int(pointer.pointee.ch_layout.nb_channels) }
     public var sampleFormat: SampleFormatID { SampleFormatID(rawValue: pointer.pointee.format) }
 }
+
+extension Frame {
+    /// True when nothing else references the frame's buffers, so they may be written (or
+    /// recycled) without a copy. The corresponding C function is `av_frame_is_writable`.
+    public var isWritable: Bool { av_frame_is_writable(pointer) != 0 }
+}

@@ -1,0 +1,139 @@
+internal import CFFmpeg
+
+/// Writes packets into a media file. Owns the output `AVFormatContext` and its `AVIOContext`;
+/// one task or queue at a time. The file is closed in `deinit` if `finish` was not reached,
+/// so a failed header or write never leaks the context or the descriptor.
+public final class Muxer {
+    let context: UnsafeMutablePointer<AVFormatContext>
+    /// The path being written.
+    public let path: String
+    private var headerWritten = false
+    private var trailerWritten = false
+
+    /// Creates the file at `path` (replacing it) for FFmpeg's muxer `formatName` ("mp4", "matroska").
+    /// The corresponding C functions are `avformat_alloc_output_context2` and `avio_open`.
+    public init(formatName: String, path: String) throws(FFmpegError) {
+        FFmpegLogging.installDefaultLevel()
+        var allocated: UnsafeMutablePointer<AVFormatContext>? = nil
+        try check(avformat_alloc_output_context2(&allocated, nil, formatName, path), "avformat_alloc_output_context2")
+        guard let context = allocated else { throw FFmpegError(code: .outOfMemory, function: "avformat_alloc_output_context2") }
+        let opened = avio_open(&context.pointee.pb, path, AVIO_FLAG_WRITE)
+        if opened < 0 {
+            avformat_free_context(context)
+            throw FFmpegError(opened, "avio_open")
+        }
+        self.context = context
+        self.path = path
+    }
+
+    deinit {
+        avio_closep(&context.pointee.pb)
+        avformat_free_context(context)
+    }
+
+    /// FFmpeg's short name for the container ("mp4").
+    public var formatName: String { String(cString: context.pointee.oformat.pointee.name) }
+
+    /// True when encoders must put their configuration in the header (`AVFMT_GLOBALHEADER`),
+    /// i.e. open them with `Encoder.Configuration.globalHeader`.
+    public var needsGlobalHeader: Bool { context.pointee.oformat.pointee.flags & AVFMT_GLOBALHEADER != 0 }
+
+    /// Whether the container can hold `codec`: true, false, or nil when FFmpeg cannot tell.
+    /// The corresponding C function is `avformat_query_codec`.
+    public static func canHold(_ codec: CodecID, formatName: String) -> Bool? {
+        guard let format = av_guess_format(formatName, nil, nil) else { return false }
+        let answer = avformat_query_codec(format, codec.avValue, FF_COMPLIANCE_NORMAL)
+        return answer < 0 ? nil : answer == 1
+    }
+
+    // MARK: Streams
+
+    /// Adds a stream with a copy of `parameters` and returns its index. `timeBase` is a wish:
+    /// the muxer may pick another in `writeHeader` (read it back with `timeBase(ofStream:)`).
+    /// A source `codecTag` is kept only when this container knows it for the codec; `codecTag`
+    /// overrides it (e.g. "hvc1"). The corresponding C functions are `avformat_new_stream` and
+    /// `avcodec_parameters_copy`.
+    public func addStream(parameters: CodecParameters, timeBase: Rational, codecTag: String? = nil) throws(FFmpegError) -> Int {
+        guard !headerWritten else { throw FFmpegError(code: .invalidArgument, function: "avformat_new_stream") }
+        guard let stream = avformat_new_stream(context, nil) else {
+            throw FFmpegError(code: .outOfMemory, function: "avformat_new_stream")
+        }
+        try check(avcodec_parameters_copy(stream.pointee.codecpar, parameters.pointer), "avcodec_parameters_copy")
+        stream.pointee.time_base = timeBase.avRational
+        let par = stream.pointee.codecpar!
+        if let codecTag, codecTag.utf8.count == 4 {
+            let b = Array(codecTag.utf8).map(UInt32.init)
+            par.pointee.codec_tag = b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24
+        } else if let tags = context.pointee.oformat.pointee.codec_tag {
+            // The rule ffmpeg's stream copy uses: keep the source tag if the container maps it
+            // to this codec, or has no tag of its own for the codec.
+            var own: UInt32 = 0
+            let source = par.pointee.codec_tag
+            if source != 0, av_codec_get_id(tags, source) != par.pointee.codec_id,
+               av_codec_get_tag2(tags, par.pointee.codec_id, &own) != 0 {
+                par.pointee.codec_tag = 0
+            }
+        } else {
+            par.pointee.codec_tag = 0
+        }
+        return Int(stream.pointee.index)
+    }
+
+    /// The time base of stream `index`'s packets; final once the header is written.
+    public func timeBase(ofStream index: Int) -> Rational { Rational(context.pointee.streams[index]!.pointee.time_base) }
+
+    /// Sets a stream's language (ISO 639-2, "eng").
+    /// The corresponding C function is `av_dict_set` on the stream's metadata.
+    public func setLanguage(_ code: String, ofStream index: Int) throws(FFmpegError) {
+        try check(av_dict_set(&context.pointee.streams[index]!.pointee.metadata, "language", code, 0), "av_dict_set")
+    }
+
+    /// Attaches a display matrix (3×3, row major, 16.16 fixed point except the last column,
+    /// which is 2.30) that players apply to the stream's pictures.
+    /// The corresponding C function is `av_stream_new_side_data` with `AV_PKT_DATA_DISPLAYMATRIX`.
+    public func setDisplayMatrix(_ matrix: [Int32], ofStream index: Int) throws(FFmpegError) {
+        guard matrix.count == 9 else { throw FFmpegError(code: .invalidArgument, function: "av_stream_new_side_data") }
+        guard let data = av_stream_new_side_data(context.pointee.streams[index]!, AV_PKT_DATA_DISPLAYMATRIX, 36) else {
+            throw FFmpegError(code: .outOfMemory, function: "av_stream_new_side_data")
+        }
+        data.withMemoryRebound(to: Int32.self, capacity: 9) { $0.update(from: matrix, count: 9) }
+    }
+
+    /// Sets a container-level metadata entry ("title", "artist").
+    /// The corresponding C function is `av_dict_set`.
+    public func setMetadata(_ value: String, forKey key: String) throws(FFmpegError) {
+        try check(av_dict_set(&context.pointee.metadata, key, value, 0), "av_dict_set")
+    }
+
+    // MARK: Writing
+
+    /// Writes the file header. `options` are muxer options such as `movflags`; an option the
+    /// muxer does not know is an error. The corresponding C function is `avformat_write_header`.
+    public func writeHeader(options: [(name: String, value: String)] = []) throws(FFmpegError) {
+        var dict: OpaquePointer? = nil
+        defer { av_dict_free(&dict) }
+        for option in options {
+            try check(av_dict_set(&dict, option.name, option.value, 0), "av_dict_set")
+        }
+        try check(avformat_write_header(context, &dict), "avformat_write_header")
+        headerWritten = true
+        if av_dict_count(dict) > 0 {
+            throw FFmpegError(code: .invalidArgument, function: "avformat_write_header (unknown muxer option)")
+        }
+    }
+
+    /// Writes a packet (timestamps in its stream's time base), interleaving streams by
+    /// decode time. Takes the packet's data. The corresponding C function is `av_interleaved_write_frame`.
+    public func write(_ packet: Packet) throws(FFmpegError) {
+        try check(av_interleaved_write_frame(context, packet.pointer), "av_interleaved_write_frame")
+    }
+
+    /// Flushes interleaved packets, writes the trailer (the moov box for mp4) and closes the file.
+    /// The corresponding C functions are `av_write_trailer` and `avio_closep`.
+    public func finish() throws(FFmpegError) {
+        guard !trailerWritten else { return }
+        trailerWritten = true
+        try check(av_write_trailer(context), "av_write_trailer")
+        try check(avio_closep(&context.pointee.pb), "avio_closep")
+    }
+}

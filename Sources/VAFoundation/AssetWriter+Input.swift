@@ -1,0 +1,137 @@
+import Synchronization
+
+/// One track being written (`AVAssetWriterInput`'s role): it encodes the samples appended to
+/// it with its output settings, or passes compressed samples through when it has none.
+///
+/// Back-pressure: `isReadyForMoreMediaData` turns false while a few samples wait to be
+/// encoded, or while this input is more than a second ahead of another unfinished input
+/// (so the file interleaves and memory stays bounded). `appendImmediately` then returns
+/// false; `append` waits. Thread-safe.
+public final class AssetWriterInput: Sendable {
+    /// How an input encodes (AVFoundation's output-settings dictionary, typed).
+    public enum OutputSettings: Sendable, Hashable {
+        case video(VideoSettings)
+        case audio(AudioSettings)
+    }
+
+    public let mediaType: MediaType
+    /// nil: samples are passed through as they are (compressed samples only).
+    public let outputSettings: OutputSettings?
+    /// What passed-through samples will look like; informative, since the codec parameters
+    /// are taken from the first sample.
+    public let sourceFormatHint: FormatDescription?
+
+    private struct Properties {
+        var transform = VideoTransform.identity
+        var languageCode: String?
+        var mediaTimeScale: Int32 = 0
+        var expectsMediaDataInRealTime = false
+    }
+    private let properties = Mutex(Properties())
+    private let attachment = Mutex<(core: WriterCore, index: Int)?>(nil)
+
+    /// An input for `mediaType`. Throws `invalidArgument` when the settings are for another media type.
+    public init(mediaType: MediaType, outputSettings: OutputSettings?, sourceFormatHint: FormatDescription? = nil) throws {
+        switch outputSettings {
+        case .video where mediaType != .video, .audio where mediaType != .audio:
+            throw MediaError(.invalidArgument, "\(mediaType) input given settings for another media type")
+        default: break
+        }
+        guard outputSettings != nil || mediaType == .video || mediaType == .audio || sourceFormatHint != nil else {
+            throw MediaError(.invalidArgument, "a passthrough \(mediaType) input needs a source format hint")
+        }
+        self.mediaType = mediaType
+        self.outputSettings = outputSettings
+        self.sourceFormatHint = sourceFormatHint
+    }
+
+    /// An input that encodes video with `settings`.
+    public convenience init(videoSettings settings: VideoSettings) throws {
+        try self.init(mediaType: .video, outputSettings: .video(settings))
+    }
+
+    /// An input that encodes audio with `settings`.
+    public convenience init(audioSettings settings: AudioSettings) throws {
+        try self.init(mediaType: .audio, outputSettings: .audio(settings))
+    }
+
+    /// The transform players apply to the pictures, written as the track's display matrix.
+    /// Set before `startWriting()`.
+    public var transform: VideoTransform {
+        get { properties.withLock { $0.transform } }
+        set { properties.withLock { $0.transform = newValue } }
+    }
+    /// ISO 639-2 language of the track ("eng"). Set before `startWriting()`.
+    public var languageCode: String? {
+        get { properties.withLock { $0.languageCode } }
+        set { properties.withLock { $0.languageCode = newValue } }
+    }
+    /// Time scale of the track's timestamps; 0 lets the writer choose (90 kHz for video, the
+    /// sample rate for audio). Set before `startWriting()`.
+    public var mediaTimeScale: Int32 {
+        get { properties.withLock { $0.mediaTimeScale } }
+        set { properties.withLock { $0.mediaTimeScale = newValue } }
+    }
+    /// Samples come from a live source: encoders favour speed (x264 `veryfast`/`zerolatency`,
+    /// faster SVT-AV1 and libvpx presets). Set before `startWriting()`.
+    public var expectsMediaDataInRealTime: Bool {
+        get { properties.withLock { $0.expectsMediaDataInRealTime } }
+        set { properties.withLock { $0.expectsMediaDataInRealTime = newValue } }
+    }
+
+    /// True when an append now would be accepted without waiting.
+    public var isReadyForMoreMediaData: Bool {
+        guard let (core, index) = attachment.withLock({ $0 }) else { return false }
+        return core.isReady(index)
+    }
+
+    /// Queues `sample` for encoding if the input is ready; returns false (and queues nothing)
+    /// when it is not. Throws when the writer is not writing, no session was started, the
+    /// input was marked finished, or the writer failed (its error).
+    public func appendImmediately(_ sample: SampleBuffer) throws -> Bool {
+        try writer().core.appendImmediately(sample, input: writer().index)
+    }
+
+    /// Waits until the input is ready, then queues `sample`. Throws as `appendImmediately`
+    /// does; an encoding error this sample causes is reported by a later append, by
+    /// `finishWriting()` and by the writer's `error`.
+    public func append(_ sample: SampleBuffer) async throws {
+        let (core, index) = try writer()
+        try await core.append(sample, input: index)
+    }
+
+    /// No more samples will be appended; the encoder is flushed and other inputs stop
+    /// waiting for this one.
+    public func markAsFinished() {
+        guard let (core, index) = attachment.withLock({ $0 }) else { return }
+        core.markFinished(index)
+    }
+
+    // MARK: Writer side
+
+    var isAttached: Bool { attachment.withLock { $0 != nil } }
+
+    /// The status of the writer this input belongs to, nil before it is added.
+    var writerStatus: AssetWriter.Status? { attachment.withLock { $0?.core.status } }
+
+    func attach(to core: WriterCore, index: Int) throws {
+        try attachment.withLock { a in
+            guard a == nil else { throw MediaError(.invalidState, "the input already belongs to a writer") }
+            a = (core, index)
+        }
+    }
+
+    func configurationSnapshot() -> WriterInputConfiguration {
+        let p = properties.withLock { $0 }
+        return WriterInputConfiguration(mediaType: mediaType, settings: outputSettings, sourceFormatHint: sourceFormatHint,
+                                        transform: p.transform, languageCode: p.languageCode, mediaTimeScale: p.mediaTimeScale,
+                                        expectsMediaDataInRealTime: p.expectsMediaDataInRealTime)
+    }
+
+    private func writer() throws(MediaError) -> (core: WriterCore, index: Int) {
+        guard let a = attachment.withLock({ $0 }) else {
+            throw MediaError(.invalidState, "the input was not added to a writer")
+        }
+        return a
+    }
+}

@@ -1,0 +1,186 @@
+import Foundation
+import FFmpegSupport
+import Synchronization
+
+/// Writes media samples into a new file (`AVAssetWriter`'s role): encodes pictures and audio
+/// with FFmpeg's software encoders, or passes compressed samples through, and muxes them into
+/// mp4, mov, m4v, m4a, mkv or webm.
+///
+/// The file is written beside the destination under a hidden temporary name and renamed
+/// into place only when `finishWriting()` succeeds; a failed, cancelled or abandoned write
+/// leaves nothing behind. All members may be used from any thread; encoding and muxing run
+/// on one serial queue per writer.
+public final class AssetWriter: Sendable {
+    /// Where a writer is in its life (`AVAssetWriter.Status`).
+    public enum Status: Int, Sendable, CustomStringConvertible {
+        case unknown, writing, completed, failed, cancelled
+        public var description: String { ["unknown", "writing", "completed", "failed", "cancelled"][rawValue] }
+    }
+
+    public let outputURL: URL
+    public let outputFileType: FileType
+    /// True when an existing file at `outputURL` may be replaced.
+    public let overwritesExistingFile: Bool
+
+    private struct Options {
+        var inputs: [AssetWriterInput] = []
+        var metadata: [MetadataItem] = []
+        var shouldOptimizeForNetworkUse = false
+        var movieFragmentInterval = MediaTime.invalid
+        var movieTimeScale: Int32 = 0
+    }
+    private let options = Mutex(Options())
+    let core: WriterCore
+
+    /// A writer for `url`. Throws `outputExists` if the file exists and `overwritesExistingFile`
+    /// is false, `invalidArgument` if the directory is missing.
+    public init(url: URL, fileType: FileType, overwritesExistingFile: Bool = false) throws {
+        guard url.isFileURL else { throw MediaError(.invalidArgument, "the output must be a file URL", path: url.absoluteString) }
+        let directory = url.deletingLastPathComponent().path
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw MediaError(.invalidArgument, "the output directory does not exist", path: url.path)
+        }
+        if !overwritesExistingFile && FileManager.default.fileExists(atPath: url.path) {
+            throw MediaError(.outputExists, "the output exists and overwriting was not allowed", path: url.path)
+        }
+        outputURL = url
+        outputFileType = fileType
+        self.overwritesExistingFile = overwritesExistingFile
+        core = WriterCore(destinationPath: url.path)
+    }
+
+    /// A writer that is dropped while writing cancels, deleting its partial output.
+    deinit { core.cancel() }
+
+    public var status: Status { core.status }
+    /// Why the writer failed; nil unless `status` is `.failed`.
+    public var error: MediaError? { core.error }
+
+    /// Container metadata (title, artist…), written by key. Set before `startWriting()`.
+    public var metadata: [MetadataItem] {
+        get { options.withLock { $0.metadata } }
+        set { options.withLock { $0.metadata = newValue } }
+    }
+    /// Puts the mp4/mov index (moov) before the media data (FFmpeg's `faststart`). No effect
+    /// on Matroska, whose index is found through its seek head. Set before `startWriting()`.
+    public var shouldOptimizeForNetworkUse: Bool {
+        get { options.withLock { $0.shouldOptimizeForNetworkUse } }
+        set { options.withLock { $0.shouldOptimizeForNetworkUse = newValue } }
+    }
+    /// Writes a fragmented mp4/mov with a fragment (moof) about this often; `.invalid`
+    /// (the default) writes one index at the end. Set before `startWriting()`.
+    public var movieFragmentInterval: MediaTime {
+        get { options.withLock { $0.movieFragmentInterval } }
+        set { options.withLock { $0.movieFragmentInterval = newValue } }
+    }
+    /// Time scale of the mp4/mov movie header; 0 lets FFmpeg choose. Set before `startWriting()`.
+    public var movieTimeScale: Int32 {
+        get { options.withLock { $0.movieTimeScale } }
+        set { options.withLock { $0.movieTimeScale = newValue } }
+    }
+
+    public var inputs: [AssetWriterInput] { options.withLock { $0.inputs } }
+
+    /// Media types this file type can hold.
+    public var availableMediaTypes: [MediaType] { outputFileType == .m4a ? [.audio] : [.video, .audio] }
+
+    /// True when `input` can be added: writing has not started, it belongs to no writer, its
+    /// media type fits the file type and its settings can be encoded into it.
+    public func canAdd(_ input: AssetWriterInput) -> Bool { (try? check(input)) != nil }
+
+    /// Adds `input`; throws the reason `canAdd` would return false.
+    public func add(_ input: AssetWriterInput) throws {
+        try check(input)
+        try input.attach(to: core, index: core.addInput(mediaType: input.mediaType))
+        options.withLock { $0.inputs.append(input) }
+    }
+
+    private func check(_ input: AssetWriterInput) throws {
+        guard status == .unknown else { throw MediaError(.invalidState, "inputs must be added before startWriting", path: outputURL.path) }
+        guard !input.isAttached else { throw MediaError(.invalidState, "the input already belongs to a writer", path: outputURL.path) }
+        guard availableMediaTypes.contains(input.mediaType) else {
+            throw MediaError(.unsupported, "a \(outputFileType) file cannot hold \(input.mediaType)", path: outputURL.path)
+        }
+        if let error = incompatibility(input.outputSettings, input.mediaType) { throw error }
+    }
+
+    /// True when `outputSettings` can be encoded and stored in this file type
+    /// (nil settings, passthrough, are judged when the first sample arrives).
+    public func canApply(outputSettings: AssetWriterInput.OutputSettings?, forMediaType mediaType: MediaType) -> Bool {
+        incompatibility(outputSettings, mediaType) == nil
+    }
+
+    /// Why `settings` cannot be used for `mediaType` in this file type, nil when they can.
+    private func incompatibility(_ settings: AssetWriterInput.OutputSettings?, _ mediaType: MediaType) -> MediaError? {
+        let path = outputURL.path
+        guard availableMediaTypes.contains(mediaType) else {
+            return MediaError(.unsupported, "a \(outputFileType) file cannot hold \(mediaType)", path: path)
+        }
+        let name: String
+        do {
+            switch settings {
+            case nil: return nil
+            case .video(let s):
+                guard mediaType == .video else { return MediaError(.invalidArgument, "video settings given for a \(mediaType) input", path: path) }
+                name = try WriterCodecs.videoConfiguration(s, timeBase: Rational(1, 90000), globalHeader: false, realTime: false).name
+            case .audio(let s):
+                guard mediaType == .audio else { return MediaError(.invalidArgument, "audio settings given for a \(mediaType) input", path: path) }
+                name = try WriterCodecs.audioConfiguration(s, globalHeader: false).name
+            }
+        } catch {
+            var error = error
+            error.path = path
+            return error
+        }
+        guard let codec = Encoder.codec(ofEncoder: name) else { return MediaError(.unsupported, "encoder \(name) is missing", path: path) }
+        return WriterCodecs.incompatibility(of: codec, in: outputFileType, mediaType: mediaType).map { MediaError(.unsupported, $0, path: path) }
+    }
+
+    /// Creates the temporary output and opens every input's encoder; after this the inputs
+    /// take samples (once a session is started). Blocks while encoders open. On failure the
+    /// writer's status is `.failed` and the error is thrown.
+    public func startWriting() throws {
+        let snapshot = options.withLock { $0 }
+        guard !snapshot.inputs.isEmpty else {
+            let error = MediaError(.invalidState, "add at least one input before startWriting", path: outputURL.path)
+            core.failBeforeStart(error)
+            throw error
+        }
+        if !overwritesExistingFile && FileManager.default.fileExists(atPath: outputURL.path) {
+            let error = MediaError(.outputExists, "the output exists and overwriting was not allowed", path: outputURL.path)
+            core.failBeforeStart(error)
+            throw error
+        }
+        let configuration = WriterConfiguration(
+            destination: outputURL, temporary: Self.temporaryURL(beside: outputURL), fileType: outputFileType,
+            overwritesExistingFile: overwritesExistingFile, metadata: snapshot.metadata,
+            shouldOptimizeForNetworkUse: snapshot.shouldOptimizeForNetworkUse,
+            movieFragmentInterval: snapshot.movieFragmentInterval, movieTimeScale: snapshot.movieTimeScale)
+        try core.start(configuration, inputs: snapshot.inputs.map { $0.configurationSnapshot() })
+    }
+
+    /// Starts the single session at `time`: samples earlier than it are dropped and
+    /// timestamps are written relative to it.
+    public func startSession(atSourceTime time: MediaTime) throws { try core.startSession(at: time) }
+
+    /// Ends the session at `time`: later samples are dropped, audio is trimmed to it.
+    public func endSession(atSourceTime time: MediaTime) throws { try core.endSession(at: time) }
+
+    /// Marks every input finished, flushes the encoders, completes the file and moves it to
+    /// `outputURL`. Throws (and leaves no file) if anything failed.
+    public func finishWriting() async throws { try await core.finish() }
+
+    /// Stops writing and deletes the partial output. Blocks until queued work stops; does
+    /// nothing once the writer completed or failed.
+    public func cancelWriting() { core.cancel() }
+
+    /// `.name.vaf-partial-XXXXXX.ext` in the destination's directory.
+    static func temporaryURL(beside url: URL) -> URL {
+        let ext = url.pathExtension
+        let base = url.deletingPathExtension().lastPathComponent
+        let random = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        let name = ".\(base).vaf-partial-\(random)" + (ext.isEmpty ? "" : ".\(ext)")
+        return url.deletingLastPathComponent().appendingPathComponent(name)
+    }
+}

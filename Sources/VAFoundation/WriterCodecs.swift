@@ -1,0 +1,204 @@
+import FFmpegSupport
+
+/// How output settings become an FFmpeg encoder and its options, and which containers hold
+/// which codecs. Pure decisions; nothing here opens an encoder.
+enum WriterCodecs {
+    /// Software encoders for each video codec, best first; the first one this build has wins.
+    static let videoEncoders: [VideoCodec: [String]] = [
+        .h264: ["libx264"], .hevc: ["libx265"], .av1: ["libsvtav1", "libaom-av1", "librav1e"],
+        .vp9: ["libvpx-vp9"], .prores: ["prores_ks"], .mjpeg: ["mjpeg"],
+    ]
+
+    /// Codec/container pairs FFmpeg 5.1 lists as possible but refuses without `-strict experimental`.
+    private static let experimental: Set<String> = ["flac/mp4", "flac/ipod", "flac/mov", "opus/mov", "opus/ipod"]
+
+    static func videoEncoderName(_ codec: VideoCodec) throws(MediaError) -> String {
+        guard let candidates = videoEncoders[codec] else {
+            throw MediaError(.unsupported, "video codec \(codec) has no software encoder in this build")
+        }
+        guard let name = candidates.first(where: Encoder.isAvailable) else {
+            throw MediaError(.unsupported, "no encoder for \(codec) in this FFmpeg build (looked for \(candidates.joined(separator: ", ")))")
+        }
+        return name
+    }
+
+    static func audioEncoderName(_ settings: AudioSettings) throws(MediaError) -> String {
+        let name: String
+        switch settings.codec {
+        case .aac: name = "aac"
+        case .opus: name = "libopus"
+        case .flac: name = "flac"
+        case .alac: name = "alac"
+        case .linearPCM:
+            let pcm = settings.linearPCM ?? LinearPCMSettings()
+            switch (pcm.bitDepth, pcm.isFloat) {
+            case (32, true): name = "pcm_f32le"
+            case (64, true): name = "pcm_f64le"
+            case (8, false): name = "pcm_u8"
+            case (16, false): name = "pcm_s16le"
+            case (24, false): name = "pcm_s24le"
+            case (32, false): name = "pcm_s32le"
+            default: throw MediaError(.invalidArgument, "linear PCM with \(pcm.bitDepth)-bit \(pcm.isFloat ? "float" : "integer") samples is not supported")
+            }
+        default: throw MediaError(.unsupported, "audio codec \(settings.codec) is not supported by the writer")
+        }
+        guard Encoder.isAvailable(name) else { throw MediaError(.unsupported, "encoder \(name) is missing from this FFmpeg build") }
+        return name
+    }
+
+    /// Nil when `codec` can go in `fileType`, else the reason it cannot.
+    static func incompatibility(of codec: CodecID, in fileType: FileType, mediaType: MediaType) -> String? {
+        if fileType == .m4a && mediaType != .audio { return "an m4a file holds audio only" }
+        if experimental.contains("\(codec.name)/\(fileType.muxerName)") {
+            return "\(codec.name) in \(fileType) is experimental in FFmpeg 5.1"
+        }
+        if Muxer.canHold(codec, formatName: fileType.muxerName) == false {
+            return "\(fileType) cannot hold \(codec.name)"
+        }
+        return nil
+    }
+
+    /// True for pixel formats whose chroma is halved horizontally (and, for 4:2:0, vertically).
+    static func subsampling(_ format: PixelFormatID) -> (horizontal: Bool, vertical: Bool) {
+        let name = format.name ?? ""
+        let vertical = name.contains("420") || name.hasPrefix("nv12") || name.hasPrefix("nv21") || name.hasPrefix("p010")
+        return (vertical || name.contains("422") || name.hasPrefix("nv16"), vertical)
+    }
+
+    /// The encoder and configuration for `settings`, checked against what the encoder accepts.
+    static func videoConfiguration(_ s: VideoSettings, timeBase: Rational, globalHeader: Bool,
+                                   realTime: Bool) throws(MediaError) -> (name: String, configuration: Encoder.Configuration) {
+        let name = try videoEncoderName(s.codec)
+        guard s.width > 0, s.height > 0 else {
+            throw MediaError(.invalidArgument, "video size \(s.width)x\(s.height) is not positive")
+        }
+        let accepted = Encoder.pixelFormats(ofEncoder: name)
+        let format: PixelFormatID
+        if let wanted = s.pixelFormat {
+            guard let id = PixelFormatID(name: wanted.rawValue) else {
+                throw MediaError(.invalidArgument, "pixel format \(wanted) is unknown to FFmpeg")
+            }
+            format = id
+        } else if let profile = s.profile, profile.contains("10"), accepted.contains(.yuv420p10) {
+            format = .yuv420p10
+        } else if s.codec != .mjpeg, accepted.contains(.yuv420p) {
+            format = .yuv420p
+        } else {
+            format = accepted.first ?? .yuv420p
+        }
+        if !accepted.isEmpty && !accepted.contains(format) {
+            throw MediaError(.invalidArgument, "\(name) does not accept \(format); it takes \(accepted.map(\.description).joined(separator: ", "))")
+        }
+        let sub = subsampling(format)
+        if (sub.horizontal && s.width % 2 != 0) || (sub.vertical && s.height % 2 != 0) {
+            throw MediaError(.invalidArgument, "\(s.width)x\(s.height) cannot be encoded as \(format): chroma subsampling needs even dimensions")
+        }
+
+        var c = Encoder.Configuration()
+        c.width = s.width
+        c.height = s.height
+        c.pixelFormat = format
+        c.timeBase = timeBase
+        c.globalHeader = globalHeader
+        let fps = s.expectedSourceFrameRate ?? 30
+        if fps > 0 { c.frameRate = rational(fps) }
+        var gop = s.maxKeyFrameInterval
+        if let seconds = s.maxKeyFrameIntervalDuration, seconds > 0 {
+            let frames = max(1, Int((seconds * fps).rounded(.down)))
+            gop = min(gop ?? frames, frames)
+        }
+        c.keyframeInterval = gop
+        if !s.allowFrameReordering { c.maxBFrames = 0 }
+        c.colorPrimaries = s.colorProperties?.primaries
+        c.colorTransfer = s.colorProperties?.transfer
+        c.colorMatrix = s.colorProperties?.matrix
+        c.fullRange = s.colorProperties?.fullRange
+        if let rate = s.averageBitRate {
+            guard rate > 0 else { throw MediaError(.invalidArgument, "average bit rate \(rate) is not positive") }
+            c.bitRate = Int64(rate)
+        }
+        let quality = s.averageBitRate == nil ? s.quality.map { min(1, max(0, $0)) } : nil
+        var options: [(name: String, value: String)] = []
+        switch name {
+        case "libx264":
+            options.append(("preset", realTime ? "veryfast" : "medium"))
+            if realTime { options.append(("tune", "zerolatency")) }
+            if let q = quality { options.append(("crf", String((51 * (1 - q)).rounded()))) }
+            if let p = s.profile { options.append(("profile", p.lowercased())) }
+            if let l = s.level { options.append(("level", l)) }
+        case "libx265":
+            options.append(("preset", realTime ? "veryfast" : "medium"))
+            if let q = quality { options.append(("crf", String((51 * (1 - q)).rounded()))) }
+            if let p = s.profile { options.append(("profile", p.lowercased())) }
+            var params = ["log-level=error"]
+            if let l = s.level { params.append("level-idc=\(l)") }
+            if !s.allowFrameReordering { params.append("bframes=0") }
+            if let gop { params.append("keyint=\(gop)") }
+            options.append(("x265-params", params.joined(separator: ":")))
+        case "libsvtav1":
+            options.append(("preset", realTime ? "12" : "10"))
+            if let q = quality { options.append(("crf", String(Int((63 * (1 - q)).rounded())))) }
+        case "libaom-av1":
+            options.append(("cpu-used", realTime ? "8" : "6"))
+            if let q = quality { options.append(("crf", String(Int((63 * (1 - q)).rounded())))) }
+        case "librav1e":
+            options.append(("speed", realTime ? "10" : "8"))
+            if let q = quality { options.append(("qp", String(Int((255 * (1 - q)).rounded())))) }
+        case "libvpx-vp9":
+            options.append(("deadline", realTime ? "realtime" : "good"))
+            options.append(("cpu-used", realTime ? "8" : "4"))
+            if let q = quality { options.append(("crf", String(Int((63 * (1 - q)).rounded())))) }
+        case "prores_ks":
+            if let p = s.profile { options.append(("profile", p.lowercased())) }
+        case "mjpeg":
+            if let q = quality { c.fixedQuality = Int((2 + 29 * (1 - q)).rounded()) }
+        default: break
+        }
+        if let p = s.profile, ["libsvtav1", "libaom-av1", "librav1e", "libvpx-vp9"].contains(name) {
+            let av1Names = ["main": Int32(0), "high": 1, "professional": 2]
+            guard let number = Int32(p) ?? (s.codec == .av1 ? av1Names[p.lowercased()] : nil) else {
+                throw MediaError(.invalidArgument, "profile \(p) is not known for \(name); give its number")
+            }
+            c.profile = number
+        }
+        if s.level != nil && !["libx264", "libx265"].contains(name) {
+            throw MediaError(.unsupported, "setting a level is not supported for \(name)")
+        }
+        c.privateOptions = options
+        return (name, c)
+    }
+
+    /// The encoder and configuration for `settings`.
+    static func audioConfiguration(_ s: AudioSettings, globalHeader: Bool) throws(MediaError) -> (name: String, configuration: Encoder.Configuration) {
+        let name = try audioEncoderName(s)
+        guard s.sampleRate > 0, s.channelCount > 0 else {
+            throw MediaError(.invalidArgument, "audio needs a positive sample rate and channel count (got \(s.sampleRate) Hz, \(s.channelCount) channels)")
+        }
+        let rates = Encoder.sampleRates(ofEncoder: name)
+        if !rates.isEmpty && !rates.contains(s.sampleRate) {
+            throw MediaError(.invalidArgument, "\(name) cannot encode \(s.sampleRate) Hz; it takes \(rates.map(String.init).joined(separator: ", "))")
+        }
+        var c = Encoder.Configuration()
+        c.sampleRate = s.sampleRate
+        c.channelCount = s.channelCount
+        c.channelLayout = s.channelLayout
+        c.sampleFormat = Encoder.sampleFormats(ofEncoder: name).first ?? .s16
+        c.timeBase = Rational(1, Int32(s.sampleRate))
+        c.globalHeader = globalHeader
+        if let rate = s.bitRate {
+            guard rate > 0 else { throw MediaError(.invalidArgument, "audio bit rate \(rate) is not positive") }
+            c.bitRate = Int64(rate)
+        }
+        return (name, c)
+    }
+
+    /// `value` as a rational with a denominator of 1001 for NTSC-style rates, else 1000 reduced.
+    static func rational(_ value: Double) -> Rational {
+        let ntsc = value * 1001 / 1000
+        if abs(ntsc - ntsc.rounded()) < 0.0005, abs(value - value.rounded()) > 0.0005 {
+            return Rational(Int32(ntsc.rounded()) * 1000, 1001)
+        }
+        if abs(value - value.rounded()) < 0.0005 { return Rational(Int32(value.rounded()), 1) }
+        return Rational(Int32((value * 1000).rounded()), 1000)
+    }
+}

@@ -1,0 +1,292 @@
+import Dispatch
+import Synchronization
+
+/// The shared state of one writer: its status, the inputs' back-pressure bookkeeping and the
+/// serial queue that owns the encoders and the muxer. `AssetWriter` and its inputs hold it;
+/// it holds neither, so dropping the writer mid-write can cancel it.
+///
+/// Threads: every FFmpeg call runs on `queue` (a serial `DispatchQueue`, never Swift's
+/// cooperative pool). Callers on any thread change `state` under its mutex; appends are
+/// handed to `queue` with the sample; async callers wait on continuations resumed whenever
+/// something that affects readiness changes.
+final class WriterCore: Sendable {
+    /// Samples an input may have queued but not yet encoded before it reports not ready.
+    static let maximumQueuedSamples = 4
+    /// How far (seconds) an input may run ahead of the slowest unfinished input. Camera files
+    /// store about a second of one track before the next (an iPhone movie opens with 1.02 s of
+    /// audio), so a program copying such a file in file order must fit in the window.
+    static let interleavingWindow = 2.0
+
+    struct InputState {
+        var mediaType: MediaType
+        var queued = 0
+        /// Presentation time of the latest sample appended.
+        var latest = MediaTime.invalid
+        var finished = false
+    }
+
+    /// What an append should do, decided under the lock.
+    enum Decision: Sendable {
+        case submit(WriterEngine)
+        case notReady
+        case failed(MediaError)
+        /// Something changed while waiting; decide again.
+        case retry
+    }
+
+    struct State {
+        var status = AssetWriter.Status.unknown
+        var error: MediaError?
+        var engine: WriterEngine?
+        var inputs: [InputState] = []
+        var sessionStart = MediaTime.invalid
+        var waiters: [CheckedContinuation<Decision, Never>] = []
+    }
+
+    let queue: DispatchQueue
+    let state = Mutex(State())
+    let destinationPath: String
+
+    init(destinationPath: String) {
+        self.destinationPath = destinationPath
+        queue = DispatchQueue(label: "VAFoundation.AssetWriter")
+    }
+
+    var status: AssetWriter.Status { state.withLock { $0.status } }
+    var error: MediaError? { state.withLock { $0.error } }
+
+    // MARK: Inputs and readiness
+
+    func addInput(mediaType: MediaType) -> Int {
+        state.withLock { s in
+            s.inputs.append(InputState(mediaType: mediaType))
+            return s.inputs.count - 1
+        }
+    }
+
+    func isReady(_ i: Int) -> Bool { state.withLock { Self.ready(i, $0) } }
+
+    private static func ready(_ i: Int, _ s: State) -> Bool {
+        guard s.status == .writing, i < s.inputs.count else { return false }
+        let input = s.inputs[i]
+        guard !input.finished, input.queued < maximumQueuedSamples else { return false }
+        guard input.latest.isNumeric else { return true }
+        for (j, other) in s.inputs.enumerated() where j != i && !other.finished {
+            let position = other.latest.isNumeric ? other.latest : s.sessionStart
+            guard position.isNumeric else { continue }
+            if (input.latest - position).seconds > interleavingWindow { return false }
+        }
+        return true
+    }
+
+    /// Decides, under the lock, whether sample time `time` of input `i` may be queued now,
+    /// and books it if so. `waiter` is parked when the input is not ready.
+    private func decide(_ i: Int, _ time: MediaTime, _ s: inout State) -> Decision {
+        guard s.status == .writing, let engine = s.engine else {
+            return .failed(s.error ?? MediaError(.invalidState, "cannot append: the writer is \(s.status), not writing", path: destinationPath))
+        }
+        guard s.sessionStart.isNumeric else {
+            return .failed(MediaError(.invalidState, "call startSession(atSourceTime:) before appending", path: destinationPath))
+        }
+        guard !s.inputs[i].finished else {
+            return .failed(MediaError(.invalidState, "input \(i) was marked as finished", path: destinationPath))
+        }
+        guard time.isNumeric else {
+            return .failed(MediaError(.invalidArgument, "input \(i): the sample's presentation time is not numeric", path: destinationPath))
+        }
+        guard Self.ready(i, s) else { return .notReady }
+        s.inputs[i].queued += 1
+        if !s.inputs[i].latest.isNumeric || time > s.inputs[i].latest { s.inputs[i].latest = time }
+        return .submit(engine)
+    }
+
+    /// Queues `sample` if input `i` is ready; false when it is not (back-pressure).
+    func appendImmediately(_ sample: SampleBuffer, input i: Int) throws(MediaError) -> Bool {
+        let decision = state.withLock { decide(i, sample.presentationTimeStamp, &$0) }
+        switch decision {
+        case .submit(let engine):
+            submit(sample, input: i, engine: engine)
+            return true
+        case .notReady, .retry: return false
+        case .failed(let error): throw error
+        }
+    }
+
+    /// Waits until input `i` is ready, then queues `sample`.
+    func append(_ sample: SampleBuffer, input i: Int) async throws(MediaError) {
+        while true {
+            let decision = await withCheckedContinuation { (c: CheckedContinuation<Decision, Never>) in
+                let now = state.withLock { s -> Decision? in
+                    let d = decide(i, sample.presentationTimeStamp, &s)
+                    if case .notReady = d {
+                        s.waiters.append(c)
+                        return nil
+                    }
+                    return d
+                }
+                if let now { c.resume(returning: now) }
+            }
+            switch decision {
+            case .submit(let engine):
+                submit(sample, input: i, engine: engine)
+                return
+            case .failed(let error): throw error
+            case .notReady, .retry: continue
+            }
+        }
+    }
+
+    private func submit(_ sample: SampleBuffer, input i: Int, engine: WriterEngine) {
+        wakeWaiters()
+        queue.async { [self] in
+            do { try engine.process(sample, input: i) } catch { fail(error, engine: engine) }
+            state.withLock { $0.inputs[i].queued -= 1 }
+            wakeWaiters()
+        }
+    }
+
+    func markFinished(_ i: Int) {
+        let engine = state.withLock { s -> WriterEngine? in
+            guard i < s.inputs.count, !s.inputs[i].finished else { return nil }
+            s.inputs[i].finished = true
+            return s.status == .writing ? s.engine : nil
+        }
+        wakeWaiters()
+        guard let engine else { return }
+        queue.async { [self] in
+            do { try engine.finishInput(i) } catch { fail(error, engine: engine) }
+        }
+    }
+
+    private func wakeWaiters() {
+        let waiters = state.withLock { s -> [CheckedContinuation<Decision, Never>] in
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        for waiter in waiters { waiter.resume(returning: .retry) }
+    }
+
+    // MARK: Lifecycle
+
+    /// Opens the encoders and the temporary file (on the queue, waiting for it).
+    func start(_ configuration: WriterConfiguration, inputs: [WriterInputConfiguration]) throws(MediaError) {
+        let engine = WriterEngine(configuration: configuration)
+        try state.withLock { s throws(MediaError) in
+            guard s.status == .unknown else {
+                throw MediaError(.invalidState, "startWriting was already called (the writer is \(s.status))", path: destinationPath)
+            }
+            s.engine = engine
+        }
+        let outcome: Result<Void, MediaError> = queue.sync {
+            do throws(MediaError) { try engine.open(inputs) } catch {
+                engine.abandon()
+                return .failure(error)
+            }
+            return .success(())
+        }
+        state.withLock { s in
+            switch outcome {
+            case .success: s.status = .writing
+            case .failure(let error):
+                s.status = .failed
+                s.error = error
+                s.engine = nil
+            }
+        }
+        if case .failure(let error) = outcome { throw error }
+    }
+
+    /// Refuses before startWriting; records the failure without opening anything.
+    func failBeforeStart(_ error: MediaError) {
+        state.withLock { s in
+            guard s.status == .unknown else { return }
+            s.status = .failed
+            s.error = error
+        }
+    }
+
+    func startSession(at time: MediaTime) throws(MediaError) {
+        let engine = try state.withLock { s throws(MediaError) -> WriterEngine in
+            guard s.status == .writing, let engine = s.engine else {
+                throw MediaError(.invalidState, "startSession needs a writing writer; it is \(s.status)", path: destinationPath)
+            }
+            guard !s.sessionStart.isValid else {
+                throw MediaError(.invalidState, "a session was already started; only one is supported", path: destinationPath)
+            }
+            guard time.isNumeric else { throw MediaError(.invalidArgument, "the session start time is not numeric", path: destinationPath) }
+            s.sessionStart = time
+            return engine
+        }
+        queue.async { engine.startSession(at: time) }
+        wakeWaiters()
+    }
+
+    func endSession(at time: MediaTime) throws(MediaError) {
+        let engine = try state.withLock { s throws(MediaError) -> WriterEngine in
+            guard s.status == .writing, let engine = s.engine, s.sessionStart.isNumeric else {
+                throw MediaError(.invalidState, "endSession needs a started session", path: destinationPath)
+            }
+            guard time.isNumeric, time >= s.sessionStart else {
+                throw MediaError(.invalidArgument, "the session end time must be numeric and not before its start", path: destinationPath)
+            }
+            return engine
+        }
+        queue.async { engine.endSession(at: time) }
+    }
+
+    /// Marks every input finished, flushes, writes the trailer and moves the file into place.
+    func finish() async throws(MediaError) {
+        let engine = try state.withLock { s throws(MediaError) -> WriterEngine in
+            guard s.status == .writing, let engine = s.engine else {
+                throw s.error ?? MediaError(.invalidState, "finishWriting needs a writing writer; it is \(s.status)", path: destinationPath)
+            }
+            for i in s.inputs.indices { s.inputs[i].finished = true }
+            return engine
+        }
+        wakeWaiters()
+        let result: Result<Void, MediaError> = await withCheckedContinuation { c in
+            queue.async { [self] in
+                do throws(MediaError) {
+                    try engine.finish()
+                    let cancelled = state.withLock { s -> Bool in
+                        guard s.status == .writing else { return true }
+                        s.status = .completed
+                        s.engine = nil
+                        return false
+                    }
+                    c.resume(returning: cancelled ? .failure(error ?? MediaError(.cancelled, "the writer was cancelled", path: destinationPath)) : .success(()))
+                } catch {
+                    fail(error, engine: engine)
+                    c.resume(returning: .failure(self.error ?? error))
+                }
+            }
+        }
+        wakeWaiters()
+        try result.get()
+    }
+
+    /// Stops writing and deletes the partial output; waits for queued work to stop.
+    func cancel() {
+        let engine = state.withLock { s -> WriterEngine? in
+            guard s.status == .writing || s.status == .unknown else { return nil }
+            s.status = .cancelled
+            defer { s.engine = nil }
+            return s.engine
+        }
+        wakeWaiters()
+        if let engine { queue.sync { engine.abandon() } }
+    }
+
+    /// Records a failure (on the queue) and deletes the partial output.
+    private func fail(_ error: any Error, engine: WriterEngine) {
+        let mediaError = error as? MediaError ?? MediaError(.writeFailed, "\(error)", path: destinationPath)
+        state.withLock { s in
+            guard s.status == .writing else { return }
+            s.status = .failed
+            s.error = mediaError
+            s.engine = nil
+        }
+        engine.abandon()
+        wakeWaiters()
+    }
+}

@@ -1,0 +1,391 @@
+import Foundation
+import FFmpegSupport
+
+/// What one input was configured with when writing started.
+struct WriterInputConfiguration: Sendable {
+    var mediaType: MediaType
+    var settings: AssetWriterInput.OutputSettings?
+    var sourceFormatHint: FormatDescription?
+    var transform: VideoTransform
+    var languageCode: String?
+    var mediaTimeScale: Int32
+    var expectsMediaDataInRealTime: Bool
+}
+
+/// What the writer was configured with when writing started.
+struct WriterConfiguration: Sendable {
+    var destination: URL
+    var temporary: URL
+    var fileType: FileType
+    var overwritesExistingFile: Bool
+    var metadata: [MetadataItem]
+    var shouldOptimizeForNetworkUse: Bool
+    var movieFragmentInterval: MediaTime
+    var movieTimeScale: Int32
+}
+
+/// The encoders, the muxer and the timing state of one writer. Every member is touched only
+/// on the writer's serial queue (`WriterCore.queue`), which is what makes the unchecked
+/// `Sendable` conformance sound: FFmpeg contexts never leave that queue.
+final class WriterEngine: @unchecked Sendable {
+    /// One input's stage, stream and held-back packets.
+    final class Pipeline {
+        let configuration: WriterInputConfiguration
+        var video: WriterVideoStage?
+        var audio: WriterAudioStage?
+        var encoderName: String?
+        var parameters: CodecParameters?
+        /// Time base of the packets this pipeline produces.
+        var timeBase = Rational(1, 90000)
+        var codecTag: String?
+        var streamIndex: Int?
+        var finished = false
+        /// Packets waiting for the header, or (audio) held back so `endSession` can trim them.
+        var held: [Packet] = []
+        var lastPTS: Int64?
+
+        init(_ configuration: WriterInputConfiguration) { self.configuration = configuration }
+    }
+
+    let configuration: WriterConfiguration
+    private var muxer: Muxer?
+    private var pipelines: [Pipeline] = []
+    private var headerWritten = false
+    private var sessionStart = MediaTime.invalid
+    private var sessionEnd = MediaTime.invalid
+    private(set) var closed = false
+    /// Audio packets this close to the newest one stay held, so a later `endSession` can still trim them.
+    private static let audioHoldback = 1.0
+
+    init(configuration: WriterConfiguration) { self.configuration = configuration }
+
+    private var path: String { configuration.destination.path }
+    private var name: String { configuration.destination.lastPathComponent }
+
+    // MARK: Opening
+
+    /// Creates the temporary file and opens an encoder for every input that encodes.
+    func open(_ inputs: [WriterInputConfiguration]) throws(MediaError) {
+        let fileType = configuration.fileType
+        if configuration.movieFragmentInterval.isValid || configuration.movieTimeScale > 0 {
+            guard ["mp4", "mov", "ipod"].contains(fileType.muxerName) else {
+                throw MediaError(.invalidArgument, "movie fragments and the movie time scale apply to mp4/mov files, not \(fileType)", path: path)
+            }
+        }
+        let muxer: Muxer
+        do { muxer = try Muxer(formatName: fileType.muxerName, path: configuration.temporary.path) } catch {
+            let code: MediaError.Code = error.code == .permissionDenied ? .permissionDenied : .ioError
+            throw MediaError(code, "cannot create the output beside \(name)", path: path, underlying: error)
+        }
+        self.muxer = muxer
+        for (i, input) in inputs.enumerated() {
+            let pipeline = Pipeline(input)
+            pipelines.append(pipeline)
+            switch input.settings {
+            case .video(let settings):
+                let timeBase = Rational(1, input.mediaTimeScale > 0 ? input.mediaTimeScale : 90000)
+                let plan = try WriterCodecs.videoConfiguration(settings, timeBase: timeBase, globalHeader: muxer.needsGlobalHeader,
+                                                               realTime: input.expectsMediaDataInRealTime)
+                try checkCompatible(plan.name, input: i, mediaType: .video)
+                let encoder = try openEncoder(plan.name, plan.configuration, input: i)
+                do { pipeline.video = try WriterVideoStage(encoder: encoder, scalingMode: settings.scalingMode) } catch {
+                    throw MediaError(.encodeFailed, "cannot prepare frames for \(plan.name)", path: path, underlying: error)
+                }
+                pipeline.encoderName = plan.name
+                pipeline.timeBase = encoder.timeBase
+                pipeline.parameters = try parameters(of: encoder, input: i)
+                if settings.codec == .hevc && ["mp4", "mov", "ipod"].contains(fileType.muxerName) { pipeline.codecTag = "hvc1" }
+            case .audio(let settings):
+                let plan = try WriterCodecs.audioConfiguration(settings, globalHeader: muxer.needsGlobalHeader)
+                try checkCompatible(plan.name, input: i, mediaType: .audio)
+                let encoder = try openEncoder(plan.name, plan.configuration, input: i)
+                pipeline.audio = WriterAudioStage(encoder: encoder)
+                pipeline.encoderName = plan.name
+                pipeline.timeBase = encoder.timeBase
+                pipeline.parameters = try parameters(of: encoder, input: i)
+            case nil:
+                break
+            }
+        }
+    }
+
+    private func checkCompatible(_ encoderName: String, input: Int, mediaType: MediaType) throws(MediaError) {
+        guard let codec = Encoder.codec(ofEncoder: encoderName) else { return }
+        if let reason = WriterCodecs.incompatibility(of: codec, in: configuration.fileType, mediaType: mediaType) {
+            throw MediaError(.unsupported, "input \(input): \(reason)", path: path)
+        }
+    }
+
+    private func openEncoder(_ name: String, _ c: Encoder.Configuration, input: Int) throws(MediaError) -> Encoder {
+        do { return try Encoder(name: name, configuration: c) } catch {
+            let code: MediaError.Code = error.code == .invalidArgument ? .invalidArgument : .encodeFailed
+            throw MediaError(code, "input \(input): \(name) refused the output settings", path: path, underlying: error)
+        }
+    }
+
+    private func parameters(of encoder: Encoder, input: Int) throws(MediaError) -> CodecParameters {
+        do { return try encoder.codecParameters() } catch {
+            throw MediaError(.encodeFailed, "input \(input): cannot read \(encoder.name)'s stream parameters", path: path, underlying: error)
+        }
+    }
+
+    // MARK: Session
+
+    func startSession(at time: MediaTime) { sessionStart = time }
+
+    /// Later samples at or after `time` are dropped; held audio packets are trimmed to it.
+    func endSession(at time: MediaTime) {
+        sessionEnd = time
+        for pipeline in pipelines {
+            guard let audio = pipeline.audio else { continue }
+            let end = ticks(time - sessionStart, pipeline.timeBase)
+            audio.limit = end
+            pipeline.held = pipeline.held.compactMap { packet in
+                guard let pts = packet.pts else { return packet }
+                if pts >= end { return nil }
+                if pts + packet.duration > end { packet.duration = end - pts }
+                return packet
+            }
+        }
+    }
+
+    // MARK: Samples
+
+    /// Encodes (or passes through) one sample and writes the packets that became ready.
+    func process(_ sample: SampleBuffer, input i: Int) throws(MediaError) {
+        guard !closed else { return }
+        let pipeline = pipelines[i]
+        let pts = sample.presentationTimeStamp
+        if sessionEnd.isNumeric && pts >= sessionEnd { return }
+        let relative = pts - sessionStart
+        do {
+            if let video = pipeline.video {
+                guard case .pixelBuffer(let picture) = sample.content else {
+                    throw MediaError(.invalidArgument, "input \(i) encodes video but was given a \(sample.formatDescription.mediaType) sample", path: path)
+                }
+                guard !picture.isSurfaceBacked else {
+                    throw MediaError(.unsupported, "input \(i): encoding GPU-surface pictures with \(pipeline.encoderName ?? "a software encoder") is not supported; transfer them to host memory", path: path)
+                }
+                if relative < .zero { return }
+                let t = ticks(relative, pipeline.timeBase)
+                if let last = pipeline.lastPTS, t <= last {
+                    throw MediaError(.invalidArgument, "input \(i): presentation time \(pts.seconds) s is not after the previous picture's; video times must increase", path: path)
+                }
+                pipeline.lastPTS = t
+                let duration = sample.duration.isNumeric ? ticks(sample.duration, pipeline.timeBase) : 0
+                try emit(video.encode(picture, pts: t, duration: duration), pipeline)
+            } else if let audio = pipeline.audio {
+                guard case .audio(let buffer) = sample.content else {
+                    throw MediaError(.invalidArgument, "input \(i) encodes audio but was given a \(sample.formatDescription.mediaType) sample", path: path)
+                }
+                let start = ticks(relative, pipeline.timeBase)
+                try emit(audio.encode(buffer, start: start), pipeline)
+            } else {
+                try passThrough(sample, pipeline, input: i)
+            }
+        } catch let error as FFmpegError {
+            let code: MediaError.Code = error.function.hasPrefix("av_interleaved") || error.function.hasPrefix("avformat") ? .writeFailed : .encodeFailed
+            throw MediaError(code, "input \(i): \(pipeline.encoderName.map { "\($0) failed" } ?? "writing failed") at \(pts.seconds) s", path: path, underlying: error)
+        } catch let error as MediaError {
+            throw error
+        } catch {
+            throw MediaError(.encodeFailed, "input \(i): \(error)", path: path)
+        }
+    }
+
+    private func passThrough(_ sample: SampleBuffer, _ pipeline: Pipeline, input i: Int) throws {
+        guard case .compressed = sample.content, let source = sample.packet else {
+            throw MediaError(.invalidArgument, "input \(i) has no output settings, so it takes compressed samples only", path: path)
+        }
+        if pipeline.parameters == nil {
+            guard let parameters = sample.codecParameters else {
+                throw MediaError(.invalidArgument, "input \(i): the compressed sample carries no codec parameters to pass through", path: path)
+            }
+            if let reason = WriterCodecs.incompatibility(of: parameters.codec, in: configuration.fileType, mediaType: pipeline.configuration.mediaType) {
+                throw MediaError(.unsupported, "input \(i): \(reason)", path: path)
+            }
+            pipeline.parameters = parameters
+            let scale = pipeline.configuration.mediaTimeScale > 0 ? pipeline.configuration.mediaTimeScale
+                : (sample.presentationTimeStamp.timescale > 0 ? sample.presentationTimeStamp.timescale : 90000)
+            pipeline.timeBase = Rational(1, scale)
+            try writeHeaderIfReady()
+        }
+        let packet = try source.reference()
+        let pts = ticks(sample.presentationTimeStamp - sessionStart, pipeline.timeBase)
+        packet.pts = pts
+        packet.dts = sample.decodeTimeStamp.isNumeric ? ticks(sample.decodeTimeStamp - sessionStart, pipeline.timeBase) : pts
+        packet.duration = sample.duration.isNumeric ? ticks(sample.duration, pipeline.timeBase) : 0
+        try emit([packet], pipeline)
+    }
+
+    // MARK: Finishing
+
+    /// Flushes input `i`'s encoder; after this it takes no more samples.
+    func finishInput(_ i: Int) throws(MediaError) {
+        let pipeline = pipelines[i]
+        guard !closed, !pipeline.finished else { return }
+        pipeline.finished = true
+        do {
+            if let video = pipeline.video { try emit(video.finish(), pipeline) }
+            if let audio = pipeline.audio { try emit(audio.finish(), pipeline) }
+            try writeHeaderIfReady()
+        } catch let error as MediaError {
+            throw error
+        } catch {
+            throw MediaError(.encodeFailed, "input \(i): flushing \(pipeline.encoderName ?? "the input") failed", path: path,
+                             underlying: error as? FFmpegError)
+        }
+    }
+
+    /// Finishes every input, writes the trailer and moves the file to its destination.
+    func finish() throws(MediaError) {
+        guard !closed, let muxer else { throw MediaError(.invalidState, "the writer is no longer writing", path: path) }
+        for i in pipelines.indices { try finishInput(i) }
+        guard headerWritten else {
+            throw MediaError(.invalidState, "no input received a sample, so there is nothing to write", path: path)
+        }
+        do {
+            for pipeline in pipelines {
+                for packet in pipeline.held { try write(packet, pipeline) }
+                pipeline.held = []
+            }
+            try muxer.finish()
+        } catch let error as FFmpegError {
+            throw MediaError(.writeFailed, "cannot finish the file", path: path, underlying: error)
+        } catch let error as MediaError {
+            throw error
+        } catch {
+            throw MediaError(.writeFailed, "cannot finish the file: \(error)", path: path)
+        }
+        self.muxer = nil
+        closed = true
+        try moveIntoPlace()
+    }
+
+    /// Closes and deletes the temporary file; later work is ignored.
+    func abandon() {
+        muxer = nil
+        pipelines.forEach { $0.held = [] }
+        closed = true
+        unlink(configuration.temporary.path)
+    }
+
+    private func moveIntoPlace() throws(MediaError) {
+        let temporary = configuration.temporary.path
+        if configuration.overwritesExistingFile {
+            if rename(temporary, path) != 0 {
+                let e = errno
+                unlink(temporary)
+                throw MediaError(.ioError, "cannot move the finished file into place: \(String(cString: strerror(e)))", path: path)
+            }
+            return
+        }
+        // link() fails if the destination exists, so a file that appeared meanwhile is never replaced.
+        if link(temporary, path) == 0 {
+            unlink(temporary)
+            return
+        }
+        let e = errno
+        unlink(temporary)
+        if e == EEXIST {
+            throw MediaError(.outputExists, "the destination appeared while writing and overwriting is not allowed", path: path)
+        }
+        throw MediaError(.ioError, "cannot move the finished file into place: \(String(cString: strerror(e)))", path: path)
+    }
+
+    // MARK: Muxing
+
+    /// Queues or writes packets produced for `pipeline` (timestamps in its time base).
+    private func emit(_ packets: [Packet], _ pipeline: Pipeline) throws {
+        guard !packets.isEmpty else { return }
+        if !headerWritten || pipeline.audio != nil {
+            pipeline.held.append(contentsOf: packets)
+            if headerWritten { try releaseHeldAudio(pipeline) }
+            return
+        }
+        for packet in packets { try write(packet, pipeline) }
+    }
+
+    /// Writes held audio packets older than the holdback window.
+    private func releaseHeldAudio(_ pipeline: Pipeline) throws {
+        guard let newest = pipeline.held.last?.pts else { return }
+        let window = Int64(Self.audioHoldback * Double(pipeline.timeBase.denominator) / Double(pipeline.timeBase.numerator))
+        while let first = pipeline.held.first, let pts = first.pts, newest - pts > window {
+            pipeline.held.removeFirst()
+            try write(first, pipeline)
+        }
+    }
+
+    private func write(_ packet: Packet, _ pipeline: Pipeline) throws {
+        guard let muxer, let stream = pipeline.streamIndex else { return }
+        packet.streamIndex = stream
+        packet.rescaleTimestamps(from: pipeline.timeBase, to: muxer.timeBase(ofStream: stream))
+        try muxer.write(packet)
+    }
+
+    /// Adds the streams and writes the header once every input that will write has its parameters.
+    private func writeHeaderIfReady() throws(MediaError) {
+        guard !headerWritten, let muxer else { return }
+        guard pipelines.allSatisfy({ $0.parameters != nil || $0.finished }) else { return }
+        let writing = pipelines.filter { $0.parameters != nil }
+        guard !writing.isEmpty else { return }
+        do {
+            for pipeline in writing {
+                guard let parameters = pipeline.parameters else { continue }
+                let index = try muxer.addStream(parameters: parameters, timeBase: pipeline.timeBase, codecTag: pipeline.codecTag)
+                pipeline.streamIndex = index
+                if let language = pipeline.configuration.languageCode { try muxer.setLanguage(language, ofStream: index) }
+                let t = pipeline.configuration.transform
+                if pipeline.configuration.mediaType == .video && t != .identity {
+                    try muxer.setDisplayMatrix(Self.displayMatrix(t), ofStream: index)
+                }
+            }
+            for item in configuration.metadata { try muxer.setMetadata(item.value, forKey: item.key) }
+            try muxer.writeHeader(options: muxerOptions())
+        } catch {
+            throw MediaError(.writeFailed, "cannot write the \(configuration.fileType) header", path: path, underlying: error)
+        }
+        headerWritten = true
+        do {
+            for pipeline in writing {
+                let held = pipeline.held
+                pipeline.held = []
+                if pipeline.audio != nil {
+                    pipeline.held = held
+                    try releaseHeldAudio(pipeline)
+                } else {
+                    for packet in held { try write(packet, pipeline) }
+                }
+            }
+        } catch {
+            throw MediaError(.writeFailed, "cannot write packets after the header", path: path, underlying: error as? FFmpegError)
+        }
+    }
+
+    private func muxerOptions() -> [(name: String, value: String)] {
+        guard ["mp4", "mov", "ipod"].contains(configuration.fileType.muxerName) else { return [] }
+        var options: [(name: String, value: String)] = []
+        let fragment = configuration.movieFragmentInterval
+        if fragment.isNumeric && fragment > .zero {
+            options.append(("movflags", "+empty_moov+default_base_moof"))
+            options.append(("frag_duration", String(Int64((fragment.seconds * 1_000_000).rounded()))))
+        } else if configuration.shouldOptimizeForNetworkUse {
+            options.append(("movflags", "+faststart"))
+        }
+        if configuration.movieTimeScale > 0 { options.append(("movie_timescale", String(configuration.movieTimeScale))) }
+        return options
+    }
+
+    /// The QuickTime track matrix for `t`: a, b, u / c, d, v / tx, ty, w, 16.16 fixed point
+    /// except u, v, w (2.30), which is how FFmpeg stores a display matrix.
+    static func displayMatrix(_ t: VideoTransform) -> [Int32] {
+        func fixed(_ v: Double) -> Int32 { Int32(clamping: Int64((v * 65536).rounded())) }
+        return [fixed(t.a), fixed(t.b), 0, fixed(t.c), fixed(t.d), 0, fixed(t.tx), fixed(t.ty), 1 << 30]
+    }
+
+    /// `time` in units of `timeBase`, rounded to nearest.
+    private func ticks(_ time: MediaTime, _ timeBase: Rational) -> Int64 {
+        guard time.isNumeric, time.timescale > 0 else { return 0 }
+        return Rational(1, time.timescale).rescale(time.value, to: timeBase)
+    }
+}

@@ -1,0 +1,205 @@
+import FFmpegSupport
+
+/// Turns pictures of any size and host pixel format into encoded packets: scales them to the
+/// encoder's size with the input's scaling mode, then encodes. Confined to the writer's queue.
+final class WriterVideoStage {
+    let encoder: Encoder
+    let scalingMode: ScalingMode
+    private let outputFrames: FramePool
+    private var scaler: Scaler?
+
+    init(encoder: Encoder, scalingMode: ScalingMode) throws(FFmpegError) {
+        self.encoder = encoder
+        self.scalingMode = scalingMode
+        outputFrames = try FramePool(width: encoder.width, height: encoder.height, pixelFormat: encoder.pixelFormat, capacity: 8)
+    }
+
+    /// Encodes `picture` at `pts` (encoder time base) and returns the packets that became ready.
+    func encode(_ picture: PixelBuffer, pts: Int64, duration: Int64) throws(FFmpegError) -> [Packet] {
+        let frame = try fit(picture.frame)
+        frame.pts = pts
+        frame.duration = duration
+        var packets: [Packet] = []
+        while try encoder.send(frame) == .outputPending {
+            try drain(into: &packets)
+        }
+        try drain(into: &packets)
+        return packets
+    }
+
+    /// Flushes the encoder and returns its remaining packets.
+    func finish() throws(FFmpegError) -> [Packet] {
+        try encoder.sendEndOfStream()
+        var packets: [Packet] = []
+        try drain(into: &packets)
+        return packets
+    }
+
+    private func drain(into packets: inout [Packet]) throws(FFmpegError) {
+        while case .packet(let packet) = try encoder.receivePacket() { packets.append(packet) }
+    }
+
+    /// `source` as a frame of the encoder's size and format, sharing its pixels when it already is one.
+    private func fit(_ source: Frame) throws(FFmpegError) -> Frame {
+        let (W, H) = (encoder.width, encoder.height)
+        if source.width == W && source.height == H && source.pixelFormat == encoder.pixelFormat {
+            return try source.reference()
+        }
+        let destination: Frame
+        if let recycled = try outputFrames.makeFrame() {
+            destination = recycled
+        } else {
+            destination = try Frame(width: W, height: H, pixelFormat: encoder.pixelFormat)
+        }
+        let (sw, sh) = (Double(source.width), Double(source.height))
+        let sub = WriterCodecs.subsampling(encoder.pixelFormat)
+        switch scalingMode {
+        case .resize:
+            try scale(source, into: destination, width: W, height: H, x: 0, y: 0)
+        case .resizeAspect:
+            let s = min(Double(W) / sw, Double(H) / sh)
+            var w = min(W, max(1, Int((sw * s).rounded())))
+            var h = min(H, max(1, Int((sh * s).rounded())))
+            if sub.horizontal { w = max(2, w & ~1) }
+            if sub.vertical { h = max(2, h & ~1) }
+            var x = (W - w) / 2, y = (H - h) / 2
+            if sub.horizontal { x &= ~1 }
+            if sub.vertical { y &= ~1 }
+            if w != W || h != H { try destination.fillBlack() }
+            try scale(source, into: destination, width: w, height: h, x: x, y: y)
+        case .resizeAspectFill:
+            let s = max(Double(W) / sw, Double(H) / sh)
+            let cropW = min(source.width, max(1, Int((Double(W) / s).rounded())))
+            let cropH = min(source.height, max(1, Int((Double(H) / s).rounded())))
+            var left = (source.width - cropW) / 2, top = (source.height - cropH) / 2
+            let sourceSub = WriterCodecs.subsampling(source.pixelFormat)
+            if sourceSub.horizontal { left &= ~1 }
+            if sourceSub.vertical { top &= ~1 }
+            let cropped = try source.reference()
+            if cropW != source.width || cropH != source.height {
+                try cropped.crop(left: left, top: top, right: source.width - cropW - left, bottom: source.height - cropH - top)
+            }
+            try scale(cropped, into: destination, width: W, height: H, x: 0, y: 0)
+        }
+        return destination
+    }
+
+    private func scale(_ source: Frame, into destination: Frame, width: Int, height: Int, x: Int, y: Int) throws(FFmpegError) {
+        if let s = scaler, s.sourceWidth == source.width, s.sourceHeight == source.height, s.sourceFormat == source.pixelFormat,
+           s.outputWidth == width, s.outputHeight == height {
+            try s.scale(source, into: destination, x: x, y: y)
+            return
+        }
+        let s = try Scaler(from: source.width, source.height, source.pixelFormat, to: width, height, encoder.pixelFormat)
+        scaler = s
+        try s.scale(source, into: destination, x: x, y: y)
+    }
+}
+
+/// Turns audio of any rate, format and layout into encoded packets: resamples to the
+/// encoder's format, cuts fixed-size frames, stamps them by sample count, encodes.
+/// Confined to the writer's queue.
+final class WriterAudioStage {
+    let encoder: Encoder
+    private let chunker: WriterAudioChunker
+    private var resampler: Resampler?
+    private var resamplerSource: (rate: Int, format: SampleFormatID, channels: Int)?
+    /// Timestamp (in samples) of the first sample the chunker holds; nil before the first buffer.
+    private var chunkStart: Int64?
+    /// Samples still to drop because they lie before the session start.
+    private var skip = 0
+    /// No sample at or after this index (the session end) is encoded.
+    var limit: Int64?
+
+    init(encoder: Encoder) {
+        self.encoder = encoder
+        chunker = WriterAudioChunker(format: encoder.sampleFormat, sampleRate: encoder.sampleRate,
+                                     channelCount: encoder.channelCount, channelLayout: encoder.channelLayout)
+    }
+
+    /// Encodes `audio`, whose first sample lies `start` samples (at the encoder's rate) after
+    /// the session start; later buffers are taken as continuing the earlier ones.
+    func encode(_ audio: AudioBuffer, start: Int64) throws(FFmpegError) -> [Packet] {
+        if chunkStart == nil {
+            chunkStart = max(0, start)
+            skip = start < 0 ? Int(-start) : 0
+        }
+        let source = audio.frame
+        let converted: Frame?
+        if source.sampleRate == encoder.sampleRate && source.sampleFormat == encoder.sampleFormat
+            && source.channelCount == encoder.channelCount {
+            converted = source
+        } else {
+            converted = try resample(source)
+        }
+        if let converted { add(converted) }
+        return try encodeFullFrames()
+    }
+
+    /// Encodes what is left (padding the last frame with silence if the encoder needs whole
+    /// frames), flushes the encoder and returns its remaining packets.
+    func finish() throws(FFmpegError) -> [Packet] {
+        if let resampler, let rest = try resampler.convert(nil) { add(rest) }
+        var packets = try encodeFullFrames()
+        let size = encoder.frameSize
+        if chunker.count > 0 {
+            if size > 0 && !encoder.acceptsShortLastFrame {
+                let silence = try Frame(sampleCount: size - chunker.count, sampleFormat: encoder.sampleFormat,
+                                        sampleRate: encoder.sampleRate, channelCount: encoder.channelCount,
+                                        channelLayout: encoder.channelLayout)
+                let planes = encoder.sampleFormat.isPlanar ? encoder.channelCount : 1
+                let bytes = silence.sampleCount * encoder.sampleFormat.bytesPerSample * (encoder.sampleFormat.isPlanar ? 1 : encoder.channelCount)
+                for p in 0..<planes { silence.extendedData(plane: p)?.initializeMemory(as: UInt8.self, repeating: 0, count: bytes) }
+                chunker.append(silence)
+            }
+            try send(chunker.take(chunker.count), into: &packets)
+        }
+        try encoder.sendEndOfStream()
+        try drain(into: &packets)
+        return packets
+    }
+
+    private func resample(_ source: Frame) throws(FFmpegError) -> Frame? {
+        let key = (rate: source.sampleRate, format: source.sampleFormat, channels: source.channelCount)
+        if resampler == nil || resamplerSource.map({ $0 != key }) ?? true {
+            resampler = try Resampler(sourceSampleRate: key.rate, sourceFormat: key.format, sourceChannelCount: key.channels,
+                                      sourceLayout: source.channelLayout, outputSampleRate: encoder.sampleRate,
+                                      outputFormat: encoder.sampleFormat, outputChannelCount: encoder.channelCount,
+                                      outputLayout: encoder.channelLayout)
+            resamplerSource = key
+        }
+        return try resampler?.convert(source)
+    }
+
+    private func add(_ frame: Frame) {
+        let skipped = min(skip, frame.sampleCount)
+        chunker.append(frame, skipping: skipped)
+        skip -= skipped
+        if let limit, let chunkStart {
+            chunker.truncate(to: Int(max(0, limit - chunkStart)))
+        }
+    }
+
+    private func encodeFullFrames() throws(FFmpegError) -> [Packet] {
+        var packets: [Packet] = []
+        let size = encoder.frameSize
+        if size == 0 {
+            if chunker.count > 0 { try send(chunker.take(chunker.count), into: &packets) }
+        } else {
+            while chunker.count >= size { try send(chunker.take(size), into: &packets) }
+        }
+        return packets
+    }
+
+    private func send(_ frame: Frame, into packets: inout [Packet]) throws(FFmpegError) {
+        let pts = chunkStart ?? 0
+        frame.pts = pts
+        chunkStart = pts + Int64(frame.sampleCount)
+        while try encoder.send(frame) == .outputPending { try drain(into: &packets) }
+        try drain(into: &packets)
+    }
+
+    private func drain(into packets: inout [Packet]) throws(FFmpegError) {
+        while case .packet(let packet) = try encoder.receivePacket() { packets.append(packet) }
+    }
+}

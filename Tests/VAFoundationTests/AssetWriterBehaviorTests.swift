@@ -1,0 +1,284 @@
+import Foundation
+import Testing
+@testable import VAFoundation
+import FFmpegSupport
+
+@Suite struct AssetWriterBehaviorTests {
+    private func contents(_ dir: URL) throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() }
+
+    @Test(.disabled(if: ffmpegPath == nil, "ffmpeg is not installed"), arguments: ScalingMode.allCases)
+    func scalingModes(mode: ScalingMode) async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("scaled.mp4")
+        // A 4:3 picture into a 16:9 frame: fit leaves black bars left and right.
+        let settings = VideoSettings(codec: .h264, width: 320, height: 180, scalingMode: mode, quality: 0.9)
+        try await WriterTestSupport.writePattern(to: url, fileType: .mp4, settings: settings, frames: 2, sourceWidth: 240, sourceHeight: 180)
+        let luma = try WriterTestSupport.firstLumaPlane(url, width: 320, height: 180)
+        func y(_ x: Int, _ row: Int) -> UInt8 { luma[row * 320 + x] }
+        let corners = [y(1, 1), y(318, 1), y(1, 178), y(318, 178)]
+        let centre = y(160, 90)
+        #expect(centre > 40)
+        switch mode {
+        case .resizeAspect:
+            // 240x180 fits as 240x180 at x = 40: columns 0–39 and 280–319 are black.
+            #expect(corners.allSatisfy { $0 <= 20 }, "corners \(corners)")
+            #expect(y(45, 90) > 40 && y(275, 90) > 40)
+        case .resize, .resizeAspectFill:
+            #expect(corners.allSatisfy { $0 > 40 }, "corners \(corners)")
+        }
+    }
+
+    @Test func poolRecyclesBuffers() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let writer = try AssetWriter(url: dir.appendingPathComponent("pool.mp4"), fileType: .mp4)
+        let input = try AssetWriterInput(videoSettings: VideoSettings(codec: .h264, width: 64, height: 64))
+        let adaptor = try AssetWriterInputPixelBufferAdaptor(assetWriterInput: input,
+                                                             sourcePixelBufferAttributes: PixelBufferAttributes(pixelFormat: .yuv420p))
+        try writer.add(input)
+        #expect(adaptor.pixelBufferPool == nil)
+        try writer.startWriting()
+        try writer.startSession(atSourceTime: .zero)
+        let pool = try #require(adaptor.pixelBufferPool)
+        #expect(pool.width == 64 && pool.height == 64)
+        for i in 0..<300 {
+            let buffer = try await pool.waitForPixelBuffer()
+            _ = try WriterTestSupport.pattern(width: 64, height: 64, index: i, into: buffer)
+            try await adaptor.append(buffer, withPresentationTime: MediaTime(value: Int64(i), timescale: 30))
+        }
+        try await writer.finishWriting()
+        #expect(pool.allocationCount <= AssetWriterInputPixelBufferAdaptor.poolCapacity)
+        #expect(pool.allocationCount >= 1)
+        #expect(pool.buffersInUse == 0)
+        if ffprobePath != nil {
+            let stream = try WriterTestSupport.probeStream(dir.appendingPathComponent("pool.mp4"), "v:0")
+            #expect(stream["nb_read_frames"] as? String == "300")
+        }
+    }
+
+    @Test func poolIsBoundedAndReusesReleasedBuffers() throws {
+        let pool = try PixelBufferPool(width: 32, height: 32, pixelFormat: .yuv420p, maximumBufferCount: 2)
+        var first: PixelBuffer? = try pool.makePixelBuffer()
+        let second = try pool.makePixelBuffer()
+        #expect(pool.buffersInUse == 2)
+        #expect(throws: MediaError.self) { try pool.makePixelBuffer() }
+        first = nil
+        #expect(first == nil)
+        let third = try pool.makePixelBuffer()
+        #expect(pool.allocationCount == 2)
+        // A vended buffer is the sole owner of its memory: writing into it does not copy.
+        let before = try third.withUnsafePlanes { $0[0].baseAddress }
+        let after = try third.withUnsafeMutablePlanes { UnsafeRawPointer($0[0].baseAddress) }
+        #expect(before == after)
+        _ = second
+    }
+
+    @Test func cancellingMidWriteLeavesNothing() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let writer = try AssetWriter(url: dir.appendingPathComponent("cancelled.mp4"), fileType: .mp4)
+        let input = try AssetWriterInput(videoSettings: VideoSettings(codec: .h264, width: 128, height: 96))
+        try writer.add(input)
+        try writer.startWriting()
+        try writer.startSession(atSourceTime: .zero)
+        for i in 0..<10 {
+            let picture = try WriterTestSupport.pattern(width: 128, height: 96, index: i)
+            try await input.append(SampleBuffer(pixelBuffer: picture, presentationTimeStamp: MediaTime(value: Int64(i), timescale: 30)))
+        }
+        #expect(try contents(dir).count == 1)
+        writer.cancelWriting()
+        #expect(writer.status == .cancelled)
+        #expect(try contents(dir).isEmpty)
+        await #expect(throws: MediaError.self) {
+            try await input.append(SampleBuffer(pixelBuffer: try WriterTestSupport.pattern(width: 128, height: 96, index: 10),
+                                                presentationTimeStamp: MediaTime(value: 10, timescale: 30)))
+        }
+    }
+
+    @Test func droppingTheWriterMidWriteLeavesNothing() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var writer: AssetWriter? = try AssetWriter(url: dir.appendingPathComponent("dropped.mkv"), fileType: .mkv)
+        let input = try AssetWriterInput(videoSettings: VideoSettings(codec: .h264, width: 128, height: 96))
+        try writer?.add(input)
+        try writer?.startWriting()
+        try writer?.startSession(atSourceTime: .zero)
+        try await input.append(SampleBuffer(pixelBuffer: try WriterTestSupport.pattern(width: 128, height: 96, index: 0),
+                                            presentationTimeStamp: .zero))
+        #expect(try contents(dir).count == 1)
+        writer = nil
+        #expect(try contents(dir).isEmpty)
+    }
+
+    @Test func existingDestinationNeedsOverwrite() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("exists.mp4")
+        try Data("old".utf8).write(to: url)
+        #expect { try AssetWriter(url: url, fileType: .mp4) } throws: { ($0 as? MediaError)?.code == .outputExists }
+        let settings = VideoSettings(codec: .h264, width: 64, height: 64)
+        let writer = try AssetWriter(url: url, fileType: .mp4, overwritesExistingFile: true)
+        let input = try AssetWriterInput(videoSettings: settings)
+        try writer.add(input)
+        try writer.startWriting()
+        try writer.startSession(atSourceTime: .zero)
+        try await input.append(SampleBuffer(pixelBuffer: try WriterTestSupport.pattern(width: 64, height: 64, index: 0), presentationTimeStamp: .zero))
+        try await writer.finishWriting()
+        #expect(try Data(contentsOf: url).count > 100)
+        #expect(try contents(dir) == ["exists.mp4"])
+    }
+
+    @Test func oddWidthFailsClearlyAndLeavesNothing() throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let writer = try AssetWriter(url: dir.appendingPathComponent("odd.mp4"), fileType: .mp4)
+        let settings = VideoSettings(codec: .h264, width: 321, height: 240)
+        #expect(!writer.canApply(outputSettings: .video(settings), forMediaType: .video))
+        #expect { try writer.add(AssetWriterInput(videoSettings: settings)) } throws: { error in
+            let e = error as? MediaError
+            return e?.code == .invalidArgument && e?.message.contains("321x240") == true && e?.message.contains("even") == true
+        }
+        // Through the encoder itself: an explicit pixel format the encoder cannot take.
+        let rgb = VideoSettings(codec: .h264, width: 320, height: 240, pixelFormat: .bgra)
+        #expect(!writer.canApply(outputSettings: .video(rgb), forMediaType: .video))
+        #expect(try contents(dir).isEmpty)
+    }
+
+    @Test func encoderRefusalSurfacesFFmpegError() throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let writer = try AssetWriter(url: dir.appendingPathComponent("bad.mp4"), fileType: .mp4)
+        // x264 accepts the settings on paper but refuses an unknown profile when it opens.
+        try writer.add(AssetWriterInput(videoSettings: VideoSettings(codec: .h264, width: 64, height: 64, profile: "ultra")))
+        #expect { try writer.startWriting() } throws: { error in
+            guard let e = error as? MediaError else { return false }
+            return e.path?.hasSuffix("bad.mp4") == true && e.underlying is FFmpegError && "\(e)".contains("avcodec_open2")
+        }
+        #expect(writer.status == .failed)
+        #expect(writer.error?.underlying != nil)
+        #expect(try contents(dir).isEmpty)
+    }
+
+    @Test func containerCodecMismatchIsRefused() throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let webm = try AssetWriter(url: dir.appendingPathComponent("a.webm"), fileType: .webm)
+        let aac = AssetWriterInput.OutputSettings.audio(AudioSettings(codec: .aac, sampleRate: 48000, channelCount: 2))
+        #expect(!webm.canApply(outputSettings: aac, forMediaType: .audio))
+        #expect(!webm.canApply(outputSettings: .video(VideoSettings(codec: .h264, width: 64, height: 64)), forMediaType: .video))
+        #expect(webm.canApply(outputSettings: .audio(AudioSettings(codec: .opus, sampleRate: 48000, channelCount: 2)), forMediaType: .audio))
+        let mp4 = try AssetWriter(url: dir.appendingPathComponent("a.mp4"), fileType: .mp4)
+        #expect(!mp4.canApply(outputSettings: .audio(AudioSettings(codec: .flac, sampleRate: 48000, channelCount: 2)), forMediaType: .audio))
+        #expect(!mp4.canApply(outputSettings: .audio(AudioSettings(codec: .linearPCM, sampleRate: 48000, channelCount: 2)), forMediaType: .audio))
+        let m4a = try AssetWriter(url: dir.appendingPathComponent("a.m4a"), fileType: .m4a)
+        #expect(!m4a.canApply(outputSettings: .video(VideoSettings(codec: .h264, width: 64, height: 64)), forMediaType: .video))
+        #expect(throws: MediaError.self) { try webm.add(AssetWriterInput(mediaType: .audio, outputSettings: aac)) }
+        #expect(try contents(dir).isEmpty)
+    }
+
+    @Test func passthroughIntoWrongContainerFailsAndLeavesNothing() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let writer = try AssetWriter(url: dir.appendingPathComponent("copy.webm"), fileType: .webm)
+        let input = try AssetWriterInput(mediaType: .video, outputSettings: nil)
+        try writer.add(input)
+        try writer.startWriting()
+        try writer.startSession(atSourceTime: .zero)
+        let sample = try WriterTestSupport.firstCompressedSample(TestFiles.fixture("h264_aac_iphone6_rot90_gps_metadata.mov"), kind: .video)
+        try await input.append(sample)
+        await #expect { try await writer.finishWriting() } throws: { error in
+            (error as? MediaError)?.code == .unsupported && "\(error)".contains("h264")
+        }
+        #expect(writer.status == .failed)
+        #expect(try contents(dir).isEmpty)
+    }
+
+    @Test func networkOptimizedPutsMoovFirst() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let plain = dir.appendingPathComponent("plain.mp4")
+        let fast = dir.appendingPathComponent("fast.mp4")
+        let settings = VideoSettings(codec: .h264, width: 64, height: 64)
+        try await WriterTestSupport.writePattern(to: plain, fileType: .mp4, settings: settings, frames: 5, sourceWidth: 64, sourceHeight: 64)
+        try await WriterTestSupport.writePattern(to: fast, fileType: .mp4, settings: settings, frames: 5, sourceWidth: 64, sourceHeight: 64,
+                                                 writerSetup: { $0.shouldOptimizeForNetworkUse = true })
+        let plainBoxes = try WriterTestSupport.topLevelBoxes(plain)
+        let fastBoxes = try WriterTestSupport.topLevelBoxes(fast)
+        #expect(try #require(plainBoxes.firstIndex(of: "mdat")) < plainBoxes.firstIndex(of: "moov") ?? -1)
+        #expect(try #require(fastBoxes.firstIndex(of: "moov")) < fastBoxes.firstIndex(of: "mdat") ?? -1)
+    }
+
+    @Test func movieFragmentIntervalWritesFragments() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("fragmented.mp4")
+        let settings = VideoSettings(codec: .h264, width: 64, height: 64, maxKeyFrameInterval: 10)
+        try await WriterTestSupport.writePattern(to: url, fileType: .mp4, settings: settings, frames: 45, sourceWidth: 64, sourceHeight: 64,
+                                                 writerSetup: { $0.movieFragmentInterval = MediaTime(value: 1, timescale: 2) })
+        let boxes = try WriterTestSupport.topLevelBoxes(url)
+        #expect(boxes.filter { $0 == "moof" }.count >= 2, "\(boxes)")
+        if ffprobePath != nil {
+            #expect(try WriterTestSupport.probeStream(url, "v:0")["nb_read_frames"] as? String == "45")
+        }
+    }
+
+    @Test func inputAheadOfAnotherWaitsForIt() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let writer = try AssetWriter(url: dir.appendingPathComponent("interleaved.mkv"), fileType: .mkv)
+        let video = try AssetWriterInput(videoSettings: VideoSettings(codec: .h264, width: 64, height: 64))
+        let audio = try AssetWriterInput(audioSettings: AudioSettings(codec: .opus, sampleRate: 48000, channelCount: 1))
+        try writer.add(video)
+        try writer.add(audio)
+        try writer.startWriting()
+        try writer.startSession(atSourceTime: .zero)
+
+        // Video runs ahead: beyond the two-second window past the audio (still at the session start) it stops being ready,
+        // and stays so once its queue has drained.
+        var appended = 0
+        while appended < 90 {
+            let sample = SampleBuffer(pixelBuffer: try WriterTestSupport.pattern(width: 64, height: 64, index: appended),
+                                      presentationTimeStamp: MediaTime(value: Int64(appended), timescale: 30))
+            if try video.appendImmediately(sample) { appended += 1; continue }
+            try await Task.sleep(for: .milliseconds(300))
+            if !video.isReadyForMoreMediaData { break }
+        }
+        #expect(appended >= 61 && appended <= 62, "appended \(appended)")
+        #expect(!video.isReadyForMoreMediaData)
+        #expect(audio.isReadyForMoreMediaData)
+
+        // An async append now waits instead of failing …
+        let waiting = Task {
+            try await video.append(SampleBuffer(pixelBuffer: try WriterTestSupport.pattern(width: 64, height: 64, index: appended),
+                                                presentationTimeStamp: MediaTime(value: Int64(appended), timescale: 30)))
+            return ContinuousClock.now
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        // … until the audio catches up.
+        let caughtUp = ContinuousClock.now
+        for block in 0..<100 {
+            let buffer = try WriterTestSupport.sine(sampleCount: 960, offset: block * 960, sampleRate: 48000)
+            try await audio.append(SampleBuffer(audioBuffer: buffer, presentationTimeStamp: MediaTime(value: Int64(block * 960), timescale: 48000)))
+        }
+        let resumed = try await waiting.value
+        #expect(resumed > caughtUp)
+        try await writer.finishWriting()
+        #expect(writer.status == .completed)
+    }
+
+    @Test func appendingBeforeSessionIsAClearError() throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let writer = try AssetWriter(url: dir.appendingPathComponent("nosession.mp4"), fileType: .mp4)
+        let input = try AssetWriterInput(videoSettings: VideoSettings(codec: .h264, width: 64, height: 64))
+        let sample = SampleBuffer(pixelBuffer: try WriterTestSupport.pattern(width: 64, height: 64, index: 0), presentationTimeStamp: .zero)
+        #expect { try input.appendImmediately(sample) } throws: { ($0 as? MediaError)?.code == .invalidState }
+        try writer.add(input)
+        #expect { try input.appendImmediately(sample) } throws: { ($0 as? MediaError)?.code == .invalidState }
+        try writer.startWriting()
+        #expect { try input.appendImmediately(sample) } throws: { ($0 as? MediaError)?.message.contains("startSession") == true }
+        writer.cancelWriting()
+        #expect(try contents(dir).isEmpty)
+    }
+}
