@@ -73,9 +73,6 @@ public final class Frame: @unchecked Sendable {
         try check(av_frame_make_writable(pointer), "av_frame_make_writable")
     }
 
-    /// True when no other frame references the buffers. The corresponding C function is `av_frame_is_writable`.
-    public var isWritable: Bool { av_frame_is_writable(pointer) != 0 }
-
     /// Drops the buffers, keeping the allocation. The corresponding C function is `av_frame_unref`.
     public func reset() { av_frame_unref(pointer) }
 

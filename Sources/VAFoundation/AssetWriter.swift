@@ -30,6 +30,8 @@ public final class AssetWriter: Sendable {
         var movieTimeScale: Int32 = 0
     }
     private let options = Mutex(Options())
+    /// The hidden partial file being written, once `startWriting` has run.
+    private let partialFile = Mutex<URL?>(nil)
     let core: WriterCore
 
     /// A writer for `url`. Throws `outputExists` if the file exists and `overwritesExistingFile`
@@ -152,12 +154,21 @@ public final class AssetWriter: Sendable {
             core.failBeforeStart(error)
             throw error
         }
+        let temporary = Self.temporaryURL(beside: outputURL)
+        partialFile.withLock { $0 = temporary }
         let configuration = WriterConfiguration(
-            destination: outputURL, temporary: Self.temporaryURL(beside: outputURL), fileType: outputFileType,
+            destination: outputURL, temporary: temporary, fileType: outputFileType,
             overwritesExistingFile: overwritesExistingFile, metadata: snapshot.metadata,
             shouldOptimizeForNetworkUse: snapshot.shouldOptimizeForNetworkUse,
             movieFragmentInterval: snapshot.movieFragmentInterval, movieTimeScale: snapshot.movieTimeScale)
         try core.start(configuration, inputs: snapshot.inputs.map { $0.configurationSnapshot() })
+    }
+
+    /// Bytes written so far: the size of the partial file on disk while writing (the muxer's
+    /// last few kilobytes may still be buffered), the output's size once finished.
+    public var bytesWritten: Int64 {
+        let path = status == .completed ? outputURL.path : (partialFile.withLock { $0 }?.path ?? outputURL.path)
+        return (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
     }
 
     /// Starts the single session at `time`: samples earlier than it are dropped and

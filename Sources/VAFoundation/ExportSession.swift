@@ -1,0 +1,631 @@
+import FFmpegSupport
+import Foundation
+import Synchronization
+
+/// Exports an asset to a new file with a preset (`AVAssetExportSession`): passthrough (remux)
+/// or re-encode, trimmed to a time range, with a frame-rate policy, overrides of the preset's
+/// codec, size and bit rates, an audio mix, and progress that counts the final mux step.
+///
+/// ```swift
+/// let session = ExportSession(asset: asset, preset: .preset1280x720)
+/// session.timeRange = MediaTimeRange(start: .zero, duration: MediaTime(value: 10, timescale: 1))
+/// let result = try await session.export(to: url, as: .mp4)
+/// ```
+public final class ExportSession: Sendable {
+    /// `AVAssetExportSession.Status`.
+    public enum Status: String, Sendable { case unknown, waiting, exporting, completed, failed, cancelled }
+
+    /// What `states(updateInterval:)` reports.
+    public enum State: Sendable, Equatable {
+        case pending
+        /// Queued behind other exports (`maximumConcurrentExports`).
+        case waiting
+        /// Running; progress 0…1, the final mux step included.
+        case exporting(progress: Double)
+    }
+
+    public let asset: Asset
+    public let preset: ExportPreset
+    public var presetName: String { preset.name }
+
+    private struct Settings {
+        var timeRange = MediaTimeRange(start: .zero, duration: .positiveInfinity)
+        var fileLengthLimit: Int64?
+        var shouldOptimizeForNetworkUse = true
+        var metadata: [MetadataItem]?
+        var audioMix: AudioMix?
+        var frameRatePolicy: FrameRatePolicy = .automatic
+        var videoCodec: VideoCodec?
+        var videoBitRate: Int?
+        var audioCodec: AudioCodec?
+        var audioBitRate: Int?
+        var outputSize: (width: Int, height: Int)?
+        var overwritesExistingFile = false
+    }
+
+    private struct Run {
+        var status: Status = .unknown
+        var error: MediaError?
+        var progress: Double = 0
+        var reader: AssetReader?
+        var writer: AssetWriter?
+        var cancelled = false
+    }
+
+    private let settings = Mutex(Settings())
+    private let run = Mutex(Run())
+
+    public init(asset: Asset, preset: ExportPreset) {
+        self.asset = asset
+        self.preset = preset
+    }
+
+    /// nil for an unknown preset name (case-insensitive; "1280x720", "AVAssetExportPresetHEVC1920x1080").
+    public convenience init?(asset: Asset, presetName: String) {
+        guard let preset = ExportPreset(named: presetName) else { return nil }
+        self.init(asset: asset, preset: preset)
+    }
+
+    // MARK: Settings
+
+    /// The part of the asset to export (default: all). Re-encoding is frame-accurate; passthrough
+    /// starts at the preceding keyframe and an edit list makes playback start exactly here.
+    public var timeRange: MediaTimeRange {
+        get { settings.withLock { $0.timeRange } }
+        set { settings.withLock { $0.timeRange = newValue } }
+    }
+    /// Stop cleanly, with a valid file, once the output reaches this many bytes (it may exceed
+    /// it by up to a second of media).
+    public var fileLengthLimit: Int64? {
+        get { settings.withLock { $0.fileLengthLimit } }
+        set { settings.withLock { $0.fileLengthLimit = newValue } }
+    }
+    /// Put the movie header first ("fast start") so playback can begin while downloading. Default true.
+    public var shouldOptimizeForNetworkUse: Bool {
+        get { settings.withLock { $0.shouldOptimizeForNetworkUse } }
+        set { settings.withLock { $0.shouldOptimizeForNetworkUse = newValue } }
+    }
+    /// Metadata for the output; nil carries the source's over.
+    public var metadata: [MetadataItem]? {
+        get { settings.withLock { $0.metadata } }
+        set { settings.withLock { $0.metadata = newValue } }
+    }
+    /// Volumes (and ramps) per audio track; the tracks it names are mixed. Ignored by passthrough.
+    public var audioMix: AudioMix? {
+        get { settings.withLock { $0.audioMix } }
+        set { settings.withLock { $0.audioMix = newValue } }
+    }
+    /// Keep the source's frame timing, or convert to a constant rate. Ignored by passthrough.
+    public var frameRatePolicy: FrameRatePolicy {
+        get { settings.withLock { $0.frameRatePolicy } }
+        set { settings.withLock { $0.frameRatePolicy = newValue } }
+    }
+    /// Replaces the preset's video codec.
+    public var videoCodec: VideoCodec? {
+        get { settings.withLock { $0.videoCodec } }
+        set { settings.withLock { $0.videoCodec = newValue } }
+    }
+    /// Replaces the preset's table bit rate (bits per second).
+    public var videoBitRate: Int? {
+        get { settings.withLock { $0.videoBitRate } }
+        set { settings.withLock { $0.videoBitRate = newValue } }
+    }
+    /// Replaces the preset's audio codec.
+    public var audioCodec: AudioCodec? {
+        get { settings.withLock { $0.audioCodec } }
+        set { settings.withLock { $0.audioCodec = newValue } }
+    }
+    public var audioBitRate: Int? {
+        get { settings.withLock { $0.audioBitRate } }
+        set { settings.withLock { $0.audioBitRate = newValue } }
+    }
+    /// Fit the output into this box instead of the preset's (never upscaled, even).
+    public var outputSize: (width: Int, height: Int)? {
+        get { settings.withLock { $0.outputSize } }
+        set { settings.withLock { $0.outputSize = newValue } }
+    }
+    /// Replace an existing file at the destination; otherwise its existence is an error.
+    public var overwritesExistingFile: Bool {
+        get { settings.withLock { $0.overwritesExistingFile } }
+        set { settings.withLock { $0.overwritesExistingFile = newValue } }
+    }
+
+    // MARK: State
+
+    public var status: Status { run.withLock { $0.status } }
+    public var error: MediaError? { run.withLock { $0.error } }
+    /// 0…1; never goes backwards; reaches 1 only once the file is complete.
+    public var progress: Double { run.withLock { $0.progress } }
+
+    /// The export's state every `updateInterval` until it ends (and at each change of phase).
+    public func states(updateInterval: Duration = .milliseconds(500)) -> AsyncStream<State> {
+        AsyncStream { continuation in
+            let task = Task {
+                var last: State?
+                while !Task.isCancelled {
+                    let (status, progress) = run.withLock { ($0.status, $0.progress) }
+                    let state: State = switch status {
+                    case .unknown: .pending
+                    case .waiting: .waiting
+                    default: .exporting(progress: progress)
+                    }
+                    if state != last { continuation.yield(state) }
+                    last = state
+                    if [.completed, .failed, .cancelled].contains(status) { break }
+                    try? await Task.sleep(for: updateInterval)
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// Stops the export; `export` throws a `.cancelled` error and leaves no file.
+    public func cancelExport() {
+        let (reader, writer) = run.withLock { r -> (AssetReader?, AssetWriter?) in
+            r.cancelled = true
+            return (r.reader, r.writer)
+        }
+        reader?.cancelReading()
+        writer?.cancelWriting()
+    }
+
+    // MARK: Presets and compatibility
+
+    /// Every preset name but Passthrough, as `allExportPresets()` lists them.
+    public static func allExportPresets() -> [String] { ExportPreset.all.filter { !$0.isPassthrough }.map(\.name) }
+
+    /// The presets that can export `asset` (those needing video are left out for audio-only assets).
+    public static func exportPresets(compatibleWith asset: Asset) async throws -> [String] {
+        var names: [String] = []
+        for preset in ExportPreset.all where !preset.isPassthrough {
+            if await compatibility(ofExportPreset: preset.name, with: asset, outputFileType: nil) { names.append(preset.name) }
+        }
+        return names
+    }
+
+    /// True when `preset` can export `asset` to `outputFileType` (nil: to any of its types).
+    public static func compatibility(ofExportPreset presetName: String, with asset: Asset, outputFileType: FileType?) async -> Bool {
+        guard let preset = ExportPreset(named: presetName), let tracks = try? await asset.load(.tracks) else { return false }
+        if let outputFileType, !preset.fileTypes.contains(outputFileType) { return false }
+        let hasVideo = tracks.contains { $0.mediaType == .video && !$0.isAttachedPicture && $0.sampleCount > 0 }
+        let hasAudio = tracks.contains { $0.mediaType == .audio }
+        if preset.isPassthrough { return !tracks.isEmpty }
+        if preset.videoCodec != nil { return hasVideo || hasAudio }
+        return hasAudio
+    }
+
+    /// The file types this preset writes, without looking at the asset.
+    public var supportedFileTypes: [FileType] { preset.fileTypes }
+
+    /// The file types that can hold this asset's tracks with this preset.
+    public var compatibleFileTypes: [FileType] {
+        get async {
+            var types: [FileType] = []
+            for type in preset.fileTypes where await Self.compatibility(ofExportPreset: preset.name, with: asset, outputFileType: type) {
+                types.append(type)
+            }
+            return types
+        }
+    }
+
+    /// Expected output size in bytes: table rates × duration for re-encodes, sample bytes for passthrough.
+    public var estimatedOutputFileLength: Int64 {
+        get async throws {
+            let (tracks, duration) = try await asset.load(.tracks, .duration)
+            let seconds = exportDuration(assetDuration: duration)
+            if preset.isPassthrough {
+                let rate = tracks.reduce(0.0) { $0 + Double($1.estimatedDataRate) }
+                return Int64(rate * seconds / 8)
+            }
+            let plan = try await makeAssistant(tracks: tracks)
+            let bits = Double(plan.videoSettings?.averageBitRate ?? 0) + Double(plan.audioSettings?.bitRate ?? 0)
+            return Int64(bits * seconds / 8)
+        }
+    }
+
+    /// How much of the asset fits in `fileLengthLimit` (the whole range when there is no limit).
+    public var estimatedMaximumDuration: MediaTime {
+        get async throws {
+            let duration = try await asset.load(.duration)
+            let seconds = exportDuration(assetDuration: duration)
+            guard let limit = fileLengthLimit else { return MediaTime(seconds: seconds, preferredTimescale: 600) }
+            let length = try await estimatedOutputFileLength
+            guard length > 0 else { return MediaTime(seconds: seconds, preferredTimescale: 600) }
+            return MediaTime(seconds: min(seconds, seconds * Double(limit) / Double(length)), preferredTimescale: 600)
+        }
+    }
+
+    private func exportDuration(assetDuration: MediaTime) -> Double {
+        let range = timeRange
+        let end = min(range.end.isNumeric ? range.end.seconds : .infinity, assetDuration.seconds)
+        return max(0, end - (range.start.isNumeric ? range.start.seconds : 0))
+    }
+
+    /// The settings assistant for this export, fed with the source's formats and the overrides.
+    func makeAssistant(tracks: [AssetTrack]) async throws -> OutputSettingsAssistant {
+        let s = settings.withLock { $0 }
+        var effectivePreset = preset
+        if let codec = s.videoCodec, codec != preset.videoCodec {
+            effectivePreset = ExportPreset.all.first { $0.videoCodec == codec && $0.box == nil } ?? preset
+        }
+        guard var assistant = OutputSettingsAssistant(preset: effectivePreset) else {
+            throw MediaError(.invalidArgument, "the \(preset.name) preset has no encoding settings", path: asset.url.path)
+        }
+        if let video = Self.primaryVideoTrack(tracks) {
+            assistant.sourceVideoFormat = video.formatDescription
+            assistant.sourceVideoTransform = video.preferredTransform
+            if video.nominalFrameRate > 0 {
+                assistant.sourceVideoAverageFrameDuration = MediaTime(seconds: 1 / Double(video.nominalFrameRate), preferredTimescale: 90000)
+            }
+            if video.minFrameDuration.isNumeric { assistant.sourceVideoMinFrameDuration = video.minFrameDuration }
+        }
+        assistant.sourceAudioFormat = Self.primaryAudioTrack(tracks)?.formatDescription
+        assistant.frameRatePolicy = s.frameRatePolicy
+        assistant.videoBitRateOverride = s.videoBitRate
+        if let size = s.outputSize { assistant.sizeOverride = size }
+        return assistant
+    }
+
+    static func primaryVideoTrack(_ tracks: [AssetTrack]) -> AssetTrack? {
+        let video = tracks.filter { $0.mediaType == .video && !$0.isAttachedPicture && $0.sampleCount > 0 }
+        return video.first { $0.isEnabled } ?? video.first
+    }
+
+    static func primaryAudioTrack(_ tracks: [AssetTrack]) -> AssetTrack? {
+        let audio = tracks.filter { $0.mediaType == .audio && $0.sampleCount > 0 }
+        return audio.first { $0.isEnabled } ?? audio.first
+    }
+
+    // MARK: Exporting
+
+    /// Exports to `url` as `fileType`, writing a temporary file beside it and renaming it on
+    /// success: a failed or cancelled export leaves nothing behind. Task cancellation cancels.
+    public func export(to url: URL, as fileType: FileType) async throws -> ExportResult {
+        try begin()
+        do {
+            try await ExportSlots.shared.acquire()
+        } catch {
+            finish(MediaError(.cancelled, "export cancelled while waiting", path: url.path))
+            throw MediaError(.cancelled, "export cancelled while waiting", path: url.path)
+        }
+        defer { Task { await ExportSlots.shared.release() } }
+        run.withLock { $0.status = .exporting }
+        let started = ContinuousClock.now
+        let transfersBefore = HostTransferCounter.totals
+        do {
+            var result = try await withTaskCancellationHandler {
+                try await perform(to: url, as: fileType)
+            } onCancel: {
+                cancelExport()
+            }
+            let elapsed = ContinuousClock.now - started
+            result.elapsedSeconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let transfers = HostTransferCounter.totals
+            result.hostTransfers = transfers.count - transfersBefore.count
+            result.hostTransferBytes = transfers.bytes - transfersBefore.bytes
+            run.withLock {
+                $0.progress = 1
+                $0.status = .completed
+            }
+            return result
+        } catch {
+            let cancelled = run.withLock { $0.cancelled } || Task.isCancelled
+            let mediaError = cancelled ? MediaError(.cancelled, "export cancelled", path: url.path)
+                : (error as? MediaError ?? MediaError(.encodeFailed, "\(error)", path: url.path))
+            finish(mediaError)
+            throw mediaError
+        }
+    }
+
+    private func begin() throws {
+        try run.withLock { r throws(MediaError) in
+            guard r.status == .unknown else {
+                throw MediaError(.invalidState, "an export session runs once; this one is \(r.status.rawValue)", path: asset.url.path)
+            }
+            r.status = .waiting
+        }
+    }
+
+    private func finish(_ error: MediaError) {
+        run.withLock {
+            $0.status = error.code == .cancelled ? .cancelled : .failed
+            $0.error = error
+        }
+    }
+
+    /// Raises the progress, never lowering it.
+    func advance(to value: Double) {
+        run.withLock { $0.progress = max($0.progress, min(value, 0.999)) }
+    }
+
+    private func perform(to url: URL, as fileType: FileType) async throws -> ExportResult {
+        guard preset.fileTypes.contains(fileType) else {
+            throw MediaError(.invalidArgument, "the \(preset.name) preset cannot write \(fileType) files (it writes \(preset.fileTypes.map(\.rawValue).joined(separator: ", ")))", path: url.path)
+        }
+        let (tracks, duration) = try await asset.load(.tracks, .duration)
+        let s = settings.withLock { $0 }
+        let range = s.timeRange
+        let start = range.start.isNumeric ? range.start : .zero
+        let endSeconds = min(range.end.isNumeric ? range.end.seconds : .infinity, duration.seconds)
+        let totalSeconds = max(endSeconds - start.seconds, 0.001)
+        guard endSeconds > start.seconds else {
+            throw MediaError(.invalidArgument, "the time range \(start.seconds)–\(endSeconds) s holds no media", path: asset.url.path)
+        }
+
+        let reader = AssetReader(asset: asset)
+        reader.timeRange = range
+        let writer = try AssetWriter(url: url, fileType: fileType, overwritesExistingFile: s.overwritesExistingFile)
+        writer.shouldOptimizeForNetworkUse = s.shouldOptimizeForNetworkUse
+        // Carry the source's metadata over, minus what the muxer writes itself.
+        let muxerKeys: Set<String> = ["major_brand", "minor_version", "compatible_brands", "encoder"]
+        let sourceMetadata = try await asset.load(.metadata)
+        writer.metadata = s.metadata ?? sourceMetadata.filter { !muxerKeys.contains($0.key) }
+        run.withLock {
+            $0.reader = reader
+            $0.writer = writer
+        }
+        if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
+
+        var result = ExportResult(outputURL: url, fileType: fileType, preset: preset.name)
+        var lanes: [Lane] = []
+        if preset.isPassthrough {
+            for track in tracks {
+                if let reason = passthroughRefusal(track, fileType: fileType) {
+                    result.droppedTracks.append(.init(trackID: track.trackID, mediaType: track.mediaType.rawValue, reason: reason))
+                    continue
+                }
+                let output = try AssetReaderTrackOutput(track: track, outputSettings: nil)
+                let input = try AssetWriterInput(mediaType: track.mediaType, outputSettings: nil, sourceFormatHint: track.formatDescription)
+                if track.mediaType == .video { input.transform = track.preferredTransform }
+                if let language = track.languageCode { input.languageCode = language }
+                lanes.append(Lane(track: track, output: output, input: input, converter: nil))
+            }
+            result.path = .software
+            result.pathReason = "passthrough copies compressed samples; nothing is decoded or encoded"
+        } else {
+            let assistant = try await makeAssistant(tracks: tracks)
+            let video = preset.videoCodec == nil ? nil : Self.primaryVideoTrack(tracks)
+            if var videoSettings = assistant.videoSettings, let video {
+                if let codec = s.videoCodec { videoSettings.codec = codec }
+                let outputFormat: PixelFormat = videoSettings.pixelFormat ?? .yuv420p
+                let output = try AssetReaderTrackOutput(track: video, outputSettings: .video(PixelBufferAttributes(pixelFormat: outputFormat)))
+                let input = try AssetWriterInput(mediaType: .video, outputSettings: .video(videoSettings))
+                input.transform = video.preferredTransform
+                let converter = assistant.outputFrameRate.map { FrameRateConverter(framesPerSecond: $0, start: start) }
+                lanes.append(Lane(track: video, output: output, input: input, converter: converter, bitRate: videoSettings.averageBitRate ?? 0))
+                result.videoSettings = videoSettings
+                result.videoEncoder = assistant.videoEncoder
+                result.frameRate = assistant.outputFrameRate
+            }
+            for track in tracks where track.mediaType != .video || track.trackID != video?.trackID {
+                guard track.mediaType == .video || track.mediaType == .audio else {
+                    result.droppedTracks.append(.init(trackID: track.trackID, mediaType: track.mediaType.rawValue,
+                                                      reason: "\(track.mediaType) tracks are not re-encoded"))
+                    continue
+                }
+                if track.mediaType == .video {
+                    let reason = track.isAttachedPicture ? "cover picture" : (track.sampleCount == 0 ? "the track has no samples" : "only the first video track is exported")
+                    result.droppedTracks.append(.init(trackID: track.trackID, mediaType: "video", reason: reason))
+                }
+            }
+            let audioTracks = Self.audioTracks(tracks, mix: s.audioMix)
+            if var audioSettings = assistant.audioSettings, !audioTracks.isEmpty {
+                if let codec = s.audioCodec { audioSettings.codec = codec }
+                if let bitRate = s.audioBitRate { audioSettings.bitRate = bitRate }
+                let output: AssetReaderOutput
+                if audioTracks.count == 1 && s.audioMix == nil {
+                    output = try AssetReaderTrackOutput(track: audioTracks[0], outputSettings: .audio(LinearPCMSettings(
+                        sampleRate: audioSettings.sampleRate, channelCount: audioSettings.channelCount,
+                        channelLayout: audioSettings.channelLayout, bitDepth: 32, isFloat: true, isInterleaved: false)))
+                } else {
+                    let mix = try AssetReaderAudioMixOutput(audioTracks: audioTracks, audioSettings: LinearPCMSettings(
+                        sampleRate: audioSettings.sampleRate, channelCount: audioSettings.channelCount,
+                        channelLayout: audioSettings.channelLayout, bitDepth: 32, isFloat: true, isInterleaved: false))
+                    mix.audioMix = s.audioMix
+                    output = mix
+                }
+                let input = try AssetWriterInput(mediaType: .audio, outputSettings: .audio(audioSettings))
+                if let language = audioTracks[0].languageCode { input.languageCode = language }
+                lanes.append(Lane(track: audioTracks[0], output: output, input: input, converter: nil, bitRate: audioSettings.bitRate ?? 128_000))
+                result.audioSettings = audioSettings
+                for track in tracks where track.mediaType == .audio && !audioTracks.contains(where: { $0 === track }) {
+                    result.droppedTracks.append(.init(trackID: track.trackID, mediaType: "audio",
+                                                      reason: "only the default audio track is exported without an audio mix"))
+                }
+            }
+            result.path = .software
+            result.pathReason = result.videoEncoder?.reason ?? "audio is encoded in software"
+        }
+        if fileType == .mkv || fileType == .webm,
+           let rotated = lanes.first(where: { $0.track.mediaType == .video && $0.track.preferredTransform != .identity }) {
+            result.warnings.append("FFmpeg 5.1's Matroska muxer cannot store rotation: track \(rotated.track.trackID) (rotate \(rotated.track.preferredTransform.rotationDegrees)°) will play unrotated; use mp4 or mov to keep it")
+        }
+        guard !lanes.isEmpty else {
+            throw MediaError(.noTracks, "nothing to export with \(preset.name): \(result.droppedTracks.map { "track \($0.trackID) (\($0.reason))" }.joined(separator: ", "))", path: asset.url.path)
+        }
+        for lane in lanes {
+            guard writer.canAdd(lane.input) else {
+                throw MediaError(.unsupported, "a \(fileType) file cannot hold track \(lane.track.trackID) as configured", path: url.path)
+            }
+            try writer.add(lane.input)
+            try reader.add(lane.output)
+        }
+        try reader.startReading()
+        try writer.startWriting()
+        try writer.startSession(atSourceTime: start)
+        if range.end.isNumeric && range.end.seconds < duration.seconds { try writer.endSession(atSourceTime: range.end) }
+
+        let limit = s.fileLengthLimit
+        let tally = LaneTally(lanes: lanes.count)
+        let end = range.end
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (i, lane) in lanes.enumerated() {
+                group.addTask {
+                    var converter = lane.converter
+                    for try await sample in lane.output.sampleBuffers {
+                        let retimed = converter != nil ? converter!.push(sample) : [sample]
+                        for out in retimed {
+                            try await lane.input.append(out)
+                            tally.counts.withLock { $0[i] += 1 }
+                        }
+                        let t = (sample.presentationTimeStamp.seconds - start.seconds) / totalSeconds
+                        let slowest = tally.positions.withLock { p -> Double in
+                            p[i] = max(p[i], t)
+                            return p.min() ?? t
+                        }
+                        self.advance(to: 0.97 * slowest)
+                        // Bytes on disk lag behind the writer's queue: also count what was handed
+                        // to it (exact for copied packets, the target rate for encoded media).
+                        let handed = tally.bytes.withLock { b -> Int64 in
+                            if sample.totalSampleSize > 0 {
+                                b[i] += Int64(sample.totalSampleSize)
+                            } else {
+                                b[i] = Int64(max(0, sample.presentationTimeStamp.seconds - start.seconds) * Double(lane.bitRate) / 8)
+                            }
+                            return b.reduce(0, +)
+                        }
+                        if let limit, max(writer.bytesWritten, handed) >= limit {
+                            reader.cancelReading()
+                            break
+                        }
+                    }
+                    if var c = converter {
+                        let stop = end.isNumeric ? min(end.seconds, duration.seconds) : duration.seconds
+                        for out in c.finish(end: MediaTime(seconds: stop, preferredTimescale: 90000)) {
+                            try await lane.input.append(out)
+                            tally.counts.withLock { $0[i] += 1 }
+                        }
+                    }
+                    tally.positions.withLock { $0[i] = 1 }
+                    lane.input.markAsFinished()
+                }
+            }
+            try await group.waitForAll()
+        }
+        if let error = reader.error { throw error }
+        if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
+        advance(to: 0.97)
+        try await writer.finishWriting()
+        let written = tally.counts.withLock { $0 }
+        for (i, lane) in lanes.enumerated() where lane.track.mediaType == .video { result.videoFrames = written[i] }
+        result.stoppedAtFileLengthLimit = limit.map { l in tally.bytes.withLock { $0.reduce(0, +) } >= l || writer.bytesWritten >= l } ?? false
+        result.outputBytes = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value ?? 0
+        result.durationSeconds = totalSeconds
+        return result
+    }
+
+    /// Why passthrough cannot copy `track` into a `fileType` file, nil when it can.
+    private func passthroughRefusal(_ track: AssetTrack, fileType: FileType) -> String? {
+        if track.sampleCount == 0 { return "the track has no samples" }
+        if track.mediaType == .data { return "data tracks (\(track.formatDescription.codecTag ?? "unknown")) are not copied" }
+        if track.isAttachedPicture { return "cover pictures are not copied" }
+        guard let codec = CodecID(name: track.formatDescription.codec) else { return "codec \(track.formatDescription.codec) is unknown" }
+        return WriterCodecs.incompatibility(of: codec, in: fileType, mediaType: track.mediaType)
+    }
+
+    /// The audio tracks to export: those the mix names (all audio if it names none), else the default one.
+    static func audioTracks(_ tracks: [AssetTrack], mix: AudioMix?) -> [AssetTrack] {
+        let audio = tracks.filter { $0.mediaType == .audio && $0.sampleCount > 0 }
+        guard let mix else { return primaryAudioTrack(tracks).map { [$0] } ?? [] }
+        let named = audio.filter { track in mix.inputParameters.contains { $0.trackID == track.trackID } }
+        return named.isEmpty ? audio : named
+    }
+
+    /// Samples written and progress (0…1 of the range) per lane, shared by the lane tasks.
+    private final class LaneTally: Sendable {
+        let counts: Mutex<[Int]>
+        let positions: Mutex<[Double]>
+        /// Bytes handed to the writer per lane (estimated from the bit rate for encoded lanes).
+        let bytes: Mutex<[Int64]>
+        init(lanes: Int) {
+            bytes = Mutex([Int64](repeating: 0, count: lanes))
+            counts = Mutex([Int](repeating: 0, count: lanes))
+            positions = Mutex([Double](repeating: 0, count: lanes))
+        }
+    }
+
+    /// One track's way from reader to writer.
+    private struct Lane: @unchecked Sendable {
+        let track: AssetTrack
+        let output: AssetReaderOutput
+        let input: AssetWriterInput
+        let converter: FrameRateConverter?
+        /// Target bits per second of an encoded lane, 0 for passthrough.
+        var bitRate = 0
+    }
+}
+
+/// What an export did: where, how, with which settings and encoders, and what it cost.
+public struct ExportResult: Sendable, Codable {
+    /// Which path a stream took: software, hardware (decode, scale and encode on the GPU) or hybrid.
+    public enum Path: String, Sendable, Codable { case software, hybrid, hardware }
+
+    public struct DroppedTrack: Sendable, Codable, Hashable {
+        public var trackID: Int
+        public var mediaType: String
+        public var reason: String
+    }
+
+    public var outputURL: URL
+    public var fileType: FileType
+    public var preset: String
+    public var videoSettings: VideoSettings?
+    public var audioSettings: AudioSettings?
+    public var videoEncoder: EncoderChoice?
+    /// The constant output frame rate, nil when the source timing was kept.
+    public var frameRate: Double?
+    public var videoFrames = 0
+    public var durationSeconds = 0.0
+    public var outputBytes: Int64 = 0
+    public var elapsedSeconds = 0.0
+    public var path: Path = .software
+    public var pathReason = ""
+    /// Copies between GPU surfaces and host memory during the export, and their bytes.
+    public var hostTransfers = 0
+    public var hostTransferBytes = 0
+    public var droppedTracks: [DroppedTrack] = []
+    public var stoppedAtFileLengthLimit = false
+    /// Things the output could not keep from the source, e.g. rotation in Matroska.
+    public var warnings: [String] = []
+
+    init(outputURL: URL, fileType: FileType, preset: String) {
+        self.outputURL = outputURL
+        self.fileType = fileType
+        self.preset = preset
+    }
+
+    /// Media seconds exported per wall-clock second.
+    public var speed: Double { elapsedSeconds > 0 ? durationSeconds / elapsedSeconds : 0 }
+}
+
+/// Bounds how many exports run at once in this process; the rest wait (`.waiting`).
+actor ExportSlots {
+    static let shared = ExportSlots(limit: max(1, ProcessInfo.processInfo.activeProcessorCount))
+    private let limit: Int
+    private var running = 0
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    init(limit: Int) { self.limit = limit }
+
+    func acquire() async throws {
+        try Task.checkCancellation()
+        if running < limit {
+            running += 1
+            return
+        }
+        await withCheckedContinuation { waiters.append($0) }
+        if Task.isCancelled {
+            release()
+            throw CancellationError()
+        }
+    }
+
+    func release() {
+        if waiters.isEmpty {
+            running = max(0, running - 1)
+        } else {
+            waiters.removeFirst().resume()
+        }
+    }
+}

@@ -1,0 +1,204 @@
+import FFmpegSupport
+import Foundation
+import Testing
+@testable import VAFoundation
+
+@Suite(.disabled(if: which("ffprobe") == nil, "ffprobe is not installed (Hardware/setup.sh installs it)"))
+struct ExportSessionTests {
+    let clip = TestFiles.fixture("testsrc_320x240_30fps_3s.mp4")
+
+    /// A 2 s, 60 fps, 320x180 H.264 clip with a 48 kHz AAC sine, made with our own writer.
+    static func sixtyFPSClip(in dir: URL) async throws -> URL {
+        let url = dir.appendingPathComponent("source60.mp4")
+        let writer = try AssetWriter(url: url, fileType: .mp4)
+        let video = try AssetWriterInput(videoSettings: VideoSettings(codec: .h264, width: 320, height: 180, averageBitRate: 800_000,
+                                                                      maxKeyFrameInterval: 60, expectedSourceFrameRate: 60))
+        let audio = try AssetWriterInput(audioSettings: AudioSettings(codec: .aac, sampleRate: 48000, channelCount: 1, bitRate: 64000))
+        let adaptor = try AssetWriterInputPixelBufferAdaptor(
+            assetWriterInput: video, sourcePixelBufferAttributes: PixelBufferAttributes(pixelFormat: .yuv420p, width: 320, height: 180))
+        try writer.add(video)
+        try writer.add(audio)
+        try writer.startWriting()
+        try writer.startSession(atSourceTime: .zero)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for i in 0..<120 {
+                    let picture = try WriterTestSupport.pattern(width: 320, height: 180, index: i)
+                    try await adaptor.append(picture, withPresentationTime: MediaTime(value: Int64(i), timescale: 60))
+                }
+                video.markAsFinished()
+            }
+            group.addTask {
+                for block in 0..<(96000 / 1024 + 1) {
+                    let count = min(1024, 96000 - block * 1024)
+                    guard count > 0 else { break }
+                    let samples = try WriterTestSupport.sine(sampleCount: count, offset: block * 1024, sampleRate: 48000)
+                    try await audio.append(SampleBuffer(audioBuffer: samples, presentationTimeStamp: MediaTime(value: Int64(block * 1024), timescale: 48000)))
+                }
+                audio.markAsFinished()
+            }
+            try await group.waitForAll()
+        }
+        try await writer.finishWriting()
+        return url
+    }
+
+    private func frameTimes(_ url: URL) throws -> [Double] {
+        let result = try run(which("ffprobe")!, ["-v", "error", "-select_streams", "v", "-show_entries", "frame=best_effort_timestamp_time", "-of", "csv=p=0", url.path])
+        return String(decoding: result.stdout, as: UTF8.self).split(separator: "\n").compactMap { Double($0.trimmingCharacters(in: CharacterSet(charactersIn: ", "))) }
+    }
+
+    @Test func reencodeWithAPresetKeepsSizeWithoutUpscaling() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("out.mp4")
+        let session = ExportSession(asset: Asset(url: clip), preset: .preset1280x720)
+        let result = try await session.export(to: url, as: .mp4)
+        let video = try WriterTestSupport.probeStream(url, "v")
+        #expect(video["codec_name"] as? String == "h264")
+        #expect(video["width"] as? Int == 320 && video["height"] as? Int == 240)
+        #expect(video["nb_read_frames"] as? String == "90")
+        #expect(result.videoFrames == 90 && result.videoEncoder?.encoder == "libx264")
+        #expect(abs(try WriterTestSupport.probeDuration(url) - 3.0) < 0.05)
+        #expect(session.status == .completed && session.progress == 1)
+        #expect(try WriterTestSupport.topLevelBoxes(url).firstIndex(of: "moov")! < WriterTestSupport.topLevelBoxes(url).firstIndex(of: "mdat")!,
+                "optimised for network use by default")
+    }
+
+    @Test func highFrameRatePassthroughAndConstantThirty() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = try await Self.sixtyFPSClip(in: dir)
+
+        let keep = ExportSession(asset: Asset(url: source), preset: .preset640x480)
+        keep.frameRatePolicy = .passthrough
+        let kept = dir.appendingPathComponent("kept.mp4")
+        _ = try await keep.export(to: kept, as: .mp4)
+        let keptTimes = try frameTimes(kept)
+        #expect(keptTimes.count == 120)
+        #expect(abs((keptTimes.last ?? 0) - 119.0 / 60) < 0.002)
+
+        let thirty = ExportSession(asset: Asset(url: source), preset: .preset640x480)
+        thirty.frameRatePolicy = .constant(30)
+        let converted = dir.appendingPathComponent("thirty.mp4")
+        let result = try await thirty.export(to: converted, as: .mp4)
+        let times = try frameTimes(converted)
+        #expect(abs(times.count - 60) <= 1)
+        let gaps = zip(times.dropFirst(), times).map { $0 - $1 }
+        #expect(gaps.allSatisfy { abs($0 - 1.0 / 30) < 0.002 }, "constant 30 fps")
+        #expect(result.frameRate == 30)
+        let audio = try WriterTestSupport.probeStream(converted, "a")
+        #expect(abs((Double(audio["duration"] as? String ?? "") ?? 0) - 2.0) < 0.03, "audio untouched")
+    }
+
+    @Test func passthroughTrimStartsExactlyAtTheRequestedTime() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("trim.mp4")
+        let session = ExportSession(asset: Asset(url: clip), preset: .passthrough)
+        // 1.5 s is between keyframes (every 1 s): packets from 1.0 s are copied, an edit list hides them.
+        session.timeRange = MediaTimeRange(start: MediaTime(value: 3, timescale: 2), duration: MediaTime(value: 1, timescale: 1))
+        _ = try await session.export(to: url, as: .mp4)
+        let times = try frameTimes(url)
+        #expect(abs((times.first ?? -1) - 0) < 1.0 / 30, "first decoded frame at the start")
+        #expect(abs(times.count - 30) <= 1)
+        #expect(abs(try WriterTestSupport.probeDuration(url) - 1.0) < 0.05)
+    }
+
+    @Test func passthroughDropsWhatTheContainerCannotHoldAndSaysWhich() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("remux.mov")
+        let session = ExportSession(asset: Asset(url: TestFiles.fixture("h264_aac_iphone6_rot90_gps_metadata.mov")), preset: .passthrough)
+        let result = try await session.export(to: url, as: .mov)
+        #expect(result.droppedTracks.map(\.trackID) == [3, 4])
+        #expect(result.droppedTracks.allSatisfy { $0.reason.contains("data tracks") })
+        let (tracks) = try await Asset(url: url).load(.tracks)
+        #expect(tracks.map(\.mediaType) == [.audio, .video])
+        #expect(tracks[1].preferredTransform.rotationDegrees == 90, "rotation carried over")
+    }
+
+    @Test func portraitStaysPortrait() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("portrait.mp4")
+        let session = ExportSession(asset: Asset(url: TestFiles.fixture("hevc_main10_dolbyvision84_hlg_iphone14pro.mov")), preset: .preset640x480)
+        _ = try await session.export(to: url, as: .mp4)
+        let video = try #require(try await Asset(url: url).loadTracks(withMediaType: .video).first)
+        #expect(video.naturalSize == Size(width: 640, height: 360))
+        #expect(video.displaySize == Size(width: 360, height: 640))
+    }
+
+    @Test func cancellationLeavesNoFile() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("cancelled.mp4")
+        let session = ExportSession(asset: Asset(url: clip), preset: .preset640x480)
+        let task = Task { try await session.export(to: url, as: .mp4) }
+        while session.progress < 0.1 && session.status != .completed { try await Task.sleep(for: .milliseconds(2)) }
+        task.cancel()
+        let outcome = await task.result
+        if case .success = outcome {
+            Issue.record("the export finished before it could be cancelled; the clip is too short for this machine")
+            return
+        }
+        #expect(session.status == .cancelled)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty, "no output, no partial file")
+    }
+
+    @Test func fileLengthLimitStopsWithAValidFile() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("limited.mp4")
+        let session = ExportSession(asset: Asset(url: clip), preset: .passthrough)
+        session.fileLengthLimit = 60_000
+        let result = try await session.export(to: url, as: .mp4)
+        #expect(result.stoppedAtFileLengthLimit)
+        let duration = try WriterTestSupport.probeDuration(url)
+        #expect(duration > 0.2 && duration < 2.5, "\(duration) s")
+        #expect(try run(which("ffmpeg")!, ["-v", "error", "-i", url.path, "-f", "null", "-"]).status == 0, "decodes cleanly")
+    }
+
+    @Test func progressNeverGoesBackwardsAndStatesEnd() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let session = ExportSession(asset: Asset(url: clip), preset: .preset640x480)
+        let watcher = Task {
+            var seen: [Double] = []
+            for await state in session.states(updateInterval: .milliseconds(5)) {
+                if case .exporting(let p) = state { seen.append(p) }
+            }
+            return seen
+        }
+        _ = try await session.export(to: dir.appendingPathComponent("p.mp4"), as: .mp4)
+        let seen = await watcher.value
+        #expect(seen == seen.sorted())
+        #expect(seen.last == 1)
+    }
+
+    @Test func badInputsAndSettingsAreClearErrors() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let missing = ExportSession(asset: Asset(url: URL(fileURLWithPath: "/nonexistent/a.mp4")), preset: .preset640x480)
+        await #expect(throws: MediaError.self) { try await missing.export(to: dir.appendingPathComponent("x.mp4"), as: .mp4) }
+        #expect(missing.error?.code == .fileNotFound)
+        let m4a = ExportSession(asset: Asset(url: clip), preset: .appleM4A)
+        await #expect(throws: MediaError.self) { try await m4a.export(to: dir.appendingPathComponent("x.mp4"), as: .mp4) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
+        #expect(ExportSession(asset: Asset(url: clip), presetName: "4K-ish") == nil)
+    }
+
+    @Test func compatibilityAndEstimates() async throws {
+        let audioOnly = Asset(url: TestFiles.fixture("ac3_51_plus_aac_stereo_two_tracks.mp4"))
+        #expect(await ExportSession.compatibility(ofExportPreset: "AppleM4A", with: audioOnly, outputFileType: .m4a))
+        #expect(!(await ExportSession.compatibility(ofExportPreset: "AppleM4A", with: audioOnly, outputFileType: .mp4)))
+        #expect(!ExportSession.allExportPresets().contains("Passthrough"))
+        let session = ExportSession(asset: Asset(url: clip), preset: .preset640x480)
+        let estimate = try await session.estimatedOutputFileLength
+        // 320x240 at 30 fps: 1 Mbit/s from the table, plus 64 kbit/s audio, for 3 s.
+        #expect(abs(Double(estimate) - 1_064_000 * 3 / 8) < 2000)
+        session.fileLengthLimit = estimate / 3
+        let maximum = try await session.estimatedMaximumDuration
+        #expect(abs(maximum.seconds - 1) < 0.05)
+    }
+}
