@@ -282,3 +282,76 @@ import FFmpegSupport
         #expect(try contents(dir).isEmpty)
     }
 }
+
+@Suite struct AssetWriterSessionAndCodecTests {
+    @Test(.disabled(if: ffprobePath == nil, "ffprobe is not installed"))
+    func sessionDropsEarlyPicturesAndTrimsAudioAtTheEnd() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("session.mp4")
+        let writer = try AssetWriter(url: url, fileType: .mp4)
+        let video = try AssetWriterInput(videoSettings: VideoSettings(codec: .h264, width: 64, height: 64))
+        let audio = try AssetWriterInput(audioSettings: AudioSettings(codec: .aac, sampleRate: 48000, channelCount: 1))
+        try writer.add(video)
+        try writer.add(audio)
+        try writer.startWriting()
+        // Source times run from 10 s; the session keeps 10.5 s … 11.5 s.
+        try writer.startSession(atSourceTime: MediaTime(value: 21, timescale: 2))
+        for i in 0..<60 {
+            let t = MediaTime(value: Int64(300 + i), timescale: 30)
+            try await video.append(SampleBuffer(pixelBuffer: try WriterTestSupport.pattern(width: 64, height: 64, index: i), presentationTimeStamp: t))
+            let buffer = try WriterTestSupport.sine(sampleCount: 1600, offset: i * 1600, sampleRate: 48000)
+            try await audio.append(SampleBuffer(audioBuffer: buffer, presentationTimeStamp: MediaTime(value: Int64(480_000 + i * 1600), timescale: 48000)))
+        }
+        try writer.endSession(atSourceTime: MediaTime(value: 23, timescale: 2))
+        try await writer.finishWriting()
+        let picture = try WriterTestSupport.probeStream(url, "v:0")
+        // Pictures at 10.5 s … 11.97 s survive the start: 45 of them (the end only drops later appends).
+        #expect(picture["nb_read_frames"] as? String == "45")
+        #expect(abs(Double(picture["start_time"] as? String ?? "") ?? -1) < 0.001)
+        let sound = try WriterTestSupport.probeStream(url, "a:0")
+        let soundDuration = Double(sound["duration"] as? String ?? "") ?? -1
+        #expect(abs(soundDuration - 1.0) < 0.025, "audio duration \(soundDuration)")
+    }
+
+    @Test(.disabled(if: ffprobePath == nil, "ffprobe is not installed"),
+          arguments: [(VideoCodec.prores, FileType.mov, "prores"), (VideoCodec.mjpeg, FileType.mkv, "mjpeg")])
+    func otherVideoCodecs(codec: VideoCodec, fileType: FileType, expected: String) async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("other.\(fileType.fileExtension)")
+        try await WriterTestSupport.writePattern(to: url, fileType: fileType, settings: VideoSettings(codec: codec, width: 96, height: 64, quality: 0.7),
+                                                 frames: 4, sourceWidth: 96, sourceHeight: 64)
+        let stream = try WriterTestSupport.probeStream(url, "v:0")
+        #expect(stream["codec_name"] as? String == expected)
+        #expect(stream["nb_read_frames"] as? String == "4")
+    }
+
+    @Test(.disabled(if: ffprobePath == nil, "ffprobe is not installed"),
+          arguments: [
+            (AudioSettings(codec: .flac, sampleRate: 44100, channelCount: 1), FileType.mkv, "flac"),
+            (AudioSettings(codec: .alac, sampleRate: 44100, channelCount: 1), FileType.m4a, "alac"),
+            (AudioSettings(codec: .linearPCM, sampleRate: 44100, channelCount: 1, linearPCM: LinearPCMSettings(bitDepth: 24)), FileType.mov, "pcm_s24le"),
+            (AudioSettings(codec: .linearPCM, sampleRate: 44100, channelCount: 2, linearPCM: LinearPCMSettings(bitDepth: 32, isFloat: true)), FileType.mkv, "pcm_f32le"),
+          ])
+    func otherAudioCodecs(settings: AudioSettings, fileType: FileType, expected: String) async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("other.\(fileType.fileExtension)")
+        let writer = try AssetWriter(url: url, fileType: fileType)
+        let input = try AssetWriterInput(audioSettings: settings)
+        try writer.add(input)
+        try writer.startWriting()
+        try writer.startSession(atSourceTime: .zero)
+        for block in 0..<10 {
+            let buffer = try WriterTestSupport.sine(sampleCount: 4410, offset: block * 4410, sampleRate: 44100)
+            try await input.append(SampleBuffer(audioBuffer: buffer, presentationTimeStamp: MediaTime(value: Int64(block * 4410), timescale: 44100)))
+        }
+        try await writer.finishWriting()
+        let stream = try WriterTestSupport.probeStream(url, "a:0")
+        #expect(stream["codec_name"] as? String == expected)
+        #expect(stream["channels"] as? Int == settings.channelCount)
+        let duration = try WriterTestSupport.probeDuration(url)
+        #expect(abs(duration - 1.0) < 0.025, "duration \(duration)")
+    }
+}
