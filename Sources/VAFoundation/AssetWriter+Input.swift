@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 
 /// One track being written (`AVAssetWriterInput`'s role): it encodes the samples appended to
@@ -67,7 +68,8 @@ public final class AssetWriterInput: Sendable {
         set { properties.withLock { $0.languageCode = newValue } }
     }
     /// Time scale of the track's timestamps; 0 lets the writer choose (90 kHz for video, the
-    /// sample rate for audio). Set before `startWriting()`.
+    /// sample rate for audio). In mp4/mov the first video input's value applies to every video
+    /// track (FFmpeg's `video_track_timescale`). Set before `startWriting()`.
     public var mediaTimeScale: Int32 {
         get { properties.withLock { $0.mediaTimeScale } }
         set { properties.withLock { $0.mediaTimeScale = newValue } }
@@ -98,6 +100,26 @@ public final class AssetWriterInput: Sendable {
     public func append(_ sample: SampleBuffer) async throws {
         let (core, index) = try writer()
         try await core.append(sample, input: index)
+    }
+
+    /// Calls `block` on `queue` whenever the input is ready for more samples, until it is
+    /// marked finished or the writer stops (AVFoundation's pull model). `block` should append
+    /// while `isReadyForMoreMediaData` is true, and call `markAsFinished()` when it runs out.
+    public func requestMediaDataWhenReady(on queue: DispatchQueue, using block: @escaping @Sendable () -> Void) {
+        guard let (core, index) = attachment.withLock({ $0 }) else { return }
+        Task {
+            while await core.waitUntilReady(index) {
+                await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                    queue.async {
+                        block()
+                        c.resume()
+                    }
+                }
+                // A block that appended nothing while the input stayed ready is called again
+                // after a pause instead of in a busy loop.
+                if core.isReady(index) { try? await Task.sleep(for: .milliseconds(2)) }
+            }
+        }
     }
 
     /// No more samples will be appended; the encoder is flushed and other inputs stop

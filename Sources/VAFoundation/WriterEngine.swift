@@ -412,6 +412,11 @@ final class WriterEngine: @unchecked Sendable {
             options.append(("movflags", "+faststart"))
         }
         if configuration.movieTimeScale > 0 { options.append(("movie_timescale", String(configuration.movieTimeScale))) }
+        // FFmpeg doubles a video track's time scale until it reaches 10 000 unless told one.
+        if let scale = pipelines.first(where: { $0.configuration.mediaType == .video && $0.configuration.mediaTimeScale > 0 })?
+            .configuration.mediaTimeScale {
+            options.append(("video_track_timescale", String(scale)))
+        }
         return options
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Synchronization
 @testable import VAFoundation
 import FFmpegSupport
 
@@ -353,5 +354,82 @@ import FFmpegSupport
         #expect(stream["channels"] as? Int == settings.channelCount)
         let duration = try WriterTestSupport.probeDuration(url)
         #expect(abs(duration - 1.0) < 0.025, "duration \(duration)")
+    }
+}
+
+@Suite struct AssetWriterPullAndTimeScaleTests {
+    @Test func requestMediaDataWhenReadyPullsUntilFinished() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("pulled.mkv")
+        let writer = try AssetWriter(url: url, fileType: .mkv)
+        let input = try AssetWriterInput(videoSettings: VideoSettings(codec: .h264, width: 64, height: 64))
+        try writer.add(input)
+        try writer.startWriting()
+        try writer.startSession(atSourceTime: .zero)
+        let next = Mutex(0)
+        let calls = Mutex(0)
+        let done = AsyncStream<Void>.makeStream()
+        input.requestMediaDataWhenReady(on: DispatchQueue(label: "test.pull")) {
+            calls.withLock { $0 += 1 }
+            while input.isReadyForMoreMediaData {
+                let i = next.withLock { $0 }
+                if i == 40 {
+                    input.markAsFinished()
+                    done.continuation.finish()
+                    return
+                }
+                let sample = SampleBuffer(pixelBuffer: try! WriterTestSupport.pattern(width: 64, height: 64, index: i),
+                                          presentationTimeStamp: MediaTime(value: Int64(i), timescale: 30))
+                if (try? input.appendImmediately(sample)) == true { next.withLock { $0 += 1 } }
+            }
+        }
+        for await _ in done.stream {}
+        try await writer.finishWriting()
+        #expect(calls.withLock { $0 } >= 2)
+        if ffprobePath != nil {
+            #expect(try WriterTestSupport.probeStream(url, "v:0")["nb_read_frames"] as? String == "40")
+        }
+    }
+
+    @Test func cancellingAWaitingAppendStopsIt() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let writer = try AssetWriter(url: dir.appendingPathComponent("waiting.mkv"), fileType: .mkv)
+        let video = try AssetWriterInput(videoSettings: VideoSettings(codec: .h264, width: 64, height: 64))
+        let audio = try AssetWriterInput(audioSettings: AudioSettings(codec: .opus, sampleRate: 48000, channelCount: 1))
+        try writer.add(video)
+        try writer.add(audio)
+        try writer.startWriting()
+        try writer.startSession(atSourceTime: .zero)
+        // Three seconds ahead of the silent audio input: this append can only wait.
+        try await video.append(SampleBuffer(pixelBuffer: try WriterTestSupport.pattern(width: 64, height: 64, index: 0),
+                                            presentationTimeStamp: MediaTime(value: 3, timescale: 1)))
+        let waiting = Task {
+            try await video.append(SampleBuffer(pixelBuffer: try WriterTestSupport.pattern(width: 64, height: 64, index: 1),
+                                                presentationTimeStamp: MediaTime(value: 4, timescale: 1)))
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        waiting.cancel()
+        await #expect { try await waiting.value } throws: { ($0 as? MediaError)?.code == .cancelled }
+        writer.cancelWriting()
+    }
+
+    @Test func timeScalesAreWritten() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("scales.mov")
+        try await WriterTestSupport.writePattern(to: url, fileType: .mov, settings: VideoSettings(codec: .h264, width: 64, height: 64),
+                                                 frames: 3, sourceWidth: 64, sourceHeight: 64,
+                                                 inputSetup: { $0.mediaTimeScale = 600 }, writerSetup: { $0.movieTimeScale = 1200 })
+        let data = try Data(contentsOf: url)
+        // mvhd: size, type, version/flags, two dates, then the movie time scale.
+        let mvhd = try #require(data.range(of: Data("mvhd".utf8)))
+        let offset = mvhd.upperBound + 12
+        let movieScale = data[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+        #expect(movieScale == 1200)
+        if ffprobePath != nil {
+            #expect(try WriterTestSupport.probeStream(url, "v:0")["time_base"] as? String == "1/600")
+        }
     }
 }
