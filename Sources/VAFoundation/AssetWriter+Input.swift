@@ -32,7 +32,7 @@ public final class AssetWriterInput: Sendable {
     private let attachment = Mutex<(core: WriterCore, index: Int)?>(nil)
 
     /// An input for `mediaType`. Throws `invalidArgument` when the settings are for another media type.
-    public init(mediaType: MediaType, outputSettings: OutputSettings?, sourceFormatHint: FormatDescription? = nil) throws {
+    public init(mediaType: MediaType, outputSettings: OutputSettings?, sourceFormatHint: FormatDescription? = nil) throws(MediaError) {
         switch outputSettings {
         case .video where mediaType != .video, .audio where mediaType != .audio:
             throw MediaError(.invalidArgument, "\(mediaType) input given settings for another media type")
@@ -47,12 +47,12 @@ public final class AssetWriterInput: Sendable {
     }
 
     /// An input that encodes video with `settings`.
-    public convenience init(videoSettings settings: VideoSettings) throws {
+    public convenience init(videoSettings settings: VideoSettings) throws(MediaError) {
         try self.init(mediaType: .video, outputSettings: .video(settings))
     }
 
     /// An input that encodes audio with `settings`.
-    public convenience init(audioSettings settings: AudioSettings) throws {
+    public convenience init(audioSettings settings: AudioSettings) throws(MediaError) {
         try self.init(mediaType: .audio, outputSettings: .audio(settings))
     }
 
@@ -90,14 +90,14 @@ public final class AssetWriterInput: Sendable {
     /// Queues `sample` for encoding if the input is ready; returns false (and queues nothing)
     /// when it is not. Throws when the writer is not writing, no session was started, the
     /// input was marked finished, or the writer failed (its error).
-    public func appendImmediately(_ sample: SampleBuffer) throws -> Bool {
+    public func appendImmediately(_ sample: SampleBuffer) throws(MediaError) -> Bool {
         try writer().core.appendImmediately(sample, input: writer().index)
     }
 
     /// Waits until the input is ready, then queues `sample`. Throws as `appendImmediately`
     /// does; an encoding error this sample causes is reported by a later append, by
     /// `finishWriting()` and by the writer's `error`.
-    public func append(_ sample: SampleBuffer) async throws {
+    public func append(_ sample: SampleBuffer) async throws(MediaError) {
         let (core, index) = try writer()
         try await core.append(sample, input: index)
     }
@@ -136,8 +136,8 @@ public final class AssetWriterInput: Sendable {
     /// The status of the writer this input belongs to, nil before it is added.
     var writerStatus: AssetWriter.Status? { attachment.withLock { $0?.core.status } }
 
-    func attach(to core: WriterCore, index: Int) throws {
-        try attachment.withLock { a in
+    func attach(to core: WriterCore, index: Int) throws(MediaError) {
+        try attachment.withLock { a throws(MediaError) in
             guard a == nil else { throw MediaError(.invalidState, "the input already belongs to a writer") }
             a = (core, index)
         }
