@@ -433,3 +433,36 @@ import FFmpegSupport
         }
     }
 }
+
+@Suite struct AssetWriterSourceFormatTests {
+    @Test(.disabled(if: ffmpegPath == nil, "ffmpeg is not installed"))
+    func bgraPicturesAreConverted() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("red.mp4")
+        let writer = try AssetWriter(url: url, fileType: .mp4)
+        let input = try AssetWriterInput(videoSettings: VideoSettings(codec: .h264, width: 128, height: 72, quality: 0.9))
+        let adaptor = try AssetWriterInputPixelBufferAdaptor(assetWriterInput: input,
+                                                             sourcePixelBufferAttributes: PixelBufferAttributes(pixelFormat: .bgra, width: 256, height: 144))
+        try writer.add(input)
+        try writer.startWriting()
+        try writer.startSession(atSourceTime: .zero)
+        let pool = try #require(adaptor.pixelBufferPool)
+        #expect(pool.pixelFormat == .bgra && pool.width == 256)
+        for i in 0..<3 {
+            let buffer = try await pool.waitForPixelBuffer()
+            try buffer.withUnsafeMutablePlanes { planes in
+                for y in 0..<planes[0].height {
+                    let row = planes[0].baseAddress.advanced(by: y * planes[0].bytesPerRow).assumingMemoryBound(to: UInt8.self)
+                    for x in 0..<256 { (row[4 * x], row[4 * x + 1], row[4 * x + 2], row[4 * x + 3]) = (0, 0, 255, 255) }
+                }
+            }
+            try await adaptor.append(buffer, withPresentationTime: MediaTime(value: Int64(i), timescale: 30))
+        }
+        try await writer.finishWriting()
+        let luma = try WriterTestSupport.firstLumaPlane(url, width: 128, height: 72)
+        // Pure red is Y ≈ 63 in BT.709 limited range and ≈ 81 in BT.601: either way far from black and white.
+        let centre = Int(luma[36 * 128 + 64])
+        #expect((55...90).contains(centre), "luma \(centre)")
+    }
+}
