@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 
 /// One track being written (`AVAssetWriterInput`'s role): it encodes the samples appended to
@@ -31,7 +32,7 @@ public final class AssetWriterInput: Sendable {
     private let attachment = Mutex<(core: WriterCore, index: Int)?>(nil)
 
     /// An input for `mediaType`. Throws `invalidArgument` when the settings are for another media type.
-    public init(mediaType: MediaType, outputSettings: OutputSettings?, sourceFormatHint: FormatDescription? = nil) throws {
+    public init(mediaType: MediaType, outputSettings: OutputSettings?, sourceFormatHint: FormatDescription? = nil) throws(MediaError) {
         switch outputSettings {
         case .video where mediaType != .video, .audio where mediaType != .audio:
             throw MediaError(.invalidArgument, "\(mediaType) input given settings for another media type")
@@ -46,12 +47,12 @@ public final class AssetWriterInput: Sendable {
     }
 
     /// An input that encodes video with `settings`.
-    public convenience init(videoSettings settings: VideoSettings) throws {
+    public convenience init(videoSettings settings: VideoSettings) throws(MediaError) {
         try self.init(mediaType: .video, outputSettings: .video(settings))
     }
 
     /// An input that encodes audio with `settings`.
-    public convenience init(audioSettings settings: AudioSettings) throws {
+    public convenience init(audioSettings settings: AudioSettings) throws(MediaError) {
         try self.init(mediaType: .audio, outputSettings: .audio(settings))
     }
 
@@ -67,7 +68,8 @@ public final class AssetWriterInput: Sendable {
         set { properties.withLock { $0.languageCode = newValue } }
     }
     /// Time scale of the track's timestamps; 0 lets the writer choose (90 kHz for video, the
-    /// sample rate for audio). Set before `startWriting()`.
+    /// sample rate for audio). In mp4/mov the first video input's value applies to every video
+    /// track (FFmpeg's `video_track_timescale`). Set before `startWriting()`.
     public var mediaTimeScale: Int32 {
         get { properties.withLock { $0.mediaTimeScale } }
         set { properties.withLock { $0.mediaTimeScale = newValue } }
@@ -88,16 +90,36 @@ public final class AssetWriterInput: Sendable {
     /// Queues `sample` for encoding if the input is ready; returns false (and queues nothing)
     /// when it is not. Throws when the writer is not writing, no session was started, the
     /// input was marked finished, or the writer failed (its error).
-    public func appendImmediately(_ sample: SampleBuffer) throws -> Bool {
+    public func appendImmediately(_ sample: SampleBuffer) throws(MediaError) -> Bool {
         try writer().core.appendImmediately(sample, input: writer().index)
     }
 
     /// Waits until the input is ready, then queues `sample`. Throws as `appendImmediately`
     /// does; an encoding error this sample causes is reported by a later append, by
     /// `finishWriting()` and by the writer's `error`.
-    public func append(_ sample: SampleBuffer) async throws {
+    public func append(_ sample: SampleBuffer) async throws(MediaError) {
         let (core, index) = try writer()
         try await core.append(sample, input: index)
+    }
+
+    /// Calls `block` on `queue` whenever the input is ready for more samples, until it is
+    /// marked finished or the writer stops (AVFoundation's pull model). `block` should append
+    /// while `isReadyForMoreMediaData` is true, and call `markAsFinished()` when it runs out.
+    public func requestMediaDataWhenReady(on queue: DispatchQueue, using block: @escaping @Sendable () -> Void) {
+        guard let (core, index) = attachment.withLock({ $0 }) else { return }
+        Task {
+            while await core.waitUntilReady(index) {
+                await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                    queue.async {
+                        block()
+                        c.resume()
+                    }
+                }
+                // A block that appended nothing while the input stayed ready is called again
+                // after a pause instead of in a busy loop.
+                if core.isReady(index) { try? await Task.sleep(for: .milliseconds(2)) }
+            }
+        }
     }
 
     /// No more samples will be appended; the encoder is flushed and other inputs stop
@@ -114,8 +136,8 @@ public final class AssetWriterInput: Sendable {
     /// The status of the writer this input belongs to, nil before it is added.
     var writerStatus: AssetWriter.Status? { attachment.withLock { $0?.core.status } }
 
-    func attach(to core: WriterCore, index: Int) throws {
-        try attachment.withLock { a in
+    func attach(to core: WriterCore, index: Int) throws(MediaError) {
+        try attachment.withLock { a throws(MediaError) in
             guard a == nil else { throw MediaError(.invalidState, "the input already belongs to a writer") }
             a = (core, index)
         }

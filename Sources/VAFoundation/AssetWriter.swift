@@ -36,7 +36,7 @@ public final class AssetWriter: Sendable {
 
     /// A writer for `url`. Throws `outputExists` if the file exists and `overwritesExistingFile`
     /// is false, `invalidArgument` if the directory is missing.
-    public init(url: URL, fileType: FileType, overwritesExistingFile: Bool = false) throws {
+    public init(url: URL, fileType: FileType, overwritesExistingFile: Bool = false) throws(MediaError) {
         guard url.isFileURL else { throw MediaError(.invalidArgument, "the output must be a file URL", path: url.absoluteString) }
         let directory = url.deletingLastPathComponent().path
         var isDirectory: ObjCBool = false
@@ -92,13 +92,13 @@ public final class AssetWriter: Sendable {
     public func canAdd(_ input: AssetWriterInput) -> Bool { (try? check(input)) != nil }
 
     /// Adds `input`; throws the reason `canAdd` would return false.
-    public func add(_ input: AssetWriterInput) throws {
+    public func add(_ input: AssetWriterInput) throws(MediaError) {
         try check(input)
         try input.attach(to: core, index: core.addInput(mediaType: input.mediaType))
         options.withLock { $0.inputs.append(input) }
     }
 
-    private func check(_ input: AssetWriterInput) throws {
+    private func check(_ input: AssetWriterInput) throws(MediaError) {
         guard status == .unknown else { throw MediaError(.invalidState, "inputs must be added before startWriting", path: outputURL.path) }
         guard !input.isAttached else { throw MediaError(.invalidState, "the input already belongs to a writer", path: outputURL.path) }
         guard availableMediaTypes.contains(input.mediaType) else {
@@ -142,7 +142,7 @@ public final class AssetWriter: Sendable {
     /// Creates the temporary output and opens every input's encoder; after this the inputs
     /// take samples (once a session is started). Blocks while encoders open. On failure the
     /// writer's status is `.failed` and the error is thrown.
-    public func startWriting() throws {
+    public func startWriting() throws(MediaError) {
         let snapshot = options.withLock { $0 }
         guard !snapshot.inputs.isEmpty else {
             let error = MediaError(.invalidState, "add at least one input before startWriting", path: outputURL.path)
@@ -173,14 +173,14 @@ public final class AssetWriter: Sendable {
 
     /// Starts the single session at `time`: samples earlier than it are dropped and
     /// timestamps are written relative to it.
-    public func startSession(atSourceTime time: MediaTime) throws { try core.startSession(at: time) }
+    public func startSession(atSourceTime time: MediaTime) throws(MediaError) { try core.startSession(at: time) }
 
     /// Ends the session at `time`: later samples are dropped, audio is trimmed to it.
-    public func endSession(atSourceTime time: MediaTime) throws { try core.endSession(at: time) }
+    public func endSession(atSourceTime time: MediaTime) throws(MediaError) { try core.endSession(at: time) }
 
     /// Marks every input finished, flushes the encoders, completes the file and moves it to
     /// `outputURL`. Throws (and leaves no file) if anything failed.
-    public func finishWriting() async throws { try await core.finish() }
+    public func finishWriting() async throws(MediaError) { try await core.finish() }
 
     /// Stops writing and deletes the partial output. Blocks until queued work stops; does
     /// nothing once the writer completed or failed.

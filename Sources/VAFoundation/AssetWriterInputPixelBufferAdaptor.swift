@@ -13,7 +13,7 @@ public final class AssetWriterInputPixelBufferAdaptor: Sendable {
 
     /// An adaptor for `input`, which must be a video input not yet writing. Throws
     /// `invalidArgument` when no width/height is given and the input has no settings to take them from.
-    public init(assetWriterInput input: AssetWriterInput, sourcePixelBufferAttributes attributes: PixelBufferAttributes) throws {
+    public init(assetWriterInput input: AssetWriterInput, sourcePixelBufferAttributes attributes: PixelBufferAttributes) throws(MediaError) {
         guard input.mediaType == .video else {
             throw MediaError(.invalidArgument, "a pixel buffer adaptor needs a video input, not \(input.mediaType)")
         }
@@ -47,12 +47,12 @@ public final class AssetWriterInputPixelBufferAdaptor: Sendable {
 
     /// Appends `pixelBuffer` shown at `time` if the input is ready; false when it is not.
     /// Throws as `AssetWriterInput.appendImmediately` does.
-    public func appendImmediately(_ pixelBuffer: PixelBuffer, withPresentationTime time: MediaTime) throws -> Bool {
+    public func appendImmediately(_ pixelBuffer: PixelBuffer, withPresentationTime time: MediaTime) throws(MediaError) -> Bool {
         try assetWriterInput.appendImmediately(SampleBuffer(pixelBuffer: pixelBuffer, presentationTimeStamp: time))
     }
 
     /// Waits until the input is ready, then appends `pixelBuffer` shown at `time`.
-    public func append(_ pixelBuffer: PixelBuffer, withPresentationTime time: MediaTime) async throws {
+    public func append(_ pixelBuffer: PixelBuffer, withPresentationTime time: MediaTime) async throws(MediaError) {
         try await assetWriterInput.append(SampleBuffer(pixelBuffer: pixelBuffer, presentationTimeStamp: time))
     }
 }

@@ -29,7 +29,7 @@ public final class PixelBufferPool: Sendable {
 
     /// A pool of `width`×`height` pictures in `pixelFormat`, at most `maximumBufferCount` of them.
     public init(width: Int, height: Int, pixelFormat: PixelFormat, maximumBufferCount: Int = 8,
-                backing: Backing = .hostMemory) throws {
+                backing: Backing = .hostMemory) throws(MediaError) {
         guard width > 0, height > 0 else {
             throw MediaError(.invalidArgument, "pixel buffer pool size \(width)x\(height) is not positive")
         }
@@ -62,14 +62,14 @@ public final class PixelBufferPool: Sendable {
     /// A free picture, recycled when one is free, else newly allocated. Its pixels hold
     /// whatever was last drawn. Throws `invalidState` when all `maximumBufferCount` pictures
     /// are in use (use `waitForPixelBuffer()` to wait for one instead).
-    public func makePixelBuffer() throws -> PixelBuffer {
+    public func makePixelBuffer() throws(MediaError) -> PixelBuffer {
         if let buffer = try takeFree() { return buffer }
         throw MediaError(.invalidState, "all \(maximumBufferCount) buffers of the \(width)x\(height) \(pixelFormat) pool are in use; append or release them first")
     }
 
     /// Like `makePixelBuffer()`, but when every picture is in use, waits (up to `timeout`
     /// seconds) for the encoder or the caller to release one.
-    public func waitForPixelBuffer(timeout: Double = 10) async throws -> PixelBuffer {
+    public func waitForPixelBuffer(timeout: Double = 10) async throws(MediaError) -> PixelBuffer {
         let clock = ContinuousClock()
         let deadline = clock.now + .milliseconds(Int(timeout * 1000))
         while true {
@@ -77,14 +77,19 @@ public final class PixelBufferPool: Sendable {
             guard clock.now < deadline else {
                 throw MediaError(.invalidState, "no buffer of the \(width)x\(height) \(pixelFormat) pool was released within \(timeout) s; all \(maximumBufferCount) are held")
             }
-            try await Task.sleep(for: .milliseconds(1))
+            do { try await Task.sleep(for: .milliseconds(1)) } catch {
+                throw MediaError(.cancelled, "the task waiting for a pooled picture was cancelled")
+            }
         }
     }
 
-    private func takeFree() throws -> PixelBuffer? {
+    private func takeFree() throws(MediaError) -> PixelBuffer? {
         guard let frames else {
             guard case .custom(let allocate) = backing else { return nil }
-            let buffer = try allocate(width, height, pixelFormat)
+            let buffer: PixelBuffer
+            do { buffer = try allocate(width, height, pixelFormat) } catch {
+                throw error as? MediaError ?? MediaError(.invalidState, "the pool's allocator failed: \(error)")
+            }
             guard buffer.width == width, buffer.height == height, buffer.pixelFormat == pixelFormat else {
                 throw MediaError(.invalidArgument, "the pool's allocator returned a \(buffer.width)x\(buffer.height) \(buffer.pixelFormat) picture, not \(width)x\(height) \(pixelFormat)")
             }

@@ -112,19 +112,25 @@ final class WriterCore: Sendable {
         }
     }
 
-    /// Waits until input `i` is ready, then queues `sample`.
+    /// Waits until input `i` is ready, then queues `sample`. A cancelled task stops waiting
+    /// and throws `cancelled`.
     func append(_ sample: SampleBuffer, input i: Int) async throws(MediaError) {
         while true {
-            let decision = await withCheckedContinuation { (c: CheckedContinuation<Decision, Never>) in
-                let now = state.withLock { s -> Decision? in
-                    let d = decide(i, sample.presentationTimeStamp, &s)
-                    if case .notReady = d {
-                        s.waiters.append(c)
-                        return nil
+            if Task.isCancelled { throw MediaError(.cancelled, "input \(i): the appending task was cancelled", path: destinationPath) }
+            let decision = await withTaskCancellationHandler {
+                await withCheckedContinuation { (c: CheckedContinuation<Decision, Never>) in
+                    let now = state.withLock { s -> Decision? in
+                        let d = decide(i, sample.presentationTimeStamp, &s)
+                        if case .notReady = d {
+                            s.waiters.append(c)
+                            return nil
+                        }
+                        return d
                     }
-                    return d
+                    if let now { c.resume(returning: now) }
                 }
-                if let now { c.resume(returning: now) }
+            } onCancel: {
+                wakeWaiters()
             }
             switch decision {
             case .submit(let engine):
@@ -132,6 +138,33 @@ final class WriterCore: Sendable {
                 return
             case .failed(let error): throw error
             case .notReady, .retry: continue
+            }
+        }
+    }
+
+    /// Waits until input `i` is ready; false once it never will be (finished, or the writer stopped).
+    func waitUntilReady(_ i: Int) async -> Bool {
+        while true {
+            if Task.isCancelled { return false }
+            let decision = await withTaskCancellationHandler {
+                await withCheckedContinuation { (c: CheckedContinuation<Decision, Never>) in
+                    let now = state.withLock { s -> Decision? in
+                        guard s.status == .writing, i < s.inputs.count, !s.inputs[i].finished else {
+                            return .failed(MediaError(.invalidState, "input \(i) takes no more samples", path: destinationPath))
+                        }
+                        if Self.ready(i, s) { return .retry }
+                        s.waiters.append(c)
+                        return nil
+                    }
+                    if let now { c.resume(returning: now) }
+                }
+            } onCancel: {
+                wakeWaiters()
+            }
+            switch decision {
+            case .failed: return false
+            case .retry where isReady(i): return true
+            default: continue
             }
         }
     }

@@ -42,6 +42,9 @@ final class WriterEngine: @unchecked Sendable {
         var finished = false
         /// Packets waiting for the header, or (audio) held back so `endSession` can trim them.
         var held: [Packet] = []
+        /// The latest video packet, delivered once the next one shows its duration.
+        var pendingVideo: Packet?
+        var lastDuration: Int64 = 0
         var lastPTS: Int64?
 
         init(_ configuration: WriterInputConfiguration) { self.configuration = configuration }
@@ -138,14 +141,21 @@ final class WriterEngine: @unchecked Sendable {
         sessionEnd = time
         for pipeline in pipelines {
             guard let audio = pipeline.audio else { continue }
-            let end = ticks(time - sessionStart, pipeline.timeBase)
-            audio.limit = end
-            pipeline.held = pipeline.held.compactMap { packet in
-                guard let pts = packet.pts else { return packet }
-                if pts >= end { return nil }
-                if pts + packet.duration > end { packet.duration = end - pts }
-                return packet
-            }
+            audio.limit = ticks(time - sessionStart, pipeline.timeBase)
+            trimHeldAudio(pipeline)
+        }
+    }
+
+    /// Drops held audio packets that start at or after the session end and shortens the one
+    /// that straddles it.
+    private func trimHeldAudio(_ pipeline: Pipeline) {
+        guard sessionEnd.isNumeric else { return }
+        let end = ticks(sessionEnd - sessionStart, pipeline.timeBase)
+        pipeline.held = pipeline.held.compactMap { packet in
+            guard let pts = packet.pts else { return packet }
+            if pts >= end { return nil }
+            if pts + packet.duration > end { packet.duration = end - pts }
+            return packet
         }
     }
 
@@ -228,6 +238,7 @@ final class WriterEngine: @unchecked Sendable {
         do {
             if let video = pipeline.video { try emit(video.finish(), pipeline) }
             if let audio = pipeline.audio { try emit(audio.finish(), pipeline) }
+            try flushPendingVideo(pipeline)
             try writeHeaderIfReady()
         } catch let error as MediaError {
             throw error
@@ -265,7 +276,10 @@ final class WriterEngine: @unchecked Sendable {
     /// Closes and deletes the temporary file; later work is ignored.
     func abandon() {
         muxer = nil
-        pipelines.forEach { $0.held = [] }
+        pipelines.forEach {
+            $0.held = []
+            $0.pendingVideo = nil
+        }
         closed = true
         unlink(configuration.temporary.path)
     }
@@ -295,15 +309,40 @@ final class WriterEngine: @unchecked Sendable {
 
     // MARK: Muxing
 
-    /// Queues or writes packets produced for `pipeline` (timestamps in its time base).
+    /// Queues or writes packets produced for `pipeline` (timestamps in its time base). Video
+    /// packets wait for their successor, whose decode time gives a missing duration (the
+    /// last one takes its predecessor's), so no picture ends up with zero length.
     private func emit(_ packets: [Packet], _ pipeline: Pipeline) throws {
-        guard !packets.isEmpty else { return }
+        for packet in packets {
+            guard pipeline.configuration.mediaType == .video else {
+                try deliver(packet, pipeline)
+                continue
+            }
+            if let previous = pipeline.pendingVideo {
+                if previous.duration <= 0, let a = previous.dts, let b = packet.dts, b > a { previous.duration = b - a }
+                if previous.duration > 0 { pipeline.lastDuration = previous.duration }
+                try deliver(previous, pipeline)
+            }
+            pipeline.pendingVideo = packet
+        }
+    }
+
+    /// Delivers the video packet still waiting for a successor.
+    private func flushPendingVideo(_ pipeline: Pipeline) throws {
+        guard let last = pipeline.pendingVideo else { return }
+        pipeline.pendingVideo = nil
+        if last.duration <= 0 { last.duration = pipeline.lastDuration }
+        try deliver(last, pipeline)
+    }
+
+    private func deliver(_ packet: Packet, _ pipeline: Pipeline) throws {
         if !headerWritten || pipeline.audio != nil {
-            pipeline.held.append(contentsOf: packets)
+            pipeline.held.append(packet)
+            if pipeline.audio != nil { trimHeldAudio(pipeline) }
             if headerWritten { try releaseHeldAudio(pipeline) }
             return
         }
-        for packet in packets { try write(packet, pipeline) }
+        try write(packet, pipeline)
     }
 
     /// Writes held audio packets older than the holdback window.
@@ -373,6 +412,11 @@ final class WriterEngine: @unchecked Sendable {
             options.append(("movflags", "+faststart"))
         }
         if configuration.movieTimeScale > 0 { options.append(("movie_timescale", String(configuration.movieTimeScale))) }
+        // FFmpeg doubles a video track's time scale until it reaches 10 000 unless told one.
+        if let scale = pipelines.first(where: { $0.configuration.mediaType == .video && $0.configuration.mediaTimeScale > 0 })?
+            .configuration.mediaTimeScale {
+            options.append(("video_track_timescale", String(scale)))
+        }
         return options
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Synchronization
 @testable import VAFoundation
 import FFmpegSupport
 
@@ -280,5 +281,188 @@ import FFmpegSupport
         #expect { try input.appendImmediately(sample) } throws: { ($0 as? MediaError)?.message.contains("startSession") == true }
         writer.cancelWriting()
         #expect(try contents(dir).isEmpty)
+    }
+}
+
+@Suite struct AssetWriterSessionAndCodecTests {
+    @Test(.disabled(if: ffprobePath == nil, "ffprobe is not installed"))
+    func sessionDropsEarlyPicturesAndTrimsAudioAtTheEnd() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("session.mp4")
+        let writer = try AssetWriter(url: url, fileType: .mp4)
+        let video = try AssetWriterInput(videoSettings: VideoSettings(codec: .h264, width: 64, height: 64))
+        let audio = try AssetWriterInput(audioSettings: AudioSettings(codec: .aac, sampleRate: 48000, channelCount: 1))
+        try writer.add(video)
+        try writer.add(audio)
+        try writer.startWriting()
+        // Source times run from 10 s; the session keeps 10.5 s … 11.5 s.
+        try writer.startSession(atSourceTime: MediaTime(value: 21, timescale: 2))
+        for i in 0..<60 {
+            let t = MediaTime(value: Int64(300 + i), timescale: 30)
+            try await video.append(SampleBuffer(pixelBuffer: try WriterTestSupport.pattern(width: 64, height: 64, index: i), presentationTimeStamp: t))
+            let buffer = try WriterTestSupport.sine(sampleCount: 1600, offset: i * 1600, sampleRate: 48000)
+            try await audio.append(SampleBuffer(audioBuffer: buffer, presentationTimeStamp: MediaTime(value: Int64(480_000 + i * 1600), timescale: 48000)))
+        }
+        try writer.endSession(atSourceTime: MediaTime(value: 23, timescale: 2))
+        try await writer.finishWriting()
+        let picture = try WriterTestSupport.probeStream(url, "v:0")
+        // Pictures at 10.5 s … 11.97 s survive the start: 45 of them (the end only drops later appends).
+        #expect(picture["nb_read_frames"] as? String == "45")
+        #expect(abs(Double(picture["start_time"] as? String ?? "") ?? -1) < 0.001)
+        let sound = try WriterTestSupport.probeStream(url, "a:0")
+        let soundDuration = Double(sound["duration"] as? String ?? "") ?? -1
+        #expect(abs(soundDuration - 1.0) < 0.025, "audio duration \(soundDuration)")
+    }
+
+    @Test(.disabled(if: ffprobePath == nil, "ffprobe is not installed"),
+          arguments: [(VideoCodec.prores, FileType.mov, "prores"), (VideoCodec.mjpeg, FileType.mkv, "mjpeg")])
+    func otherVideoCodecs(codec: VideoCodec, fileType: FileType, expected: String) async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("other.\(fileType.fileExtension)")
+        try await WriterTestSupport.writePattern(to: url, fileType: fileType, settings: VideoSettings(codec: codec, width: 96, height: 64, quality: 0.7),
+                                                 frames: 4, sourceWidth: 96, sourceHeight: 64)
+        let stream = try WriterTestSupport.probeStream(url, "v:0")
+        #expect(stream["codec_name"] as? String == expected)
+        #expect(stream["nb_read_frames"] as? String == "4")
+    }
+
+    @Test(.disabled(if: ffprobePath == nil, "ffprobe is not installed"),
+          arguments: [
+            (AudioSettings(codec: .flac, sampleRate: 44100, channelCount: 1), FileType.mkv, "flac"),
+            (AudioSettings(codec: .alac, sampleRate: 44100, channelCount: 1), FileType.m4a, "alac"),
+            (AudioSettings(codec: .linearPCM, sampleRate: 44100, channelCount: 1, linearPCM: LinearPCMSettings(bitDepth: 24)), FileType.mov, "pcm_s24le"),
+            (AudioSettings(codec: .linearPCM, sampleRate: 44100, channelCount: 2, linearPCM: LinearPCMSettings(bitDepth: 32, isFloat: true)), FileType.mkv, "pcm_f32le"),
+          ])
+    func otherAudioCodecs(settings: AudioSettings, fileType: FileType, expected: String) async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("other.\(fileType.fileExtension)")
+        let writer = try AssetWriter(url: url, fileType: fileType)
+        let input = try AssetWriterInput(audioSettings: settings)
+        try writer.add(input)
+        try writer.startWriting()
+        try writer.startSession(atSourceTime: .zero)
+        for block in 0..<10 {
+            let buffer = try WriterTestSupport.sine(sampleCount: 4410, offset: block * 4410, sampleRate: 44100)
+            try await input.append(SampleBuffer(audioBuffer: buffer, presentationTimeStamp: MediaTime(value: Int64(block * 4410), timescale: 44100)))
+        }
+        try await writer.finishWriting()
+        let stream = try WriterTestSupport.probeStream(url, "a:0")
+        #expect(stream["codec_name"] as? String == expected)
+        #expect(stream["channels"] as? Int == settings.channelCount)
+        let duration = try WriterTestSupport.probeDuration(url)
+        #expect(abs(duration - 1.0) < 0.025, "duration \(duration)")
+    }
+}
+
+@Suite struct AssetWriterPullAndTimeScaleTests {
+    @Test func requestMediaDataWhenReadyPullsUntilFinished() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("pulled.mkv")
+        let writer = try AssetWriter(url: url, fileType: .mkv)
+        let input = try AssetWriterInput(videoSettings: VideoSettings(codec: .h264, width: 64, height: 64))
+        try writer.add(input)
+        try writer.startWriting()
+        try writer.startSession(atSourceTime: .zero)
+        let next = Mutex(0)
+        let calls = Mutex(0)
+        let done = AsyncStream<Void>.makeStream()
+        input.requestMediaDataWhenReady(on: DispatchQueue(label: "test.pull")) {
+            calls.withLock { $0 += 1 }
+            while input.isReadyForMoreMediaData {
+                let i = next.withLock { $0 }
+                if i == 40 {
+                    input.markAsFinished()
+                    done.continuation.finish()
+                    return
+                }
+                let sample = SampleBuffer(pixelBuffer: try! WriterTestSupport.pattern(width: 64, height: 64, index: i),
+                                          presentationTimeStamp: MediaTime(value: Int64(i), timescale: 30))
+                if (try? input.appendImmediately(sample)) == true { next.withLock { $0 += 1 } }
+            }
+        }
+        for await _ in done.stream {}
+        try await writer.finishWriting()
+        #expect(calls.withLock { $0 } >= 2)
+        if ffprobePath != nil {
+            #expect(try WriterTestSupport.probeStream(url, "v:0")["nb_read_frames"] as? String == "40")
+        }
+    }
+
+    @Test func cancellingAWaitingAppendStopsIt() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let writer = try AssetWriter(url: dir.appendingPathComponent("waiting.mkv"), fileType: .mkv)
+        let video = try AssetWriterInput(videoSettings: VideoSettings(codec: .h264, width: 64, height: 64))
+        let audio = try AssetWriterInput(audioSettings: AudioSettings(codec: .opus, sampleRate: 48000, channelCount: 1))
+        try writer.add(video)
+        try writer.add(audio)
+        try writer.startWriting()
+        try writer.startSession(atSourceTime: .zero)
+        // Three seconds ahead of the silent audio input: this append can only wait.
+        try await video.append(SampleBuffer(pixelBuffer: try WriterTestSupport.pattern(width: 64, height: 64, index: 0),
+                                            presentationTimeStamp: MediaTime(value: 3, timescale: 1)))
+        let waiting = Task {
+            try await video.append(SampleBuffer(pixelBuffer: try WriterTestSupport.pattern(width: 64, height: 64, index: 1),
+                                                presentationTimeStamp: MediaTime(value: 4, timescale: 1)))
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        waiting.cancel()
+        await #expect { try await waiting.value } throws: { ($0 as? MediaError)?.code == .cancelled }
+        writer.cancelWriting()
+    }
+
+    @Test func timeScalesAreWritten() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("scales.mov")
+        try await WriterTestSupport.writePattern(to: url, fileType: .mov, settings: VideoSettings(codec: .h264, width: 64, height: 64),
+                                                 frames: 3, sourceWidth: 64, sourceHeight: 64,
+                                                 inputSetup: { $0.mediaTimeScale = 600 }, writerSetup: { $0.movieTimeScale = 1200 })
+        let data = try Data(contentsOf: url)
+        // mvhd: size, type, version/flags, two dates, then the movie time scale.
+        let mvhd = try #require(data.range(of: Data("mvhd".utf8)))
+        let offset = mvhd.upperBound + 12
+        let movieScale = data[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+        #expect(movieScale == 1200)
+        if ffprobePath != nil {
+            #expect(try WriterTestSupport.probeStream(url, "v:0")["time_base"] as? String == "1/600")
+        }
+    }
+}
+
+@Suite struct AssetWriterSourceFormatTests {
+    @Test(.disabled(if: ffmpegPath == nil, "ffmpeg is not installed"))
+    func bgraPicturesAreConverted() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("red.mp4")
+        let writer = try AssetWriter(url: url, fileType: .mp4)
+        let input = try AssetWriterInput(videoSettings: VideoSettings(codec: .h264, width: 128, height: 72, quality: 0.9))
+        let adaptor = try AssetWriterInputPixelBufferAdaptor(assetWriterInput: input,
+                                                             sourcePixelBufferAttributes: PixelBufferAttributes(pixelFormat: .bgra, width: 256, height: 144))
+        try writer.add(input)
+        try writer.startWriting()
+        try writer.startSession(atSourceTime: .zero)
+        let pool = try #require(adaptor.pixelBufferPool)
+        #expect(pool.pixelFormat == .bgra && pool.width == 256)
+        for i in 0..<3 {
+            let buffer = try await pool.waitForPixelBuffer()
+            try buffer.withUnsafeMutablePlanes { planes in
+                for y in 0..<planes[0].height {
+                    let row = planes[0].baseAddress.advanced(by: y * planes[0].bytesPerRow).assumingMemoryBound(to: UInt8.self)
+                    for x in 0..<256 { (row[4 * x], row[4 * x + 1], row[4 * x + 2], row[4 * x + 3]) = (0, 0, 255, 255) }
+                }
+            }
+            try await adaptor.append(buffer, withPresentationTime: MediaTime(value: Int64(i), timescale: 30))
+        }
+        try await writer.finishWriting()
+        let luma = try WriterTestSupport.firstLumaPlane(url, width: 128, height: 72)
+        // Pure red is Y ≈ 63 in BT.709 limited range and ≈ 81 in BT.601: either way far from black and white.
+        let centre = Int(luma[36 * 128 + 64])
+        #expect((55...90).contains(centre), "luma \(centre)")
     }
 }
