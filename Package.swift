@@ -51,6 +51,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        .executableTarget(name: "ReencodeExample", dependencies: ["VAFoundation"]),
         .target(
             name: "SoftVA",
             path: "Hardware/SoftVA",

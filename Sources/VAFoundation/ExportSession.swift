@@ -497,6 +497,11 @@ public final class ExportSession: Sendable {
                             tally.counts.withLock { $0[i] += 1 }
                         }
                     }
+                    let stoppedForLimit = limit.map { l in tally.bytes.withLock { $0.reduce(0, +) } >= l } ?? false
+                    if tally.counts.withLock({ $0[i] }) == 0 && !stoppedForLimit && reader.status != .cancelled {
+                        throw MediaError(.corruptOrTruncated, "track \(lane.track.trackID) (\(lane.track.mediaType)) yielded no samples: the file is truncated or its data unreadable",
+                                         path: self.asset.url.path)
+                    }
                     tally.positions.withLock { $0[i] = 1 }
                     lane.input.markAsFinished()
                 }

@@ -18,8 +18,13 @@ enum Vaf {
 
     /// Exit status, stdout and stderr of `vaf arguments…`.
     static func run(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+        try run(executable: binary, arguments)
+    }
+
+    /// Exit status, stdout and stderr of any program.
+    static func run(executable: String, _ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
