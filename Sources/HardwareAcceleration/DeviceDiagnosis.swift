@@ -86,9 +86,10 @@ extension DeviceDiagnosis {
             guard let range = line.firstRange(of: "Trying to open ") else { return nil }
             return String(line[range.upperBound...]).trimmingWhitespace()
         }
-        let driverName = driver ?? forced ?? tried.last.map(Self.driverName(fromLibraryPath:))
+        let loaded = log.lazy.compactMap(Self.driverLibraryPath(in:)).last
+        let driverName = driver ?? forced ?? (tried.last ?? loaded).map(Self.driverName(fromLibraryPath:))
         let package = driverName.flatMap(debianPackage(forDriver:))
-        let errorLine = log.last { $0.contains("init failed") || $0.contains("failed") }
+        let errorLine = log.last { $0.contains("init failed") } ?? log.last { $0.hasPrefix("libva error:") } ?? log.last { $0.contains("failed") }
 
         if log.contains(where: { $0.contains("vaGetDriverNames() failed") || $0.contains("vaGetDriverNameByIndex() failed") }) {
             return DeviceDiagnosis(
@@ -105,6 +106,10 @@ extension DeviceDiagnosis {
                 if forced == "i965" { remedy += " (Intel Gen11 and newer need iHD from intel-media-va-driver)" }
             } else {
                 remedy = "check the driver supports this GPU and that the kernel driver and display stack work"
+                let noise = ["XDG_RUNTIME_DIR", "can't connect to X server"]
+                if let earlier = log.first(where: { line in line.hasPrefix("error:") && !noise.contains { line.contains($0) } }) {
+                    remedy += " (earlier \(earlier))"
+                }
             }
             return DeviceDiagnosis(kind: .driverInitFailed, device: device,
                                    message: "\(name) failed to initialise (\(errorLine.strippingLibvaPrefix()))",
@@ -122,6 +127,11 @@ extension DeviceDiagnosis {
         let detail = errorLine.map { " (\($0.strippingLibvaPrefix()))" } ?? ""
         return DeviceDiagnosis(kind: .initializeFailed, device: device, message: "\(statusText)\(detail)",
                                remedy: package.map { "check that \($0) matches this GPU" }, status: status.name, log: log)
+    }
+
+    /// The first word of `line` that names a driver library (`…/i965_drv_video.so`), if any.
+    static func driverLibraryPath(in line: String) -> String? {
+        line.split(separator: " ").first { $0.hasSuffix("_drv_video.so") }.map(String.init)
     }
 
     /// `iHD` from `/usr/lib/x86_64-linux-gnu/dri/iHD_drv_video.so`.

@@ -64,7 +64,7 @@ public struct VainfoCapture: Sendable {
             }
             if let rest = trimmed.after("vainfo: VA-API version:") {
                 sawVainfo = true
-                profile.api = rest.prefix { $0 != " " }.trimmingWhitespace()
+                profile.api = rest.trimmingWhitespace().prefix { $0 != " " }.trimmingWhitespace()
                 continue
             }
             if let rest = trimmed.after("vainfo: Driver version:") {
@@ -79,6 +79,9 @@ public struct VainfoCapture: Sendable {
                 }
                 if let range = trimmed.firstRange(of: "Trying to open ") {
                     tried = DeviceDiagnosis.driverName(fromLibraryPath: String(trimmed[range.upperBound...]).trimmingWhitespace())
+                }
+                if tried == nil, let path = DeviceDiagnosis.driverLibraryPath(in: trimmed) {
+                    tried = DeviceDiagnosis.driverName(fromLibraryPath: path)
                 }
                 if let range = trimmed.firstRange(of: "requested driver '") {
                     requested = String(trimmed[range.upperBound...].prefix { $0 != "'" })

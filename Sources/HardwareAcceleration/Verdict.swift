@@ -98,6 +98,9 @@ extension DeviceCapabilities {
                 if decode.maxSize == nil { notes.append("\(name) decode size limit not reported") }
             }
         }
+        if let output = job.output, codecs.first(where: { $0.codec == output.codec })?.encode == nil {
+            notes.append("no \(output.codec.displayName) encode entry point")
+        }
         if let output = job.output, let encode = codecs.first(where: { $0.codec == output.codec })?.encode {
             let name = output.codec.displayName
             let entry = encode.lowPower ? "EncSliceLP" : "EncSlice"
