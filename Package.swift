@@ -52,6 +52,7 @@ let package = Package(
             name: "MediaCoreTests",
             dependencies: ["MediaCore", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
+        .testTarget(name: "HardwareAccelerationTests", dependencies: ["HardwareAcceleration", "vaf"]),
 
 
 

@@ -116,7 +116,7 @@ extension DeviceDiagnosis {
                                    remedy: remedy, status: status.name, log: log)
         }
         if let path = tried.last, !log.contains(where: { $0.contains("Found init function") }),
-           driverExists?(path) ?? !log.contains(where: { $0.contains("dlopen of") }) {
+           !(driverExists?(path) ?? log.contains(where: { $0.contains("dlopen of") })) {
             let name = Self.driverName(fromLibraryPath: path)
             return DeviceDiagnosis(
                 kind: .driverMissing, device: device,

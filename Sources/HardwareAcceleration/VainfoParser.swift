@@ -164,6 +164,15 @@ public struct VainfoCapture: Sendable {
         self.warnings = warnings
     }
 
+    /// How the file at `path` is named in a profile's `source:` line: from `shared/hardware/vainfo/` on
+    /// when it lies in the shared fixtures, else its file name, so the text does not depend on the
+    /// working directory or on how the path was spelled.
+    public static func sourceName(forPath path: String) -> String {
+        let marker = "shared/hardware/vainfo/"
+        if let range = path.ranges(of: marker).last { return String(path[range.lowerBound...]) }
+        return path.split(separator: "/").last.map(String.init) ?? path
+    }
+
     /// A brief-list line `VAProfileX <spaces> : <whitespace> VAEntrypointY`, or `nil`.
     static func pairLine(_ trimmed: String) -> DeviceProfile.Pair? {
         guard trimmed.hasPrefix("VAProfile"), let colon = trimmed.firstIndex(of: ":") else { return nil }

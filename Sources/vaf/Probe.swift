@@ -81,19 +81,10 @@ extension Vaf {
             let url = URL(fileURLWithPath: path)
             let name = url.deletingPathExtension().lastPathComponent
             do {
-                return try VainfoCapture(text: text, file: path, name: name, source: sourceName(path))
+                return try VainfoCapture(text: text, file: path, name: name, source: VainfoCapture.sourceName(forPath: path))
             } catch {
                 throw ValidationError(error.description)
             }
-        }
-
-        /// How a vainfo file is named in a profile's `source:` line: from `shared/` on when it lies in the
-        /// shared fixtures, else its file name, so the text does not depend on the working directory.
-        static func sourceName(_ path: String) -> String {
-            if let range = path.range(of: "shared/hardware/vainfo/", options: .backwards) {
-                return String(path[range.lowerBound...])
-            }
-            return URL(fileURLWithPath: path).lastPathComponent
         }
 
         static func softwareCodecs() -> SoftwareCodecs {
