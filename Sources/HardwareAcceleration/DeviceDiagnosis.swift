@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Why a VA-API device could not be used, in words a user can act on: what went wrong, and what to do.
 public struct DeviceDiagnosis: Error, Codable, Equatable, Sendable, CustomStringConvertible {
     /// The kind of problem: an open struct, so new kinds can be added without breaking callers.
@@ -115,13 +111,21 @@ extension DeviceDiagnosis {
                                    message: "\(name) failed to initialise (\(errorLine.strippingLibvaPrefix()))",
                                    remedy: remedy, status: status.name, log: log)
         }
-        if let path = tried.last, !log.contains(where: { $0.contains("Found init function") }),
-           !(driverExists?(path) ?? log.contains(where: { $0.contains("dlopen of") })) {
-            let name = Self.driverName(fromLibraryPath: path)
+        if !tried.isEmpty, !log.contains(where: { $0.contains("Found init function") }),
+           !tried.contains(where: { driverExists?($0) ?? log.contains { $0.contains("dlopen of") } }) {
+            // libva tries each candidate in turn (i915 → iHD, then i965); none of them is installed.
+            var names: [String] = []
+            for path in tried where !names.contains(Self.driverName(fromLibraryPath: path)) {
+                names.append(Self.driverName(fromLibraryPath: path))
+            }
+            let packages = names.compactMap(debianPackage(forDriver:))
+            let message = names.count == 1
+                ? "the libva driver '\(names[0])' is not installed (\(tried[0]) not found)"
+                : "no libva driver for this GPU is installed (tried \(tried.joined(separator: ", ")))"
             return DeviceDiagnosis(
-                kind: .driverMissing, device: device,
-                message: "the libva driver '\(name)' is not installed (\(path) not found)",
-                remedy: package.map { "install \($0)" } ?? "install the VA-API driver for this GPU, or point LIBVA_DRIVERS_PATH at it",
+                kind: .driverMissing, device: device, message: message,
+                remedy: packages.isEmpty ? "install the VA-API driver for this GPU, or point LIBVA_DRIVERS_PATH at it"
+                    : "install \(packages.joined(separator: " or "))",
                 status: status.name, log: log)
         }
         let detail = errorLine.map { " (\($0.strippingLibvaPrefix()))" } ?? ""

@@ -75,15 +75,15 @@ extension Vaf {
             do {
                 data = try Data(contentsOf: URL(fileURLWithPath: path))
             } catch {
-                throw ValidationError("\(path): cannot read: \((error as NSError).localizedDescription)")
+                throw ProbeInputError(description: "\(path): cannot read: \((error as NSError).localizedDescription)")
             }
-            guard let text = String(data: data, encoding: .utf8) else { throw ValidationError("\(path): not UTF-8 text") }
+            guard let text = String(data: data, encoding: .utf8) else { throw ProbeInputError(description: "\(path): not UTF-8 text") }
             let url = URL(fileURLWithPath: path)
             let name = url.deletingPathExtension().lastPathComponent
             do {
                 return try VainfoCapture(text: text, file: path, name: name, source: VainfoCapture.sourceName(forPath: path))
             } catch {
-                throw ValidationError(error.description)
+                throw ProbeInputError(description: error.description)
             }
         }
 
@@ -91,6 +91,11 @@ extension Vaf {
             SoftwareCodecs(decoders: FFmpegCodecs.decoderNames(), encoders: FFmpegCodecs.encoderNames())
         }
     }
+}
+
+/// An input file `vaf probe` cannot use; ArgumentParser prints it as one line and exits 1.
+struct ProbeInputError: Error, CustomStringConvertible {
+    var description: String
 }
 
 /// Exit statuses of `vaf probe` beyond 0 (ran) and 1 (bad input).

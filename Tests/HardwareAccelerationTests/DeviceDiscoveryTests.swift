@@ -103,6 +103,13 @@ struct DeviceDiscoveryTests {
         #expect(diagnosis.kind == .driverMissing)
         #expect(diagnosis.message == "the libva driver 'iHD' is not installed (/nowhere/iHD_drv_video.so not found)")
         #expect(diagnosis.remedy?.hasPrefix("install intel-media-va-driver") == true)
+        let both = DeviceDiagnosis.initializationFailure(
+            device: "/dev/dri/renderD128", status: .unknown,
+            log: ["Trying to open /d/iHD_drv_video.so", "Trying to open /d/i965_drv_video.so", "va_openDriver() returns -1"],
+            driver: nil, driverExists: { _ in false })
+        #expect(both.kind == .driverMissing)
+        #expect(both.message == "no libva driver for this GPU is installed (tried /d/iHD_drv_video.so, /d/i965_drv_video.so)")
+        #expect(both.remedy == "install intel-media-va-driver (or intel-media-va-driver-non-free for full encode) or i965-va-driver")
         for (driver, package) in [("i965", "i965-va-driver"), ("radeonsi", "mesa-va-drivers"), ("nvidia", "nvidia-vaapi-driver")] {
             #expect(DeviceDiagnosis.debianPackage(forDriver: driver) == package)
         }
