@@ -98,6 +98,9 @@ extension DeviceCapabilities {
                 if decode.maxSize == nil { notes.append("\(name) decode size limit not reported") }
             }
         }
+        if let input = job.input, codecs.first(where: { $0.codec == input.codec })?.decode == nil {
+            notes.append("no \(input.codec.displayName) decode entry point")
+        }
         if let output = job.output, codecs.first(where: { $0.codec == output.codec })?.encode == nil {
             notes.append("no \(output.codec.displayName) encode entry point")
         }
