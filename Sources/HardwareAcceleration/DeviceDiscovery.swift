@@ -11,6 +11,8 @@ public struct DeviceDiscovery: Sendable {
     public var root: String
     /// Opens a node read-write; returns the descriptor, or `-errno`.
     package var open: @Sendable (String) -> Int32
+    /// Where kernel module state is read (`/sys`), to explain a missing `/dev/dri` on NVIDIA machines.
+    package var sysRoot: String = "/sys"
 
     public init(root: String = "/dev/dri") {
         self.root = root
@@ -20,8 +22,9 @@ public struct DeviceDiscovery: Sendable {
         }
     }
 
-    package init(root: String, open: @escaping @Sendable (String) -> Int32) {
+    package init(root: String, sysRoot: String = "/sys", open: @escaping @Sendable (String) -> Int32) {
         self.root = root
+        self.sysRoot = sysRoot
         self.open = open
     }
 
@@ -34,7 +37,8 @@ public struct DeviceDiscovery: Sendable {
                 throw DeviceDiagnosis(
                     kind: .noDeviceDirectory, device: root,
                     message: "no \(root): this machine (or container) exposes no GPU to this process",
-                    remedy: "on a machine with a GPU load its kernel driver; in a container pass the device (docker run --device /dev/dri)")
+                    remedy: nvidiaRemedy()
+                        ?? "on a machine with a GPU load its kernel driver; in a container pass the device (docker run --device /dev/dri)")
             }
             throw DeviceDiagnosis(kind: .openFailed, device: root, message: "cannot list \(root): \(String(cString: strerror(code)))")
         }
@@ -51,6 +55,30 @@ public struct DeviceDiscovery: Sendable {
         }
         let base = root.hasSuffix("/") ? root : root + "/"
         return numbers.sorted().map { "\(base)renderD\($0)" }
+    }
+
+    /// For an NVIDIA GPU without DRM nodes: `nvidia_drm` not loaded, or loaded with `modeset=0`
+    /// (nvidia-vaapi-driver needs both); `nil` when the NVIDIA kernel module is not loaded at all.
+    func nvidiaRemedy() -> String? {
+        guard access("\(sysRoot)/module/nvidia", F_OK) == 0 else { return nil }
+        guard access("\(sysRoot)/module/nvidia_drm", F_OK) == 0 else {
+            return "the NVIDIA driver is loaded but nvidia_drm is not: load it with modeset=1 (modprobe nvidia_drm modeset=1)"
+        }
+        let modeset = Self.readFirstLine("\(sysRoot)/module/nvidia_drm/parameters/modeset")
+        if modeset == "N" || modeset == "0" {
+            return "nvidia_drm is loaded with modeset=0: reload it with modeset=1 (nvidia-vaapi-driver needs DRM render nodes)"
+        }
+        return "the NVIDIA driver is loaded but exposes no DRM nodes to this process; in a container pass /dev/dri"
+    }
+
+    /// The first line of a small text file, or `nil`.
+    /// The corresponding C functions are `fopen` and `fgets`.
+    static func readFirstLine(_ path: String) -> String? {
+        guard let file = fopen(path, "r") else { return nil }
+        defer { fclose(file) }
+        var buffer = [CChar](repeating: 0, count: 64)
+        guard fgets(&buffer, Int32(buffer.count), file) != nil else { return nil }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self).trimmingWhitespace()
     }
 
     /// Opens `path`, explaining a failure: for "permission denied", names the group that owns the node.

@@ -20,6 +20,25 @@ struct DeviceDiscoveryTests {
         #expect(reports.first?.verdicts.allSatisfy { $0.path == .software } == true)
     }
 
+    @Test func nvidiaWithoutModesetIsNamed() throws {
+        let sys = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: sys) }
+        let root = "/nonexistent-\(UUID().uuidString)/dri"
+        let modules = sys.appendingPathComponent("module")
+        try FileManager.default.createDirectory(at: modules.appendingPathComponent("nvidia"), withIntermediateDirectories: true)
+        func remedy() -> String? {
+            HardwareProbe(discovery: DeviceDiscovery(root: root, sysRoot: sys.path, open: { _ in -ENOENT })).run(device: nil)
+                .first?.diagnosis?.remedy
+        }
+        #expect(remedy()?.contains("nvidia_drm is not") == true)
+        let parameters = modules.appendingPathComponent("nvidia_drm/parameters")
+        try FileManager.default.createDirectory(at: parameters, withIntermediateDirectories: true)
+        try Data("N\n".utf8).write(to: parameters.appendingPathComponent("modeset"))
+        #expect(remedy()?.hasPrefix("nvidia_drm is loaded with modeset=0") == true)
+        try Data("Y\n".utf8).write(to: parameters.appendingPathComponent("modeset"))
+        #expect(remedy()?.contains("exposes no DRM nodes") == true)
+    }
+
     @Test func directoryWithoutRenderNodes() throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
