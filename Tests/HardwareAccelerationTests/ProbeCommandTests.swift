@@ -109,6 +109,27 @@ struct ProbeCommandTests {
         #expect(wrong.stderr.split(separator: "\n").count == 1)
     }
 
+    @Test func helpPinsTheUsageLine() throws {
+        let help = try VafBinary.run(["probe", "--help"])
+        #expect(help.status == 0)
+        #expect(help.stdout.contains(
+            "USAGE: vaf probe [--device <path>] [--json] [--all] [--from-vainfo <file>] [--emit-profile] [--require-hardware]"))
+        for option in ["--device <path>", "--json", "--all", "--from-vainfo <file>", "--emit-profile", "--require-hardware"] {
+            #expect(help.stdout.contains("  \(option) "), "\(option) has no help line")
+        }
+    }
+
+    @Test(arguments: [
+        (["--emit-profile"], "--emit-profile needs --from-vainfo FILE"),
+        (["--device", ":1", "--from-vainfo", "x.txt"], "--device and --from-vainfo cannot be combined"),
+        (["--from-vainfo", "x.txt", "--emit-profile", "--json"], "--emit-profile and --json cannot be combined"),
+    ])
+    func optionsThatCannotWorkTogetherAreRefused(arguments: [String], message: String) throws {
+        let result = try VafBinary.run(["probe"] + arguments)
+        #expect(result.status == 64)
+        #expect(result.stderr.hasPrefix("Error: \(message)"))
+    }
+
     @Test(.enabled(if: !FileManager.default.fileExists(atPath: "/dev/dri"), "this machine has /dev/dri"))
     func noDeviceIsExplainedAndExitsZeroUnlessHardwareIsRequired() throws {
         let result = try VafBinary.run(["probe"])
