@@ -47,6 +47,7 @@ let package = Package(
             dependencies: [
                 "VAFoundation",
                 "MediaCore",
+                "FFmpegSupport",
                 "HardwareAcceleration",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -69,6 +70,7 @@ let package = Package(
         ),
         .testTarget(name: "VAFoundationTests", dependencies: ["VAFoundation"], resources: [.copy("Fixtures")]),
         .testTarget(name: "vafTests", dependencies: ["vaf"]),
+        .testTarget(name: "HardwareAccelerationTests", dependencies: ["HardwareAcceleration", "vaf"]),
 
 
 
