@@ -70,7 +70,7 @@ let package = Package(
         ),
         .testTarget(name: "VAFoundationTests", dependencies: ["VAFoundation"], resources: [.copy("Fixtures")]),
         .testTarget(name: "vafTests", dependencies: ["vaf"]),
-        .testTarget(name: "HardwareAccelerationTests", dependencies: ["HardwareAcceleration", "vaf"]),
+        .testTarget(name: "HardwareAccelerationTests", dependencies: ["HardwareAcceleration", "vaf", "VATestSupport"]),
 
 
 
