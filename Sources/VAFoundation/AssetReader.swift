@@ -115,8 +115,7 @@ public final class AssetReader: Sendable {
 final class DemuxSession: Sendable {
     private struct State: @unchecked Sendable {
         var demuxer: Demuxer
-        var queues: [Int: [Packet]]
-        var heads: [Int: Int]
+        var queues: [Int: PacketQueue]
         var endOfFile = false
         var cancelled = false
         var failure: FFmpegError?
@@ -141,8 +140,7 @@ final class DemuxSession: Sendable {
                 throw MediaError(.corruptOrTruncated, "cannot seek to \(timeRange.start.seconds) s", path: path, underlying: error)
             }
         }
-        state = Mutex(State(demuxer: demuxer, queues: Dictionary(uniqueKeysWithValues: wanted.map { ($0, []) }),
-                            heads: Dictionary(uniqueKeysWithValues: wanted.map { ($0, 0) })))
+        state = Mutex(State(demuxer: demuxer, queues: Dictionary(uniqueKeysWithValues: wanted.map { ($0, PacketQueue()) })))
     }
 
     /// What `nextPacket` found.
@@ -154,15 +152,7 @@ final class DemuxSession: Sendable {
             while true {
                 if s.cancelled { return .cancelled }
                 guard s.queues[stream] != nil else { return .endOfStream }
-                if let head = s.heads[stream], let queue = s.queues[stream], head < queue.count {
-                    let packet = queue[head]
-                    s.heads[stream] = head + 1
-                    if head + 1 > 256 && head + 1 > queue.count / 2 {
-                        s.queues[stream] = Array(queue[(head + 1)...])
-                        s.heads[stream] = 0
-                    }
-                    return .packet(packet)
-                }
+                if let packet = s.queues[stream]!.pop() { return .packet(packet) }
                 if let failure = s.failure {
                     throw MediaError(.corruptOrTruncated, "reading packets failed: \(failure.message)", path: path, underlying: failure)
                 }
@@ -179,7 +169,7 @@ final class DemuxSession: Sendable {
                     continue
                 }
                 guard s.queues[packet.streamIndex] != nil else { continue }
-                s.queues[packet.streamIndex]!.append(packet)
+                s.queues[packet.streamIndex]!.push(packet)
             }
         }
     }
@@ -195,11 +185,30 @@ final class DemuxSession: Sendable {
     func finish(stream: Int) {
         state.withLock {
             $0.queues[stream] = nil
-            $0.heads[stream] = nil
         }
     }
 
     func cancel() { state.withLock { $0.cancelled = true } }
+}
+
+/// A FIFO of packets that lets go of each packet as soon as it is taken, so memory follows
+/// what is actually waiting (compressed 1080p packets can be half a megabyte each).
+struct PacketQueue {
+    private var storage: [Packet?] = []
+    private var head = 0
+
+    mutating func push(_ packet: Packet) { storage.append(packet) }
+
+    mutating func pop() -> Packet? {
+        guard head < storage.count, let packet = storage[head] else { return nil }
+        storage[head] = nil
+        head += 1
+        if head >= 64 && head * 2 >= storage.count {
+            storage.removeFirst(head)
+            head = 0
+        }
+        return packet
+    }
 }
 
 extension Rational {

@@ -367,79 +367,46 @@ public final class ExportSession: Sendable {
         }
         if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
 
+        let plan = try await makePlan(tracks: tracks, fileType: fileType)
         var result = ExportResult(outputURL: url, fileType: fileType, preset: preset.name)
+        result.videoSettings = plan.videoSettings
+        result.audioSettings = plan.audioSettings
+        result.videoEncoder = plan.videoEncoder
+        result.frameRate = plan.frameRate
+        result.path = plan.path
+        result.pathReason = plan.pathReason
+        result.droppedTracks = plan.droppedTracks
+        result.warnings = plan.warnings
         var lanes: [Lane] = []
-        if preset.isPassthrough {
-            for track in tracks {
-                if let reason = passthroughRefusal(track, fileType: fileType) {
-                    result.droppedTracks.append(.init(trackID: track.trackID, mediaType: track.mediaType.rawValue, reason: reason))
-                    continue
-                }
-                let output = try AssetReaderTrackOutput(track: track, outputSettings: nil)
-                let input = try AssetWriterInput(mediaType: track.mediaType, outputSettings: nil, sourceFormatHint: track.formatDescription)
-                if track.mediaType == .video { input.transform = track.preferredTransform }
-                if let language = track.languageCode { input.languageCode = language }
-                lanes.append(Lane(track: track, output: output, input: input, converter: nil))
-            }
-            result.path = .software
-            result.pathReason = "passthrough copies compressed samples; nothing is decoded or encoded"
-        } else {
-            let assistant = try await makeAssistant(tracks: tracks)
-            let video = preset.videoCodec == nil ? nil : Self.primaryVideoTrack(tracks)
-            if var videoSettings = assistant.videoSettings, let video {
-                if let codec = s.videoCodec { videoSettings.codec = codec }
-                let outputFormat: PixelFormat = videoSettings.pixelFormat ?? .yuv420p
-                let output = try AssetReaderTrackOutput(track: video, outputSettings: .video(PixelBufferAttributes(pixelFormat: outputFormat)))
-                let input = try AssetWriterInput(mediaType: .video, outputSettings: .video(videoSettings))
-                input.transform = video.preferredTransform
-                let converter = assistant.outputFrameRate.map { FrameRateConverter(framesPerSecond: $0, start: start) }
-                lanes.append(Lane(track: video, output: output, input: input, converter: converter, bitRate: videoSettings.averageBitRate ?? 0))
-                result.videoSettings = videoSettings
-                result.videoEncoder = assistant.videoEncoder
-                result.frameRate = assistant.outputFrameRate
-            }
-            for track in tracks where track.mediaType != .video || track.trackID != video?.trackID {
-                guard track.mediaType == .video || track.mediaType == .audio else {
-                    result.droppedTracks.append(.init(trackID: track.trackID, mediaType: track.mediaType.rawValue,
-                                                      reason: "\(track.mediaType) tracks are not re-encoded"))
-                    continue
-                }
-                if track.mediaType == .video {
-                    let reason = track.isAttachedPicture ? "cover picture" : (track.sampleCount == 0 ? "the track has no samples" : "only the first video track is exported")
-                    result.droppedTracks.append(.init(trackID: track.trackID, mediaType: "video", reason: reason))
-                }
-            }
-            let audioTracks = Self.audioTracks(tracks, mix: s.audioMix)
-            if var audioSettings = assistant.audioSettings, !audioTracks.isEmpty {
-                if let codec = s.audioCodec { audioSettings.codec = codec }
-                if let bitRate = s.audioBitRate { audioSettings.bitRate = bitRate }
-                let output: AssetReaderOutput
-                if audioTracks.count == 1 && s.audioMix == nil {
-                    output = try AssetReaderTrackOutput(track: audioTracks[0], outputSettings: .audio(LinearPCMSettings(
-                        sampleRate: audioSettings.sampleRate, channelCount: audioSettings.channelCount,
-                        channelLayout: audioSettings.channelLayout, bitDepth: 32, isFloat: true, isInterleaved: false)))
-                } else {
-                    let mix = try AssetReaderAudioMixOutput(audioTracks: audioTracks, audioSettings: LinearPCMSettings(
-                        sampleRate: audioSettings.sampleRate, channelCount: audioSettings.channelCount,
-                        channelLayout: audioSettings.channelLayout, bitDepth: 32, isFloat: true, isInterleaved: false))
-                    mix.audioMix = s.audioMix
-                    output = mix
-                }
-                let input = try AssetWriterInput(mediaType: .audio, outputSettings: .audio(audioSettings))
-                if let language = audioTracks[0].languageCode { input.languageCode = language }
-                lanes.append(Lane(track: audioTracks[0], output: output, input: input, converter: nil, bitRate: audioSettings.bitRate ?? 128_000))
-                result.audioSettings = audioSettings
-                for track in tracks where track.mediaType == .audio && !audioTracks.contains(where: { $0 === track }) {
-                    result.droppedTracks.append(.init(trackID: track.trackID, mediaType: "audio",
-                                                      reason: "only the default audio track is exported without an audio mix"))
-                }
-            }
-            result.path = .software
-            result.pathReason = result.videoEncoder?.reason ?? "audio is encoded in software"
+        for track in plan.passthroughTracks {
+            let output = try AssetReaderTrackOutput(track: track, outputSettings: nil)
+            let input = try AssetWriterInput(mediaType: track.mediaType, outputSettings: nil, sourceFormatHint: track.formatDescription)
+            if track.mediaType == .video { input.transform = track.preferredTransform }
+            if let language = track.languageCode { input.languageCode = language }
+            lanes.append(Lane(track: track, output: output, input: input, converter: nil))
         }
-        if fileType == .mkv || fileType == .webm,
-           let rotated = lanes.first(where: { $0.track.mediaType == .video && $0.track.preferredTransform != .identity }) {
-            result.warnings.append("FFmpeg 5.1's Matroska muxer cannot store rotation: track \(rotated.track.trackID) (rotate \(rotated.track.preferredTransform.rotationDegrees)°) will play unrotated; use mp4 or mov to keep it")
+        if let video = plan.videoTrack, let videoSettings = plan.videoSettings {
+            let outputFormat: PixelFormat = videoSettings.pixelFormat ?? .yuv420p
+            let output = try AssetReaderTrackOutput(track: video, outputSettings: .video(PixelBufferAttributes(pixelFormat: outputFormat)))
+            let input = try AssetWriterInput(mediaType: .video, outputSettings: .video(videoSettings))
+            input.transform = video.preferredTransform
+            let converter = plan.frameRate.map { FrameRateConverter(framesPerSecond: $0, start: start) }
+            lanes.append(Lane(track: video, output: output, input: input, converter: converter, bitRate: videoSettings.averageBitRate ?? 0))
+        }
+        if let audioSettings = plan.audioSettings, let first = plan.audioTracks.first {
+            let pcm = LinearPCMSettings(sampleRate: audioSettings.sampleRate, channelCount: audioSettings.channelCount,
+                                        channelLayout: audioSettings.channelLayout, bitDepth: 32, isFloat: true, isInterleaved: false)
+            let output: AssetReaderOutput
+            if plan.audioTracks.count == 1 && s.audioMix == nil {
+                output = try AssetReaderTrackOutput(track: first, outputSettings: .audio(pcm))
+            } else {
+                let mix = try AssetReaderAudioMixOutput(audioTracks: plan.audioTracks, audioSettings: pcm)
+                mix.audioMix = s.audioMix
+                output = mix
+            }
+            let input = try AssetWriterInput(mediaType: .audio, outputSettings: .audio(audioSettings))
+            if let language = first.languageCode { input.languageCode = language }
+            lanes.append(Lane(track: first, output: output, input: input, converter: nil, bitRate: audioSettings.bitRate ?? 128_000))
         }
         guard !lanes.isEmpty else {
             throw MediaError(.noTracks, "nothing to export with \(preset.name): \(result.droppedTracks.map { "track \($0.trackID) (\($0.reason))" }.joined(separator: ", "))", path: asset.url.path)
@@ -520,6 +487,68 @@ public final class ExportSession: Sendable {
         return result
     }
 
+    /// What exporting to a `fileType` file would do, without doing it: the settings, encoder,
+    /// frame rate and path chosen, and the tracks left out with the reason (`vaf transcode --dry-run`).
+    public func plan(fileType: FileType) async throws -> ExportPlan {
+        guard preset.fileTypes.contains(fileType) else {
+            throw MediaError(.invalidArgument, "the \(preset.name) preset cannot write \(fileType) files", path: asset.url.path)
+        }
+        return try await makePlan(tracks: try await asset.load(.tracks), fileType: fileType)
+    }
+
+    private func makePlan(tracks: [AssetTrack], fileType: FileType) async throws -> ExportPlan {
+        let s = settings.withLock { $0 }
+        var plan = ExportPlan(frameRatePolicy: preset.isPassthrough ? .passthrough : s.frameRatePolicy)
+        if preset.isPassthrough {
+            for track in tracks {
+                if let reason = passthroughRefusal(track, fileType: fileType) {
+                    plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: track.mediaType.rawValue, reason: reason))
+                } else {
+                    plan.passthroughTracks.append(track)
+                }
+            }
+            plan.pathReason = "passthrough copies compressed samples; nothing is decoded or encoded"
+        } else {
+            let assistant = try await makeAssistant(tracks: tracks)
+            let video = preset.videoCodec == nil ? nil : Self.primaryVideoTrack(tracks)
+            if var videoSettings = assistant.videoSettings, let video {
+                if let codec = s.videoCodec { videoSettings.codec = codec }
+                plan.videoTrack = video
+                plan.videoSettings = videoSettings
+                plan.videoEncoder = assistant.videoEncoder
+                plan.frameRate = assistant.outputFrameRate
+            }
+            for track in tracks where track.mediaType != .audio && track.trackID != plan.videoTrack?.trackID {
+                let reason: String
+                if track.mediaType != .video {
+                    reason = "\(track.mediaType) tracks are not re-encoded"
+                } else if preset.videoCodec == nil {
+                    reason = "the \(preset.name) preset is audio only"
+                } else {
+                    reason = track.isAttachedPicture ? "cover picture" : (track.sampleCount == 0 ? "the track has no samples" : "only the first video track is exported")
+                }
+                plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: track.mediaType.rawValue, reason: reason))
+            }
+            let audioTracks = Self.audioTracks(tracks, mix: s.audioMix)
+            if var audioSettings = assistant.audioSettings, !audioTracks.isEmpty {
+                if let codec = s.audioCodec { audioSettings.codec = codec }
+                if let bitRate = s.audioBitRate { audioSettings.bitRate = bitRate }
+                plan.audioSettings = audioSettings
+                plan.audioTracks = audioTracks
+            }
+            for track in tracks where track.mediaType == .audio && !audioTracks.contains(where: { $0 === track }) {
+                plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: "audio",
+                                                reason: track.sampleCount == 0 ? "the track has no samples" : "only the default audio track is exported without an audio mix"))
+            }
+            plan.pathReason = plan.videoEncoder?.reason ?? "audio is encoded in software"
+        }
+        let videoTracks = plan.passthroughTracks.filter { $0.mediaType == .video } + (plan.videoTrack.map { [$0] } ?? [])
+        if fileType == .mkv || fileType == .webm, let rotated = videoTracks.first(where: { $0.preferredTransform != .identity }) {
+            plan.warnings.append("FFmpeg 5.1's Matroska muxer cannot store rotation: track \(rotated.trackID) (rotate \(rotated.preferredTransform.rotationDegrees)°) will play unrotated; use mp4 or mov to keep it")
+        }
+        return plan
+    }
+
     /// Why passthrough cannot copy `track` into a `fileType` file, nil when it can.
     private func passthroughRefusal(_ track: AssetTrack, fileType: FileType) -> String? {
         if track.sampleCount == 0 { return "the track has no samples" }
@@ -558,6 +587,28 @@ public final class ExportSession: Sendable {
         let converter: FrameRateConverter?
         /// Target bits per second of an encoded lane, 0 for passthrough.
         var bitRate = 0
+    }
+}
+
+/// What an export will do: the settings and encoder chosen, the path and why, and what is left out.
+public struct ExportPlan: Sendable {
+    public var videoSettings: VideoSettings?
+    public var audioSettings: AudioSettings?
+    public var videoEncoder: EncoderChoice?
+    /// The constant output frame rate, nil when the source timing is kept.
+    public var frameRate: Double?
+    public var frameRatePolicy: FrameRatePolicy
+    public var path: ExportResult.Path = .software
+    public var pathReason = ""
+    public var droppedTracks: [ExportResult.DroppedTrack] = []
+    public var warnings: [String] = []
+    /// Tracks copied as stored (passthrough).
+    var passthroughTracks: [AssetTrack] = []
+    var videoTrack: AssetTrack?
+    var audioTracks: [AssetTrack] = []
+
+    init(frameRatePolicy: FrameRatePolicy) {
+        self.frameRatePolicy = frameRatePolicy
     }
 }
 

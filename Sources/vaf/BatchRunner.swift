@@ -1,0 +1,355 @@
+import Dispatch
+import Foundation
+import VAFoundation
+
+/// One input's export in a batch, with every choice the command line made.
+struct BatchJob: Sendable {
+    var input: String
+    var output: String
+    var preset: ExportPreset
+    var fileType: FileType
+    var overwrite: Bool
+    var frameRate: FrameRatePolicy = .automatic
+    var timeRange: MediaTimeRange?
+    var size: (width: Int, height: Int)?
+    var videoCodec: VideoCodec?
+    var audioCodec: AudioCodec?
+    var videoBitRate: Int?
+    var audioBitRate: Int?
+    /// Set when the plan itself is invalid for this input (e.g. a manifest names an unknown preset).
+    var planError: String?
+
+    func makeSession() -> ExportSession {
+        let session = ExportSession(asset: Asset(url: URL(fileURLWithPath: input)), preset: preset)
+        session.frameRatePolicy = frameRate
+        if let timeRange { session.timeRange = timeRange }
+        session.outputSize = size
+        session.videoCodec = videoCodec
+        session.audioCodec = audioCodec
+        session.videoBitRate = videoBitRate
+        session.audioBitRate = audioBitRate
+        session.overwritesExistingFile = overwrite
+        return session
+    }
+
+    var baseReport: JobReport {
+        JobReport(input: input, output: output, status: .failed, preset: preset.name,
+                  inputBytes: (try? FileManager.default.attributesOfItem(atPath: input)[.size] as? NSNumber)?.int64Value)
+    }
+
+    /// The plan for this input without exporting: the settings the assistant chose.
+    func dryRun() async -> JobReport {
+        var report = baseReport
+        if let planError { return report.failing(planError) }
+        do {
+            let plan = try await makeSession().plan(fileType: fileType)
+            report.status = .planned
+            report.fill(plan)
+        } catch {
+            report = report.failing("\(error)")
+        }
+        return report
+    }
+
+    /// Exports, reporting progress; never throws: failures become the report's status.
+    func run(display: ProgressDisplay) async -> JobReport {
+        var report = baseReport
+        if let planError { return report.failing(planError) }
+        if !overwrite && FileManager.default.fileExists(atPath: output) {
+            report.status = .skipped
+            report.error = "the output exists (use --overwrite to replace it)"
+            return report
+        }
+        do {
+            try FileManager.default.createDirectory(at: URL(fileURLWithPath: output).deletingLastPathComponent(), withIntermediateDirectories: true)
+        } catch {
+            return report.failing("\(output): cannot create its directory: \(error.localizedDescription)")
+        }
+        let session = makeSession()
+        let id = await display.begin(name: URL(fileURLWithPath: input).lastPathComponent)
+        let watcher = Task {
+            for await state in session.states(updateInterval: .milliseconds(250)) {
+                if case .exporting(let progress) = state { await display.update(id, progress: progress) }
+            }
+        }
+        defer { watcher.cancel() }
+        do {
+            let result = try await session.export(to: URL(fileURLWithPath: output), as: fileType)
+            report.status = .completed
+            report.fill(result)
+        } catch {
+            let mediaError = error as? MediaError
+            report = report.failing(mediaError?.description ?? "\(error)")
+            if mediaError?.code == .cancelled || Task.isCancelled { report.status = .cancelled }
+        }
+        await display.end(id, status: report.status.rawValue)
+        return report
+    }
+}
+
+/// What happened to one input: the `vaf transcode --json` schema (see README).
+struct JobReport: Encodable, Sendable {
+    enum Status: String, Encodable, Sendable { case completed, failed, skipped, cancelled, planned }
+
+    var input: String
+    var output: String
+    var status: Status
+    var error: String?
+    var preset: String
+    var videoCodec: String?
+    var width: Int?
+    var height: Int?
+    /// Output frame rate: the constant rate, or nil when the source timing was kept.
+    var frameRate: Double?
+    var frameRatePolicy: String?
+    var frames: Int?
+    /// Media seconds exported.
+    var seconds: Double?
+    /// Media seconds per wall-clock second.
+    var speed: Double?
+    var elapsedSeconds: Double?
+    var inputBytes: Int64?
+    var outputBytes: Int64?
+    var videoBitRate: Int?
+    var encoder: String?
+    var path: String?
+    var pathReason: String?
+    var hostTransfers: Int?
+    var hostTransferBytes: Int?
+    var droppedTracks: [ExportResult.DroppedTrack] = []
+    var warnings: [String] = []
+
+    init(input: String, output: String, status: Status, preset: String, inputBytes: Int64?) {
+        self.input = input
+        self.output = output
+        self.status = status
+        self.preset = preset
+        self.inputBytes = inputBytes
+    }
+
+    func failing(_ message: String) -> JobReport {
+        var copy = self
+        copy.status = .failed
+        copy.error = message
+        return copy
+    }
+
+    mutating func fill(_ plan: ExportPlan) {
+        videoCodec = plan.videoSettings?.codec.rawValue
+        width = plan.videoSettings?.width
+        height = plan.videoSettings?.height
+        videoBitRate = plan.videoSettings?.averageBitRate
+        frameRate = plan.frameRate
+        frameRatePolicy = plan.frameRatePolicy.description
+        encoder = plan.videoEncoder.map { "\($0.encoder) (\($0.path.rawValue))" }
+        path = plan.path.rawValue
+        pathReason = plan.pathReason
+        droppedTracks = plan.droppedTracks
+        warnings = plan.warnings
+    }
+
+    mutating func fill(_ result: ExportResult) {
+        videoCodec = result.videoSettings?.codec.rawValue
+        width = result.videoSettings?.width
+        height = result.videoSettings?.height
+        videoBitRate = result.videoSettings?.averageBitRate
+        frameRate = result.frameRate
+        frames = result.videoFrames
+        seconds = result.durationSeconds
+        speed = result.speed
+        elapsedSeconds = result.elapsedSeconds
+        outputBytes = result.outputBytes
+        encoder = result.videoEncoder.map { "\($0.encoder) (\($0.path.rawValue))" }
+        path = result.path.rawValue
+        pathReason = result.pathReason
+        hostTransfers = result.hostTransfers
+        hostTransferBytes = result.hostTransferBytes
+        droppedTracks = result.droppedTracks
+        warnings = result.warnings
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case input, output, status, error, preset, videoCodec, width, height, frameRate, frameRatePolicy, frames, seconds, speed
+        case elapsedSeconds, inputBytes, outputBytes, videoBitRate, encoder, path, pathReason, hostTransfers, hostTransferBytes
+        case droppedTracks, warnings
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(input, forKey: .input)
+        try c.encode(output, forKey: .output)
+        try c.encode(status, forKey: .status)
+        try c.encode(error, forKey: .error)
+        try c.encode(preset, forKey: .preset)
+        try c.encode(videoCodec, forKey: .videoCodec)
+        try c.encode(width, forKey: .width)
+        try c.encode(height, forKey: .height)
+        try c.encode(frameRate, forKey: .frameRate)
+        try c.encode(frameRatePolicy, forKey: .frameRatePolicy)
+        try c.encode(frames, forKey: .frames)
+        try c.encode(seconds, forKey: .seconds)
+        try c.encode(speed, forKey: .speed)
+        try c.encode(elapsedSeconds, forKey: .elapsedSeconds)
+        try c.encode(inputBytes, forKey: .inputBytes)
+        try c.encode(outputBytes, forKey: .outputBytes)
+        try c.encode(videoBitRate, forKey: .videoBitRate)
+        try c.encode(self.encoder, forKey: .encoder)
+        try c.encode(path, forKey: .path)
+        try c.encode(pathReason, forKey: .pathReason)
+        try c.encode(hostTransfers, forKey: .hostTransfers)
+        try c.encode(hostTransferBytes, forKey: .hostTransferBytes)
+        try c.encode(droppedTracks, forKey: .droppedTracks)
+        try c.encode(warnings, forKey: .warnings)
+    }
+
+    /// The end-of-batch summary: one row per input, then counts.
+    static func table(_ reports: [JobReport]) -> String {
+        var lines = ["input".padding(toLength: 34, withPad: " ", startingAt: 0) + " " + "output".padding(toLength: 34, withPad: " ", startingAt: 0)
+                     + "  duration      size before → after   speed  status"]
+        for r in reports {
+            let input = shorten(URL(fileURLWithPath: r.input).lastPathComponent, 34)
+            let output = shorten(URL(fileURLWithPath: r.output).lastPathComponent, 34)
+            let duration = r.seconds.map { String(format: "%7.2f s", $0) } ?? "       -"
+            let sizes = "\(r.inputBytes.map(formatBytes) ?? "-") → \(r.outputBytes.map(formatBytes) ?? "-")"
+            let speed = r.speed.map { String(format: "%5.1fx", $0) } ?? "    -"
+            var line = "\(input) \(output)  \(duration)  \(sizes.padding(toLength: 20, withPad: " ", startingAt: 0))  \(speed)  \(r.status.rawValue)"
+            if let error = r.error, r.status != .completed { line += ": \(error)" }
+            lines.append(line)
+        }
+        let counts = Dictionary(grouping: reports, by: \.status).map { "\($0.value.count) \($0.key.rawValue)" }.sorted()
+        lines.append("\(reports.count) inputs: " + counts.joined(separator: ", "))
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    private static func shorten(_ s: String, _ width: Int) -> String {
+        s.count <= width ? s.padding(toLength: width, withPad: " ", startingAt: 0) : String(s.prefix(width - 1)) + "…"
+    }
+}
+
+/// Runs a batch's jobs, `concurrency` at a time; Ctrl-C cancels the running ones.
+struct BatchRunner {
+    let jobs: [BatchJob]
+    let concurrency: Int
+    let progress: ProgressDisplay
+
+    func run() async -> [JobReport] {
+        let batch = Task { () -> [JobReport] in
+            await withTaskGroup(of: (Int, JobReport).self) { group in
+                var reports = [JobReport?](repeating: nil, count: jobs.count)
+                var next = 0
+                func startNext() {
+                    guard next < jobs.count else { return }
+                    let (index, job) = (next, jobs[next])
+                    next += 1
+                    group.addTask { (index, await job.run(display: progress)) }
+                }
+                for _ in 0..<min(concurrency, jobs.count) { startNext() }
+                while let (index, report) = await group.next() {
+                    reports[index] = report
+                    if !Task.isCancelled { startNext() }
+                }
+                // Jobs never started because of an interrupt are reported as cancelled.
+                return reports.enumerated().map { i, r in
+                    r ?? {
+                        var report = jobs[i].baseReport
+                        report.status = .cancelled
+                        report.error = "interrupted before it started"
+                        return report
+                    }()
+                }
+            }
+        }
+        signal(SIGINT, SIG_IGN)
+        let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        interrupt.setEventHandler { batch.cancel() }
+        interrupt.resume()
+        defer { interrupt.cancel() }
+        let reports = await batch.value
+        await progress.finish()
+        return reports
+    }
+}
+
+/// Progress on stderr: a bar per running job (fps, ×realtime, ETA) redrawn on a terminal,
+/// plain periodic lines otherwise.
+actor ProgressDisplay {
+    private struct Job {
+        var name: String
+        var started = ContinuousClock.now
+        var progress = 0.0
+        var lastPrinted = ContinuousClock.now - .seconds(10)
+    }
+
+    private let enabled: Bool
+    private let isTerminal = isatty(STDERR_FILENO) != 0
+    private var jobs: [Int: Job] = [:]
+    private var nextID = 0
+    private var drawnLines = 0
+    private var completed = 0
+
+    init(enabled: Bool) {
+        self.enabled = enabled
+    }
+
+    func begin(name: String) -> Int {
+        nextID += 1
+        jobs[nextID] = Job(name: name)
+        redraw()
+        return nextID
+    }
+
+    func update(_ id: Int, progress: Double) {
+        jobs[id]?.progress = progress
+        redraw(id)
+    }
+
+    func end(_ id: Int, status: String) {
+        guard let job = jobs.removeValue(forKey: id) else { return }
+        completed += 1
+        write(clearing: true, "\(job.name): \(status) in \(seconds(since: job.started)) s\n")
+        redraw()
+    }
+
+    func finish() { if isTerminal && enabled { clear() } }
+
+    private func line(_ job: Job) -> String {
+        let elapsed = Double((ContinuousClock.now - job.started).components.seconds) + Double((ContinuousClock.now - job.started).components.attoseconds) / 1e18
+        let p = max(0, min(job.progress, 1))
+        let width = 24
+        let filled = Int(p * Double(width))
+        let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
+        let eta = p > 0.01 ? String(format: "ETA %4.0f s", elapsed * (1 - p) / p) : "ETA    ? s"
+        let name = job.name.count > 28 ? String(job.name.prefix(27)) + "…" : job.name.padding(toLength: 28, withPad: " ", startingAt: 0)
+        return String(format: "%@ %@ %5.1f%%  %@", name, bar, p * 100, eta)
+    }
+
+    private func redraw(_ changed: Int? = nil) {
+        guard enabled else { return }
+        if isTerminal {
+            clear()
+            let lines = jobs.keys.sorted().compactMap { jobs[$0].map(line) }
+            FileHandle.standardError.write(Data(lines.map { $0 + "\n" }.joined().utf8))
+            drawnLines = lines.count
+        } else if let changed, let job = jobs[changed], ContinuousClock.now - job.lastPrinted > .seconds(2) {
+            jobs[changed]?.lastPrinted = ContinuousClock.now
+            FileHandle.standardError.write(Data((line(job) + "\n").utf8))
+        }
+    }
+
+    private func clear() {
+        guard drawnLines > 0 else { return }
+        FileHandle.standardError.write(Data(String(repeating: "\u{1B}[1A\u{1B}[2K", count: drawnLines).utf8))
+        drawnLines = 0
+    }
+
+    private func write(clearing: Bool, _ text: String) {
+        guard enabled else { return }
+        if isTerminal && clearing { clear() }
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+
+    private func seconds(since start: ContinuousClock.Instant) -> String {
+        let d = ContinuousClock.now - start
+        return String(format: "%.1f", Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18)
+    }
+}

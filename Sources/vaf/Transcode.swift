@@ -1,0 +1,227 @@
+import ArgumentParser
+import Foundation
+import VAFoundation
+
+extension Vaf {
+    /// `vaf transcode`: batch exports with the AVFoundation presets, resumable and shardable.
+    struct Transcode: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Transcode files, directories or manifests with an export preset.",
+            discussion: """
+                Inputs are files, directories (searched recursively for media files) and --manifest \
+                files (JSON lines: {"input": "...", "output": "...", "preset": "..."}). Each input becomes \
+                one export into --output-dir; output paths never leave that directory. Existing outputs are \
+                skipped unless --overwrite, so re-running a batch resumes it. One bad input never stops the \
+                batch: it is reported with its cause.
+
+                Progress goes to stderr (bars on a terminal, periodic lines otherwise); the summary table \
+                goes to stdout, or to stderr with --json, which prints one object per input to stdout.
+
+                Farms: --shard I/N takes every N-th input starting at I (0-based); without it the shard \
+                comes from JOB_COMPLETION_INDEX/JOB_COMPLETIONS (Kubernetes Indexed Jobs) or \
+                SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT (Slurm arrays) when they are set.
+
+                Exit status: 0 when every input completed or was skipped; 1 when any failed; 130 when \
+                interrupted (Ctrl-C cancels running exports and removes their partial files; finished \
+                outputs are kept); 64 for a usage error.
+                """
+        )
+
+        @Argument(help: "Media files and directories to transcode.")
+        var inputs: [String] = []
+
+        @Option(help: ArgumentHelp("A JSON-lines manifest of inputs (repeatable).", valueName: "file"))
+        var manifest: [String] = []
+
+        @Option(help: ArgumentHelp("Export preset, case-insensitive: 1280x720, HEVC1920x1080, passthrough… (see --list-presets).", valueName: "name"))
+        var preset: String = "1280x720"
+
+        @Flag(help: "List the presets and exit.")
+        var listPresets = false
+
+        @Option(help: ArgumentHelp("Where outputs go.", valueName: "dir"))
+        var outputDir: String = "vaf-out"
+
+        @Option(help: ArgumentHelp("Output name template with {name} {ext} {preset} {dir} {index}.", valueName: "template"))
+        var name: String = "{dir}/{name}.{ext}"
+
+        @Option(help: ArgumentHelp("Container: mp4, mov, m4v, m4a, mkv or webm (default: mp4, m4a for AppleM4A).", valueName: "type"))
+        var container: String?
+
+        @Option(name: .customLong("frame-rate"),
+                help: ArgumentHelp("passthrough (keep every frame and its timing), auto (keep up to 60 fps, convert faster to 30), or a constant rate such as 30 or 60.", valueName: "policy"))
+        var frameRate: String = "auto"
+
+        @Option(name: .customLong("time-range"),
+                help: ArgumentHelp("Export only START-END or START+DURATION (seconds, e.g. 5-15 or 5+10).", valueName: "range"))
+        var timeRange: String?
+
+        @Option(help: ArgumentHelp("Replace the preset's video codec: h264, hevc, av1, vp9.", valueName: "codec"))
+        var videoCodec: String?
+
+        @Option(help: ArgumentHelp("Replace the preset's video bit rate, e.g. 4M or 2500k.", valueName: "rate"))
+        var videoBitrate: String?
+
+        @Option(help: ArgumentHelp("Replace the audio codec: aac, opus, flac, alac.", valueName: "codec"))
+        var audioCodec: String?
+
+        @Option(help: ArgumentHelp("Replace the audio bit rate, e.g. 128k.", valueName: "rate"))
+        var audioBitrate: String?
+
+        @Option(help: ArgumentHelp("Fit the video into WxH instead of the preset's box (never upscaled).", valueName: "WxH"))
+        var size: String?
+
+        @Option(help: ArgumentHelp("Exports to run at once.", valueName: "n"))
+        var jobs: Int = 1
+
+        @Flag(help: "Replace existing outputs instead of skipping them.")
+        var overwrite = false
+
+        @Flag(help: "Print the plan (each input, the settings chosen, the output path) without exporting.")
+        var dryRun = false
+
+        @Flag(help: "Print a JSON report, one object per input, on stdout.")
+        var json = false
+
+        @Option(help: ArgumentHelp("Take shard I of N (0-based) of the input list.", valueName: "I/N"))
+        var shard: String?
+
+        func validate() throws {
+            if listPresets { return }
+            guard !inputs.isEmpty || !manifest.isEmpty else { throw ValidationError("Give at least one input file, directory or --manifest.") }
+            guard ExportPreset(named: preset) != nil else { throw ValidationError("Unknown preset '\(preset)'; see vaf transcode --list-presets.") }
+            if let container, FileType(fileExtension: container) == nil { throw ValidationError("Unknown container '\(container)'; use mp4, mov, m4v, m4a, mkv or webm.") }
+            guard jobs >= 1 else { throw ValidationError("--jobs must be at least 1.") }
+            _ = try parsedFrameRate()
+            _ = try parsedTimeRange()
+            _ = try parsedSize()
+            if let v = videoBitrate, BitRate.parse(v) == nil { throw ValidationError("Bad --video-bitrate '\(v)'; use e.g. 4M or 2500k.") }
+            if let a = audioBitrate, BitRate.parse(a) == nil { throw ValidationError("Bad --audio-bitrate '\(a)'; use e.g. 128k.") }
+            if let c = videoCodec, ![.h264, .hevc, .av1, .vp9].contains(VideoCodec(rawValue: c.lowercased())) {
+                throw ValidationError("Unknown --video-codec '\(c)'; use h264, hevc, av1 or vp9.")
+            }
+            if let c = audioCodec, ![.aac, .opus, .flac, .alac].contains(AudioCodec(rawValue: c.lowercased())) {
+                throw ValidationError("Unknown --audio-codec '\(c)'; use aac, opus, flac or alac.")
+            }
+            if let shard, Shard(shard) == nil { throw ValidationError("--shard takes I/N with 0 ≤ I < N, e.g. 0/4.") }
+        }
+
+        func run() async throws {
+            if listPresets {
+                print(ExportPreset.all.map(presetLine).joined(separator: "\n"))
+                return
+            }
+            let plan = try makePlan()
+            if dryRun {
+                let reports = await plan.asyncMap { await $0.dryRun() }
+                emit(reports)
+                return
+            }
+            let runner = BatchRunner(jobs: plan, concurrency: jobs, progress: ProgressDisplay(enabled: true))
+            let reports = await runner.run()
+            emit(reports)
+            if reports.contains(where: { $0.status == .cancelled }) { throw ExitCode(130) }
+            if reports.contains(where: { $0.status == .failed }) { throw ExitCode(1) }
+        }
+
+        private func presetLine(_ p: ExportPreset) -> String {
+            let video = p.videoCodec.map { "\($0)" + (p.box.map { " fit in \($0.width)x\($0.height)" } ?? " at source size") } ?? (p.isPassthrough ? "copy" : "none")
+            let audio = p.audioCodec.map { "\($0)" } ?? (p.isPassthrough ? "copy" : "none")
+            return "\(p.name.padding(toLength: 20, withPad: " ", startingAt: 0)) video \(video.padding(toLength: 26, withPad: " ", startingAt: 0)) audio \(audio.padding(toLength: 5, withPad: " ", startingAt: 0)) files \(p.fileTypes.map(\.rawValue).joined(separator: ","))"
+        }
+
+        /// Every job of this shard, with its output path decided over the whole batch.
+        func makePlan() throws -> [BatchJob] {
+            let all = try InputCollector.collect(inputs, manifests: manifest)
+            let defaultPreset = ExportPreset(named: preset)!
+            let namer = OutputNamer(directory: outputDir, template: name)
+            var taken: [String: Int] = [:]
+            var jobs: [BatchJob] = []
+            for (index, input) in all.enumerated() {
+                let jobPreset = input.preset.flatMap { ExportPreset(named: $0) } ?? defaultPreset
+                let type = container.flatMap { FileType(fileExtension: $0) } ?? (jobPreset == .appleM4A ? .m4a : .mp4)
+                var path = namer.path(for: input, index: index, preset: jobPreset.name, fileExtension: type.fileExtension)
+                // Two inputs with the same name must not share an output: number the later ones.
+                taken[path, default: 0] += 1
+                if let n = taken[path], n > 1 {
+                    let url = URL(fileURLWithPath: path)
+                    path = url.deletingPathExtension().path + "-\(n)." + url.pathExtension
+                }
+                var job = BatchJob(input: input.path, output: path, preset: jobPreset, fileType: type, overwrite: overwrite)
+                if let p = input.preset, ExportPreset(named: p) == nil { job.planError = "unknown preset '\(p)' in the manifest" }
+                job.frameRate = try parsedFrameRate()
+                job.timeRange = try parsedTimeRange()
+                job.size = try parsedSize()
+                job.videoCodec = videoCodec.map { VideoCodec(rawValue: $0.lowercased()) }
+                job.audioCodec = audioCodec.map { AudioCodec(rawValue: $0.lowercased()) }
+                job.videoBitRate = videoBitrate.flatMap(BitRate.parse)
+                job.audioBitRate = audioBitrate.flatMap(BitRate.parse)
+                jobs.append(job)
+            }
+            let chosen = shard.flatMap(Shard.init) ?? Shard.fromEnvironment(ProcessInfo.processInfo.environment)
+            return chosen.map { $0.select(jobs) } ?? jobs
+        }
+
+        func parsedFrameRate() throws -> FrameRatePolicy {
+            switch frameRate.lowercased() {
+            case "passthrough", "keep": return .passthrough
+            case "auto", "automatic": return .automatic
+            default:
+                guard let fps = Double(frameRate), fps > 0, fps <= 240 else {
+                    throw ValidationError("--frame-rate takes passthrough, auto or a rate in frames per second (0–240).")
+                }
+                return .constant(fps)
+            }
+        }
+
+        func parsedTimeRange() throws -> MediaTimeRange? {
+            guard let timeRange else { return nil }
+            let plus = timeRange.split(separator: "+").map(String.init)
+            let dash = timeRange.split(separator: "-").map(String.init)
+            let (start, end): (Double?, Double?)
+            if plus.count == 2, let s = Double(plus[0]), let d = Double(plus[1]) { (start, end) = (s, s + d) }
+            else if dash.count == 2, let s = Double(dash[0]), let e = Double(dash[1]) { (start, end) = (s, e) }
+            else { (start, end) = (nil, nil) }
+            guard let start, let end, start >= 0, end > start else {
+                throw ValidationError("--time-range takes START-END or START+DURATION in seconds, with END after START.")
+            }
+            return MediaTimeRange(start: MediaTime(seconds: start, preferredTimescale: 90000), end: MediaTime(seconds: end, preferredTimescale: 90000))
+        }
+
+        func parsedSize() throws -> (width: Int, height: Int)? {
+            guard let size else { return nil }
+            let parts = size.lowercased().split(separator: "x").compactMap { Int($0) }
+            guard parts.count == 2, parts[0] >= 2, parts[1] >= 2 else { throw ValidationError("--size takes WxH, e.g. 1280x720.") }
+            return (parts[0], parts[1])
+        }
+
+        private func emit(_ reports: [JobReport]) {
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+                if let data = try? encoder.encode(reports) { print(String(decoding: data, as: UTF8.self)) }
+                FileHandle.standardError.write(Data(JobReport.table(reports).utf8))
+            } else {
+                print(JobReport.table(reports), terminator: "")
+            }
+        }
+    }
+}
+
+/// Parses bit rates written like 4M, 2500k or 128000.
+enum BitRate {
+    static func parse(_ text: String) -> Int? {
+        let t = text.lowercased()
+        let (digits, scale): (Substring, Double) = t.hasSuffix("m") ? (t.dropLast(), 1e6) : t.hasSuffix("k") ? (t.dropLast(), 1e3) : (Substring(t), 1)
+        guard let value = Double(digits), value > 0 else { return nil }
+        return Int(value * scale)
+    }
+}
+
+extension Sequence {
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var result: [T] = []
+        for element in self { result.append(try await transform(element)) }
+        return result
+    }
+}

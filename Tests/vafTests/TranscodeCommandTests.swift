@@ -1,0 +1,79 @@
+import Foundation
+import Testing
+
+@Suite(.serialized) struct TranscodeCommandTests {
+    static let clip = Vaf.fixture("testsrc_320x240_30fps_3s.mp4")
+
+    private func report(_ stdout: String) throws -> [[String: Any]] {
+        try #require(try JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [[String: Any]])
+    }
+
+    @Test func aBatchWithBrokenFilesFinishesTheGoodOnesAndResumes() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-batch-\(UUID().uuidString)")
+        let inputs = dir.appendingPathComponent("in"), outputs = dir.appendingPathComponent("out")
+        try FileManager.default.createDirectory(at: inputs, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let clip = try Data(contentsOf: URL(fileURLWithPath: Self.clip))
+        for i in 0..<17 { try clip.write(to: inputs.appendingPathComponent(String(format: "clip%02d.mp4", i))) }
+        try Data().write(to: inputs.appendingPathComponent("empty.mp4"))
+        try Data("not a movie".utf8).write(to: inputs.appendingPathComponent("notes.mov"))
+        let whole = try Data(contentsOf: URL(fileURLWithPath: Vaf.fixture("h264_aac_iphone6_rot90_gps_metadata.mov")))
+        try whole.prefix(whole.count / 2).write(to: inputs.appendingPathComponent("cut.mov"))
+
+        let first = try Vaf.run(["transcode", inputs.path, "--preset", "640x480", "--output-dir", outputs.path, "--jobs", "2", "--json"])
+        #expect(first.status == 1)
+        let rows = try report(first.stdout)
+        #expect(rows.count == 20)
+        #expect(rows.filter { $0["status"] as? String == "completed" }.count == 17)
+        let failed = rows.filter { $0["status"] as? String == "failed" }
+        #expect(Set(failed.compactMap { ($0["input"] as? String).map { URL(fileURLWithPath: $0).lastPathComponent } }) == ["empty.mp4", "notes.mov", "cut.mov"])
+        #expect(failed.allSatisfy { ($0["error"] as? String)?.contains(inputs.path) == true }, "each failure names its file")
+        let done = try #require(rows.first { $0["status"] as? String == "completed" })
+        #expect(done["videoCodec"] as? String == "h264" && done["width"] as? Int == 320 && done["frames"] as? Int == 90)
+        #expect(done["path"] as? String == "software")
+        #expect(first.stderr.contains("17 completed"), "summary table on stderr with --json")
+        let written = try FileManager.default.contentsOfDirectory(atPath: outputs.path)
+        #expect(written.count == 17 && written.allSatisfy { $0.hasSuffix(".mp4") && !$0.hasPrefix(".") }, "\(written)")
+
+        let second = try Vaf.run(["transcode", inputs.path, "--preset", "640x480", "--output-dir", outputs.path, "--jobs", "2", "--json"])
+        let again = try report(second.stdout)
+        #expect(again.filter { $0["status"] as? String == "skipped" }.count == 17, "a re-run resumes: finished files are skipped")
+    }
+
+    @Test func dryRunPrintsThePlanAndWritesNothing() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-dry-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let result = try Vaf.run(["transcode", Vaf.fixture("hevc_main10_dolbyvision84_hlg_iphone14pro.mov"), "--preset", "hevc1920x1080",
+                                  "--output-dir", dir.path, "--dry-run", "--json"])
+        #expect(result.status == 0)
+        let row = try #require(try report(result.stdout).first)
+        #expect(row["status"] as? String == "planned")
+        #expect(row["videoCodec"] as? String == "hevc")
+        #expect(row["width"] as? Int == 1280 && row["height"] as? Int == 720)
+        #expect((row["encoder"] as? String)?.hasPrefix("libx265") == true)
+        #expect((row["output"] as? String)?.hasPrefix(dir.path) == true)
+        #expect(!FileManager.default.fileExists(atPath: dir.path))
+    }
+
+    @Test func shardsSplitTheBatch() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-shard-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let inputs = [Self.clip, Vaf.fixture("vp9_profile2_10bit_240p.webm"), Vaf.fixture("h264_720p_android_slowmo_capture240fps.mp4")]
+        let shard = try Vaf.run(["transcode"] + inputs + ["--output-dir", dir.path, "--dry-run", "--json", "--shard", "1/2"])
+        let rows = try report(shard.stdout)
+        #expect(rows.map { URL(fileURLWithPath: $0["input"] as? String ?? "").lastPathComponent } == ["vp9_profile2_10bit_240p.webm"])
+    }
+
+    @Test func presetsAndUsageErrors() throws {
+        let list = try Vaf.run(["transcode", "--list-presets"])
+        #expect(list.status == 0 && list.stdout.contains("HEVC1280x720") && list.stdout.contains("Passthrough"))
+        #expect(try Vaf.run(["transcode", Self.clip, "--preset", "8K"]).status == 64)
+        #expect(try Vaf.run(["transcode", Self.clip, "--frame-rate", "fast"]).status == 64)
+        #expect(try Vaf.run(["transcode", Self.clip, "--time-range", "5-2"]).status == 64)
+        let help = try Vaf.run(["transcode", "--help"])
+        for option in ["--preset", "--list-presets", "--output-dir", "--name", "--container", "--frame-rate", "--time-range", "--video-codec",
+                       "--video-bitrate", "--audio-codec", "--audio-bitrate", "--size", "--jobs", "--overwrite", "--dry-run", "--json", "--shard", "--manifest"] {
+            #expect(help.stdout.contains(option), "--help documents \(option)")
+        }
+    }
+}
