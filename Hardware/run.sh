@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# README command (a): set up a fresh Debian machine, build in release, and run the main job on
-# the bundled sample clip (or on the files given as arguments).
+# README command (a): set up a fresh Debian machine, build in release, and run the main job:
+# transcode the bundled sample clip (or the files and folders given as arguments) with the
+# default preset (1280x720 H.264/AAC) into ./vaf-out, printing the summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash Hardware/setup.sh
@@ -9,4 +10,4 @@ swift build -c release --product vaf >&2
 if [ $# -eq 0 ]; then
   set -- Tests/VAFoundationTests/Fixtures/h264_aac_iphone6_rot90_gps_metadata.mov
 fi
-exec .build/release/vaf info "$@"
+exec .build/release/vaf transcode "$@" --output-dir vaf-out --overwrite

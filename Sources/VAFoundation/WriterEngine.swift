@@ -110,6 +110,9 @@ final class WriterEngine: @unchecked Sendable {
                 break
             }
         }
+        // With only encoding inputs every stream is known now: write the header at once so
+        // packets go to the file as they come instead of waiting in memory for the end.
+        try writeHeaderIfReady()
     }
 
     private func checkCompatible(_ encoderName: String, input: Int, mediaType: MediaType) throws(MediaError) {
