@@ -164,6 +164,10 @@ public final class AssetWriter: Sendable {
         try core.start(configuration, inputs: snapshot.inputs.map { $0.configurationSnapshot() })
     }
 
+    /// Seconds of media after the session start that have reached the file (encoded and muxed):
+    /// what progress should count, since encoders hold frames back.
+    public var writtenDuration: Double { core.writtenSeconds }
+
     /// Bytes written so far: the size of the partial file on disk while writing (the muxer's
     /// last few kilobytes may still be buffered), the output's size once finished.
     public var bytesWritten: Int64 {

@@ -267,7 +267,8 @@ public final class ExportSession: Sendable {
         return assistant
     }
 
-    static func primaryVideoTrack(_ tracks: [AssetTrack]) -> AssetTrack? {
+    /// The video track an export encodes: the first enabled one with samples that is not a cover picture.
+    public static func primaryVideoTrack(_ tracks: [AssetTrack]) -> AssetTrack? {
         let video = tracks.filter { $0.mediaType == .video && !$0.isAttachedPicture && $0.sampleCount > 0 }
         return video.first { $0.isEnabled } ?? video.first
     }
@@ -436,12 +437,9 @@ public final class ExportSession: Sendable {
                             try await lane.input.append(out)
                             tally.counts.withLock { $0[i] += 1 }
                         }
-                        let t = (sample.presentationTimeStamp.seconds - start.seconds) / totalSeconds
-                        let slowest = tally.positions.withLock { p -> Double in
-                            p[i] = max(p[i], t)
-                            return p.min() ?? t
-                        }
-                        self.advance(to: 0.97 * slowest)
+                        // Progress counts what reached the file, not what was handed over:
+                        // encoders hold back up to dozens of frames.
+                        self.advance(to: 0.97 * writer.writtenDuration / totalSeconds)
                         // Bytes on disk lag behind the writer's queue: also count what was handed
                         // to it (exact for copied packets, the target rate for encoded media).
                         let handed = tally.bytes.withLock { b -> Int64 in
@@ -452,7 +450,14 @@ public final class ExportSession: Sendable {
                             }
                             return b.reduce(0, +)
                         }
+                        let reached = tally.positions.withLock { p -> MediaTime in
+                            p[i] = max(p[i], sample.presentationTimeStamp + sample.duration)
+                            return p.min() ?? sample.presentationTimeStamp
+                        }
                         if let limit, max(writer.bytesWritten, handed) >= limit {
+                            // End the file where every track has arrived, so a track running
+                            // ahead in the writer's interleave window is cut there too.
+                            if reached > start { try? writer.endSession(atSourceTime: reached) }
                             reader.cancelReading()
                             break
                         }
@@ -469,7 +474,6 @@ public final class ExportSession: Sendable {
                         throw MediaError(.corruptOrTruncated, "track \(lane.track.trackID) (\(lane.track.mediaType)) yielded no samples: the file is truncated or its data unreadable",
                                          path: self.asset.url.path)
                     }
-                    tally.positions.withLock { $0[i] = 1 }
                     lane.input.markAsFinished()
                 }
             }
@@ -477,7 +481,14 @@ public final class ExportSession: Sendable {
         }
         if let error = reader.error { throw error }
         if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
-        advance(to: 0.97)
+        // The encoders' held-back frames are written while finishing: keep reporting them.
+        let finishing = Task {
+            while !Task.isCancelled {
+                self.advance(to: 0.97 * writer.writtenDuration / totalSeconds)
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        defer { finishing.cancel() }
         try await writer.finishWriting()
         let written = tally.counts.withLock { $0 }
         for (i, lane) in lanes.enumerated() where lane.track.mediaType == .video { result.videoFrames = written[i] }
@@ -569,13 +580,14 @@ public final class ExportSession: Sendable {
     /// Samples written and progress (0…1 of the range) per lane, shared by the lane tasks.
     private final class LaneTally: Sendable {
         let counts: Mutex<[Int]>
-        let positions: Mutex<[Double]>
+        /// Latest end time handed over per lane (presentation time + duration).
+        let positions: Mutex<[MediaTime]>
         /// Bytes handed to the writer per lane (estimated from the bit rate for encoded lanes).
         let bytes: Mutex<[Int64]>
         init(lanes: Int) {
             bytes = Mutex([Int64](repeating: 0, count: lanes))
+            positions = Mutex([MediaTime](repeating: .zero, count: lanes))
             counts = Mutex([Int](repeating: 0, count: lanes))
-            positions = Mutex([Double](repeating: 0, count: lanes))
         }
     }
 

@@ -238,6 +238,11 @@ final class WriterCore: Sendable {
         }
     }
 
+    /// Media seconds the engine has muxed so far (0 before writing starts).
+    var writtenSeconds: Double {
+        (state.withLock { $0.engine })?.writtenSeconds ?? 0
+    }
+
     func startSession(at time: MediaTime) throws(MediaError) {
         let engine = try state.withLock { s throws(MediaError) -> WriterEngine in
             guard s.status == .writing, let engine = s.engine else {

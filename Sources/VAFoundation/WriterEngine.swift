@@ -1,5 +1,6 @@
 import Foundation
 import FFmpegSupport
+import Synchronization
 
 /// What one input was configured with when writing started.
 struct WriterInputConfiguration: Sendable {
@@ -61,6 +62,18 @@ final class WriterEngine: @unchecked Sendable {
     private static let audioHoldback = 1.0
 
     init(configuration: WriterConfiguration) { self.configuration = configuration }
+
+    /// Seconds of media (after the session start) each input has handed to the muxer, and
+    /// whether it is finished; readable from any thread.
+    let written = Mutex([Int: (seconds: Double, finished: Bool)]())
+
+    /// The writer's true progress: how far the slowest unfinished input has reached the file.
+    var writtenSeconds: Double {
+        written.withLock { w in
+            let open = w.values.filter { !$0.finished }
+            return (open.isEmpty ? w.values.map(\.seconds).max() : open.map(\.seconds).min()) ?? 0
+        }
+    }
 
     private var path: String { configuration.destination.path }
     private var name: String { configuration.destination.lastPathComponent }
@@ -243,6 +256,7 @@ final class WriterEngine: @unchecked Sendable {
             if let audio = pipeline.audio { try emit(audio.finish(), pipeline) }
             try flushPendingVideo(pipeline)
             try writeHeaderIfReady()
+            if let stream = pipeline.streamIndex { written.withLock { $0[stream]?.finished = true } }
         } catch let error as MediaError {
             throw error
         } catch {
@@ -361,6 +375,10 @@ final class WriterEngine: @unchecked Sendable {
     private func write(_ packet: Packet, _ pipeline: Pipeline) throws {
         guard let muxer, let stream = pipeline.streamIndex else { return }
         packet.streamIndex = stream
+        if let end = packet.pts.map({ $0 + max(packet.duration, 0) }) {
+            let seconds = Double(end) * pipeline.timeBase.doubleValue
+            written.withLock { $0[stream] = (max($0[stream]?.seconds ?? 0, seconds), $0[stream]?.finished ?? false) }
+        }
         packet.rescaleTimestamps(from: pipeline.timeBase, to: muxer.timeBase(ofStream: stream))
         try muxer.write(packet)
     }
@@ -376,6 +394,7 @@ final class WriterEngine: @unchecked Sendable {
                 guard let parameters = pipeline.parameters else { continue }
                 let index = try muxer.addStream(parameters: parameters, timeBase: pipeline.timeBase, codecTag: pipeline.codecTag)
                 pipeline.streamIndex = index
+                written.withLock { $0[index] = (0, pipeline.finished) }
                 if let language = pipeline.configuration.languageCode { try muxer.setLanguage(language, ofStream: index) }
                 let t = pipeline.configuration.transform
                 if pipeline.configuration.mediaType == .video && t != .identity {

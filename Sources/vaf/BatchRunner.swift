@@ -19,8 +19,8 @@ struct BatchJob: Sendable {
     /// Set when the plan itself is invalid for this input (e.g. a manifest names an unknown preset).
     var planError: String?
 
-    func makeSession() -> ExportSession {
-        let session = ExportSession(asset: Asset(url: URL(fileURLWithPath: input)), preset: preset)
+    func makeSession(asset: Asset? = nil) -> ExportSession {
+        let session = ExportSession(asset: asset ?? Asset(url: URL(fileURLWithPath: input)), preset: preset)
         session.frameRatePolicy = frameRate
         if let timeRange { session.timeRange = timeRange }
         session.outputSize = size
@@ -65,8 +65,15 @@ struct BatchJob: Sendable {
         } catch {
             return report.failing("\(output): cannot create its directory: \(error.localizedDescription)")
         }
-        let session = makeSession()
-        let id = await display.begin(name: URL(fileURLWithPath: input).lastPathComponent)
+        let asset = Asset(url: URL(fileURLWithPath: input))
+        let session = makeSession(asset: asset)
+        // What the bar needs to show fps and speed: the media seconds exported and the frame rate.
+        let tracks = (try? await asset.load(.tracks)) ?? []
+        let assetSeconds = (try? await asset.load(.duration).seconds) ?? 0
+        let range = timeRange.map { min($0.end.seconds, assetSeconds) - $0.start.seconds } ?? assetSeconds
+        let fps = frameRate.outputFrameRate(sourceMaxFrameRate: Double(ExportSession.primaryVideoTrack(tracks)?.nominalFrameRate ?? 0))
+            ?? Double(ExportSession.primaryVideoTrack(tracks)?.nominalFrameRate ?? 0)
+        let id = await display.begin(name: URL(fileURLWithPath: input).lastPathComponent, seconds: max(range, 0), frameRate: fps)
         let watcher = Task {
             for await state in session.states(updateInterval: .milliseconds(250)) {
                 if case .exporting(let progress) = state { await display.update(id, progress: progress) }
@@ -275,6 +282,9 @@ struct BatchRunner {
 actor ProgressDisplay {
     private struct Job {
         var name: String
+        /// Media seconds the job exports, and its output frame rate (0 for audio only).
+        var seconds: Double
+        var frameRate: Double
         var started = ContinuousClock.now
         var progress = 0.0
         var lastPrinted = ContinuousClock.now - .seconds(10)
@@ -291,9 +301,9 @@ actor ProgressDisplay {
         self.enabled = enabled
     }
 
-    func begin(name: String) -> Int {
+    func begin(name: String, seconds: Double, frameRate: Double) -> Int {
         nextID += 1
-        jobs[nextID] = Job(name: name)
+        jobs[nextID] = Job(name: name, seconds: seconds, frameRate: frameRate)
         redraw()
         return nextID
     }
@@ -319,8 +329,10 @@ actor ProgressDisplay {
         let filled = Int(p * Double(width))
         let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
         let eta = p > 0.01 ? String(format: "ETA %4.0f s", elapsed * (1 - p) / p) : "ETA    ? s"
+        let speed = elapsed > 0 ? p * job.seconds / elapsed : 0
+        let rate = job.frameRate > 0 ? String(format: "%6.1f fps", speed * job.frameRate) : "         "
         let name = job.name.count > 28 ? String(job.name.prefix(27)) + "…" : job.name.padding(toLength: 28, withPad: " ", startingAt: 0)
-        return String(format: "%@ %@ %5.1f%%  %@", name, bar, p * 100, eta)
+        return String(format: "%@ %@ %5.1f%%  %@  %5.2fx  %@", name, bar, p * 100, rate, speed, eta)
     }
 
     private func redraw(_ changed: Int? = nil) {

@@ -155,7 +155,8 @@ struct ExportSessionTests {
         let result = try await session.export(to: url, as: .mp4)
         #expect(result.stoppedAtFileLengthLimit)
         let duration = try WriterTestSupport.probeDuration(url)
-        #expect(duration > 0.2 && duration < 2.5, "\(duration) s")
+        // 60 kB of a 145 kB, 3 s clip: about 1.2 s, plus at most the audio already written ahead.
+        #expect(duration > 0.5 && duration < 2.3, "\(duration) s")
         #expect(try run(which("ffmpeg")!, ["-v", "error", "-i", url.path, "-f", "null", "-"]).status == 0, "decodes cleanly")
     }
 
