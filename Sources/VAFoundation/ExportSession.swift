@@ -524,6 +524,12 @@ public final class ExportSession: Sendable {
             let video = preset.videoCodec == nil ? nil : Self.primaryVideoTrack(tracks)
             if var videoSettings = assistant.videoSettings, let video {
                 if let codec = s.videoCodec { videoSettings.codec = codec }
+                // libx265 budgets bits per frame from the declared rate and ignores timestamps
+                // (libx264 follows them), so a variable-rate source declared at its fastest rate
+                // ends far below the target bit rate: declare the average rate to it.
+                if videoSettings.codec == .hevc, assistant.outputFrameRate == nil, video.nominalFrameRate > 0 {
+                    videoSettings.expectedSourceFrameRate = Double(video.nominalFrameRate)
+                }
                 plan.videoTrack = video
                 plan.videoSettings = videoSettings
                 plan.videoEncoder = assistant.videoEncoder
