@@ -61,7 +61,7 @@ let package = Package(
         .target(name: "VATestSupport"),
         .testTarget(
             name: "SoftVATests",
-            dependencies: ["VATestSupport", "CVA"],
+            dependencies: ["VATestSupport", "CVA", "FFmpegSupport"],
             exclude: ["Fixtures"]
         ),
         .testTarget(
