@@ -159,7 +159,7 @@ public struct OutputSettingsAssistant: Sendable {
         case .mjpeg: ["mjpeg"]
         default: [codec.rawValue]
         }
-        return candidates.first { CodecAvailability.hasEncoder(named: $0) }
+        return candidates.first { Encoder.isAvailable($0) }
     }
 
     private func rate(_ frameDuration: MediaTime) -> Double {
