@@ -948,6 +948,21 @@ static sva_colour colour_of(VAProcColorStandardType standard, const VAProcColorP
     return c;
 }
 
+/* What Intel's and AMD's drivers do outside the output region: paint output_background_color
+ * (ARGB), converted to the surface's colour space. */
+static void fill_background(sva_surface *dst, uint32_t argb, sva_colour colour)
+{
+    float r = (float)((argb >> 16) & 0xff), g = (float)((argb >> 8) & 0xff), b = (float)(argb & 0xff);
+    float value[3] = { r, g, b };
+    if (!sva_format_is_rgb(dst->layout.fourcc))
+        sva_rgb_to_yuv(colour, r, g, b, &value[0], &value[1], &value[2]);
+    sva_plane planes[4];
+    sva_planes_of(&dst->layout, dst->data, planes);
+    for (int i = 0; i < 3; i++)
+        if (planes[i].present)
+            sva_plane_fill(&planes[i], value[i]);
+}
+
 static VAStatus run_vpp(sva_driver *drv, sva_context *c, sva_surface *dst)
 {
     if (!c->vpp.have_params)
@@ -965,6 +980,8 @@ static VAStatus run_vpp(sva_driver *drv, sva_context *c, sva_surface *dst)
                               sva_format_is_rgb(src->layout.fourcc));
     sva_colour dc = colour_of(c->vpp.params.output_color_standard, &c->vpp.params.output_color_properties,
                               sva_format_is_rgb(dst->layout.fourcc));
+    if (dr.x > 0 || dr.y > 0 || dr.width < dst->layout.width || dr.height < dst->layout.height)
+        fill_background(dst, c->vpp.params.output_background_color, dc);
     return sva_convert(&src->layout, src->data, sr, sc, &dst->layout, dst->data, dr, dc);
 }
 

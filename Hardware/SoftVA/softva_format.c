@@ -398,6 +398,11 @@ static inline void rgb_to_yuv(sva_colour c, float r, float g, float b, float *y,
     else { *y = 16.0f + yn * 219.0f; *u = 128.0f + un * 224.0f; *v = 128.0f + vn * 224.0f; }
 }
 
+void sva_rgb_to_yuv(sva_colour c, float r, float g, float b, float *y, float *u, float *v)
+{
+    rgb_to_yuv(c, r, g, b, y, u, v);
+}
+
 /* ---- Conversion ------------------------------------------------------------------------- */
 
 static int rect_inside(VARectangle r, int w, int h)

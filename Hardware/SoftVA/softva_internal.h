@@ -62,6 +62,9 @@ typedef struct sva_colour {
     int bt709;       /* 1: BT.709 matrix, 0: BT.601 */
     int full_range;  /* 1: full range YUV */
 } sva_colour;
+/* RGB (0..255) to Y, Cb, Cr samples on the 8-bit scale, honouring range and matrix. */
+void sva_rgb_to_yuv(sva_colour c, float r, float g, float b, float *y, float *u, float *v);
+
 
 /* Converts and scales src_rect of src into dst_rect of dst (both in pixels of the luma/RGB grid).
  * Scaling is separable, with a triangle (tent) kernel whose radius is the scale factor when

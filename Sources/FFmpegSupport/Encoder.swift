@@ -6,6 +6,8 @@ internal import CFFmpeg
 /// or several, so callers drain `receivePacket()` until it reports `.needsInput`.
 public final class Encoder {
     let context: UnsafeMutablePointer<AVCodecContext>
+    /// The surfaces a VA-API encoder reads, kept alive while it runs.
+    public let hardwareFrames: SurfacePool?
 
     /// What the encoder is opened with. Fields left nil keep the encoder's defaults.
     public struct Configuration: Sendable {
@@ -36,6 +38,8 @@ public final class Encoder {
         public var bitRate: Int64?
         /// Fixed-quantiser quality (`global_quality` with `AV_CODEC_FLAG_QSCALE`), e.g. for mjpeg.
         public var fixedQuality: Int?
+        /// `AVCodecContext.global_quality` as the encoder reads it raw (mjpeg_vaapi: JPEG quality 1–100).
+        public var globalQuality: Int?
         /// Numeric codec profile (`AVCodecContext.profile`) for encoders that read it.
         public var profile: Int32?
         /// Codec extradata goes in the container header (the muxer's `AVFMT_GLOBALHEADER`).
@@ -44,6 +48,9 @@ public final class Encoder {
         public var threadCount: Int = 0
         /// Encoder-private options (`priv_data`), e.g. x264's "preset" or "crf", set before opening.
         public var privateOptions: [(name: String, value: String)] = []
+        /// For VA-API encoders (`h264_vaapi`): the surfaces they read. The encoder then takes
+        /// frames in VA surfaces of this pool's size and format (`pixelFormat` is ignored).
+        public var hardwareFrames: SurfacePool?
 
         public init() {}
     }
@@ -75,6 +82,7 @@ public final class Encoder {
             throw FFmpegError(code: .outOfMemory, function: "avcodec_alloc_context3")
         }
         self.context = context
+        self.hardwareFrames = c.hardwareFrames
         let ctx = context
         ctx.pointee.time_base = c.timeBase.avRational
         ctx.pointee.thread_count = Int32(c.threadCount)
@@ -84,11 +92,16 @@ public final class Encoder {
             ctx.pointee.flags |= AV_CODEC_FLAG_QSCALE
             ctx.pointee.global_quality = Int32(q) * FF_QP2LAMBDA
         }
+        if let q = c.globalQuality { ctx.pointee.global_quality = Int32(q) }
         if c.globalHeader { ctx.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
         if codec.pointee.type == AVMEDIA_TYPE_VIDEO {
             ctx.pointee.width = Int32(c.width)
             ctx.pointee.height = Int32(c.height)
             ctx.pointee.pix_fmt = c.pixelFormat.avValue
+            if let pool = c.hardwareFrames {
+                ctx.pointee.pix_fmt = AV_PIX_FMT_VAAPI
+                ctx.pointee.hw_frames_ctx = pool.newReference()
+            }
             if let rate = c.frameRate, rate.isPositive { ctx.pointee.framerate = rate.avRational }
             if let gop = c.keyframeInterval { ctx.pointee.gop_size = Int32(gop) }
             if let b = c.maxBFrames { ctx.pointee.max_b_frames = Int32(b) }

@@ -23,6 +23,9 @@ public struct FFmpegError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let encoderNotFound = Code(rawValue: cffmpeg_AVERROR_ENCODER_NOT_FOUND())
         public static let notSupported = Code(rawValue: cffmpeg_averror(ENOSYS))
         public static let patchWelcome = Code(rawValue: -0x4557_4150) // FFERRTAG('P','A','W','E')
+        /// AVERROR_EXTERNAL: a library under FFmpeg failed (libavcodec's VA-API code returns it
+        /// for driver errors; we use it for failed VA calls of our own).
+        public static let externalFailure = Code(rawValue: -0x2054_5845) // FFERRTAG('E','X','T',' ')
     }
 
     public let code: Code

@@ -43,6 +43,12 @@ public final class HardwareDevice: @unchecked Sendable {
 
     /// A new reference for a codec or filter context to own.
     func newReference() -> UnsafeMutablePointer<AVBufferRef>? { av_buffer_ref(reference) }
+
+    /// The VADisplay libavutil uses for this device.
+    var vaDisplay: VADisplay {
+        let device = UnsafeMutableRawPointer(reference.pointee.data).assumingMemoryBound(to: AVHWDeviceContext.self)
+        return device.pointee.hwctx.assumingMemoryBound(to: AVVAAPIDeviceContext.self).pointee.display
+    }
 }
 
 /// Bytes moved between GPU surfaces and host memory by this process's transfers, so a
@@ -70,12 +76,7 @@ extension Frame {
         let host = Frame()
         try check(av_hwframe_transfer_data(host.pointer, pointer, 0), "av_hwframe_transfer_data")
         try check(av_frame_copy_props(host.pointer, pointer), "av_frame_copy_props")
-        var bytes = 0
-        for plane in 0..<host.planeCount {
-            let rows = plane == 0 ? host.height : (host.height + 1) / 2
-            bytes += host.bytesPerRow(plane: plane) * rows
-        }
-        HostTransferCounter.record(bytes: bytes)
+        HostTransferCounter.record(bytes: host.imageByteCount)
         return host
     }
 }

@@ -11,6 +11,12 @@ public struct TranscodeJob: Codable, Equatable, Sendable {
         public var codec: Codec
         public var bitDepth: Int
         public var size: PictureSize
+
+        public init(codec: Codec, bitDepth: Int, size: PictureSize) {
+            self.codec = codec
+            self.bitDepth = bitDepth
+            self.size = size
+        }
     }
 
     public init(name: String, input: Stream?, output: Stream?) {

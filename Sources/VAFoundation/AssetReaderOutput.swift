@@ -114,6 +114,16 @@ public final class AssetReaderTrackOutput: AssetReaderOutput, @unchecked Sendabl
     public let track: AssetTrack
     public let outputSettings: ReaderOutputSettings?
     private nonisolated(unsafe) var pipeline: TrackPipeline?
+    private let device = Mutex<VideoDevice?>(nil)
+
+    /// Decode video on this VA-API device (set before `startReading()`). With
+    /// `PixelBufferAttributes(pixelFormat: .vaapiSurface, …)` the pictures stay in GPU surfaces,
+    /// scaled by the device's video processor; with a host format each is downloaded once.
+    /// Streams the device cannot decode fall back to software decoding by themselves.
+    public var hardwareDevice: VideoDevice? {
+        get { device.withLock { $0 } }
+        set { device.withLock { $0 = newValue } }
+    }
 
     /// An output for `track`. Throws when the settings do not fit the track's media type.
     public init(track: AssetTrack, outputSettings: ReaderOutputSettings?) throws {
@@ -132,7 +142,9 @@ public final class AssetReaderTrackOutput: AssetReaderOutput, @unchecked Sendabl
     override func prepare(session: DemuxSession, timeRange: MediaTimeRange) throws(MediaError) {
         switch outputSettings {
         case nil: pipeline = PassthroughPipeline(session: session, track: track, timeRange: timeRange)
-        case .video(let attributes): pipeline = try VideoDecodePipeline(session: session, track: track, attributes: attributes, timeRange: timeRange)
+        case .video(let attributes):
+            pipeline = try VideoDecodePipeline(session: session, track: track, attributes: attributes, timeRange: timeRange,
+                                               device: hardwareDevice)
         case .audio(let pcm): pipeline = try AudioDecodePipeline(session: session, track: track, pcm: pcm, timeRange: timeRange)
         }
     }

@@ -27,6 +27,7 @@ public final class AssetWriterInput: Sendable {
         var languageCode: String?
         var mediaTimeScale: Int32 = 0
         var expectsMediaDataInRealTime = false
+        var hardwareDevice: VideoDevice?
     }
     private let properties = Mutex(Properties())
     private let attachment = Mutex<(core: WriterCore, index: Int)?>(nil)
@@ -79,6 +80,15 @@ public final class AssetWriterInput: Sendable {
     public var expectsMediaDataInRealTime: Bool {
         get { properties.withLock { $0.expectsMediaDataInRealTime } }
         set { properties.withLock { $0.expectsMediaDataInRealTime = newValue } }
+    }
+
+    /// Encode video on this VA-API device (`h264_vaapi`, `hevc_vaapi`, `mjpeg_vaapi`) instead of
+    /// in software. GPU-surface pictures of the output size go to the encoder as they are;
+    /// others are scaled by the device's video processor, and host pictures are uploaded once
+    /// each. Set before `startWriting()`.
+    public var hardwareDevice: VideoDevice? {
+        get { properties.withLock { $0.hardwareDevice } }
+        set { properties.withLock { $0.hardwareDevice = newValue } }
     }
 
     /// True when an append now would be accepted without waiting.
@@ -147,7 +157,7 @@ public final class AssetWriterInput: Sendable {
         let p = properties.withLock { $0 }
         return WriterInputConfiguration(mediaType: mediaType, settings: outputSettings, sourceFormatHint: sourceFormatHint,
                                         transform: p.transform, languageCode: p.languageCode, mediaTimeScale: p.mediaTimeScale,
-                                        expectsMediaDataInRealTime: p.expectsMediaDataInRealTime)
+                                        expectsMediaDataInRealTime: p.expectsMediaDataInRealTime, hardwareDevice: p.hardwareDevice)
     }
 
     private func writer() throws(MediaError) -> (core: WriterCore, index: Int) {

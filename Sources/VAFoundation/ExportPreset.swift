@@ -57,6 +57,13 @@ public struct ExportPreset: Hashable, Sendable, CustomStringConvertible {
         self = preset
     }
 
+    /// This preset with another video codec (same name, box, audio and containers): what
+    /// `ExportSession.videoCodec` exports with.
+    func replacingVideoCodec(_ codec: VideoCodec) -> ExportPreset {
+        ExportPreset(name, video: codec, box: box.map { ($0.width, $0.height) }, audio: audioCodec, fileTypes: fileTypes,
+                     passthrough: isPassthrough)
+    }
+
     /// The bit-rate table this preset's video follows.
     var bitRateTable: [ExportBitRate.Tier] { videoCodec == .hevc ? ExportBitRate.hevc : ExportBitRate.basic }
 }

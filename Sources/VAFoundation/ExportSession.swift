@@ -1,4 +1,5 @@
 import FFmpegSupport
+import HardwareAcceleration
 import Foundation
 import Synchronization
 
@@ -41,6 +42,9 @@ public final class ExportSession: Sendable {
         var audioBitRate: Int?
         var outputSize: (width: Int, height: Int)?
         var overwritesExistingFile = false
+        var hardwarePolicy: HardwarePolicy = .auto
+        var hardwareDeviceName: String?
+        var hardwareDevice: VideoDevice?
     }
 
     private struct Run {
@@ -50,6 +54,8 @@ public final class ExportSession: Sendable {
         var reader: AssetReader?
         var writer: AssetWriter?
         var cancelled = false
+        /// The attempt under way puts a stage on the device (so a failure restarts in software).
+        var usesDevice = false
     }
 
     private let settings = Mutex(Settings())
@@ -128,6 +134,23 @@ public final class ExportSession: Sendable {
     public var overwritesExistingFile: Bool {
         get { settings.withLock { $0.overwritesExistingFile } }
         set { settings.withLock { $0.overwritesExistingFile = newValue } }
+    }
+
+    /// Whether the video may use a VA-API device (default `.auto`: decode, scale and encode on
+    /// the device where its probe says it can, software for the rest).
+    public var hardwarePolicy: HardwarePolicy {
+        get { settings.withLock { $0.hardwarePolicy } }
+        set { settings.withLock { $0.hardwarePolicy = newValue } }
+    }
+    /// The render node or X11 display to use (nil: the first render node), opened once per process.
+    public var hardwareDeviceName: String? {
+        get { settings.withLock { $0.hardwareDeviceName } }
+        set { settings.withLock { $0.hardwareDeviceName = newValue } }
+    }
+    /// A device already opened, used instead of `hardwareDeviceName`.
+    public var hardwareDevice: VideoDevice? {
+        get { settings.withLock { $0.hardwareDevice } }
+        set { settings.withLock { $0.hardwareDevice = newValue } }
     }
 
     // MARK: State
@@ -246,8 +269,8 @@ public final class ExportSession: Sendable {
     func makeAssistant(tracks: [AssetTrack]) async throws -> OutputSettingsAssistant {
         let s = settings.withLock { $0 }
         var effectivePreset = preset
-        if let codec = s.videoCodec, codec != preset.videoCodec {
-            effectivePreset = ExportPreset.all.first { $0.videoCodec == codec && $0.box == nil } ?? preset
+        if let codec = s.videoCodec, codec != preset.videoCodec, preset.videoCodec != nil {
+            effectivePreset = preset.replacingVideoCodec(codec)
         }
         guard var assistant = OutputSettingsAssistant(preset: effectivePreset) else {
             throw MediaError(.invalidArgument, "the \(preset.name) preset has no encoding settings", path: asset.url.path)
@@ -296,7 +319,7 @@ public final class ExportSession: Sendable {
         let transfersBefore = HostTransferCounter.totals
         do {
             var result = try await withTaskCancellationHandler {
-                try await perform(to: url, as: fileType)
+                try await performWithFallback(to: url, as: fileType)
             } onCancel: {
                 cancelExport()
             }
@@ -316,6 +339,24 @@ public final class ExportSession: Sendable {
                 : (error as? MediaError ?? MediaError(.encodeFailed, "\(error)", path: url.path))
             finish(mediaError)
             throw mediaError
+        }
+    }
+
+    /// Runs the export; when the device fails under a hardware or hybrid path, abandons that
+    /// attempt (its partial file is deleted) and restarts the output from the beginning in software.
+    private func performWithFallback(to url: URL, as fileType: FileType) async throws -> ExportResult {
+        do {
+            return try await perform(to: url, as: fileType, softwareOnly: false)
+        } catch {
+            let (usedDevice, cancelled, reader, writer) = run.withLock { ($0.usesDevice, $0.cancelled, $0.reader, $0.writer) }
+            guard usedDevice, !cancelled, !Task.isCancelled, hardwarePolicy != .off else { throw error }
+            reader?.cancelReading()
+            writer?.cancelWriting()
+            let cause = (error as? MediaError).map { e in e.message + (e.underlying.map { " (\($0))" } ?? "") } ?? "\(error)"
+            var result = try await perform(to: url, as: fileType, softwareOnly: true)
+            result.fallbackReason = cause
+            result.pathReason = "software after the device failed mid-export (\(cause)); restarted from the beginning"
+            return result
         }
     }
 
@@ -340,7 +381,7 @@ public final class ExportSession: Sendable {
         run.withLock { $0.progress = max($0.progress, min(value, 0.999)) }
     }
 
-    private func perform(to url: URL, as fileType: FileType) async throws -> ExportResult {
+    private func perform(to url: URL, as fileType: FileType, softwareOnly: Bool) async throws -> ExportResult {
         guard preset.fileTypes.contains(fileType) else {
             throw MediaError(.invalidArgument, "the \(preset.name) preset cannot write \(fileType) files (it writes \(preset.fileTypes.map(\.rawValue).joined(separator: ", ")))", path: url.path)
         }
@@ -365,10 +406,11 @@ public final class ExportSession: Sendable {
         run.withLock {
             $0.reader = reader
             $0.writer = writer
+            $0.usesDevice = false
         }
         if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
 
-        let plan = try await makePlan(tracks: tracks, fileType: fileType)
+        let plan = try await makePlan(tracks: tracks, fileType: fileType, softwareOnly: softwareOnly)
         var result = ExportResult(outputURL: url, fileType: fileType, preset: preset.name)
         result.videoSettings = plan.videoSettings
         result.audioSettings = plan.audioSettings
@@ -376,6 +418,7 @@ public final class ExportSession: Sendable {
         result.frameRate = plan.frameRate
         result.path = plan.path
         result.pathReason = plan.pathReason
+        result.hardwareDevice = plan.device.map { "\($0.path) (\($0.driverName ?? $0.vendor))" }
         result.droppedTracks = plan.droppedTracks
         result.warnings = plan.warnings
         var lanes: [Lane] = []
@@ -387,9 +430,19 @@ public final class ExportSession: Sendable {
             lanes.append(Lane(track: track, output: output, input: input, converter: nil))
         }
         if let video = plan.videoTrack, let videoSettings = plan.videoSettings {
-            let outputFormat: PixelFormat = videoSettings.pixelFormat ?? .yuv420p
-            let output = try AssetReaderTrackOutput(track: video, outputSettings: .video(PixelBufferAttributes(pixelFormat: outputFormat)))
+            let hardware = plan.hardware
+            let attributes = if hardware?.scalesOnDevice == true {
+                // Decoded, scaled and encoded on the device: the reader's video processor fits
+                // the picture, the encoder reads its surfaces.
+                PixelBufferAttributes(pixelFormat: .vaapiSurface, width: videoSettings.width, height: videoSettings.height,
+                                      scalingMode: videoSettings.scalingMode)
+            } else {
+                PixelBufferAttributes(pixelFormat: videoSettings.pixelFormat ?? .yuv420p)
+            }
+            let output = try AssetReaderTrackOutput(track: video, outputSettings: .video(attributes))
+            if hardware?.decodesOnDevice == true { output.hardwareDevice = plan.device }
             let input = try AssetWriterInput(mediaType: .video, outputSettings: .video(videoSettings))
+            if hardware?.encodesOnDevice == true { input.hardwareDevice = plan.device }
             input.transform = video.preferredTransform
             let converter = plan.frameRate.map { FrameRateConverter(framesPerSecond: $0, start: start) }
             lanes.append(Lane(track: video, output: output, input: input, converter: converter, bitRate: videoSettings.averageBitRate ?? 0))
@@ -418,6 +471,16 @@ public final class ExportSession: Sendable {
             }
             try writer.add(lane.input)
             try reader.add(lane.output)
+        }
+        // Exports sharing a device wait for one of its session slots.
+        if let device = plan.device, plan.hardware.map({ $0.decodesOnDevice || $0.encodesOnDevice }) == true {
+            run.withLock { $0.usesDevice = true }
+            try await device.sessions.acquire()
+        }
+        defer {
+            if let device = plan.device, plan.hardware.map({ $0.decodesOnDevice || $0.encodesOnDevice }) == true {
+                Task { await device.sessions.release() }
+            }
         }
         try reader.startReading()
         try writer.startWriting()
@@ -504,10 +567,16 @@ public final class ExportSession: Sendable {
         guard preset.fileTypes.contains(fileType) else {
             throw MediaError(.invalidArgument, "the \(preset.name) preset cannot write \(fileType) files", path: asset.url.path)
         }
-        return try await makePlan(tracks: try await asset.load(.tracks), fileType: fileType)
+        return try await makePlan(tracks: try await asset.load(.tracks), fileType: fileType, softwareOnly: false)
     }
 
-    private func makePlan(tracks: [AssetTrack], fileType: FileType) async throws -> ExportPlan {
+    /// The device per the settings, or nil and why there is none.
+    private func resolveDevice(_ s: Settings) -> (device: VideoDevice?, problem: String?) {
+        if let device = s.hardwareDevice { return (device, nil) }
+        do { return (try VideoDevice.shared(s.hardwareDeviceName), nil) } catch { return (nil, error.message) }
+    }
+
+    private func makePlan(tracks: [AssetTrack], fileType: FileType, softwareOnly: Bool) async throws -> ExportPlan {
         let s = settings.withLock { $0 }
         var plan = ExportPlan(frameRatePolicy: preset.isPassthrough ? .passthrough : s.frameRatePolicy)
         if preset.isPassthrough {
@@ -534,6 +603,15 @@ public final class ExportSession: Sendable {
                 plan.videoSettings = videoSettings
                 plan.videoEncoder = assistant.videoEncoder
                 plan.frameRate = assistant.outputFrameRate
+                let policy = softwareOnly ? .off : s.hardwarePolicy
+                let (device, problem) = policy == .off ? (nil, nil) : resolveDevice(s)
+                let decision = try Self.hardwareJob(video, settings: videoSettings).decide(
+                    policy: policy, capabilities: device?.capabilities, problem: problem)
+                plan.hardware = decision
+                if decision.decodesOnDevice || decision.encodesOnDevice { plan.device = device }
+                if let encoder = decision.encoder {
+                    plan.videoEncoder = EncoderChoice(encoder: encoder, path: .hardware, reason: decision.reason)
+                }
             }
             for track in tracks where track.mediaType != .audio && track.trackID != plan.videoTrack?.trackID {
                 let reason: String
@@ -557,13 +635,26 @@ public final class ExportSession: Sendable {
                 plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: "audio",
                                                 reason: track.sampleCount == 0 ? "the track has no samples" : "only the default audio track is exported without an audio mix"))
             }
-            plan.pathReason = plan.videoEncoder?.reason ?? "audio is encoded in software"
+            plan.path = plan.hardware?.path ?? .software
+            plan.pathReason = plan.hardware?.reason ?? "audio is encoded in software"
         }
         let videoTracks = plan.passthroughTracks.filter { $0.mediaType == .video } + (plan.videoTrack.map { [$0] } ?? [])
         if fileType == .mkv || fileType == .webm, let rotated = videoTracks.first(where: { $0.preferredTransform != .identity }) {
             plan.warnings.append("FFmpeg 5.1's Matroska muxer cannot store rotation: track \(rotated.trackID) (rotate \(rotated.preferredTransform.rotationDegrees)°) will play unrotated; use mp4 or mov to keep it")
         }
         return plan
+    }
+
+    /// The source and target facts the hardware decision needs for `track` encoded with `settings`.
+    static func hardwareJob(_ track: AssetTrack, settings: VideoSettings) -> HardwareJob {
+        let source = track.formatDescription.video
+        return HardwareJob(
+            sourceCodec: track.formatDescription.codec, sourceBitDepth: source?.bitDepth ?? 8,
+            sourceChroma: HardwareJob.chroma(ofPixelFormat: source?.pixelFormat),
+            sourceSize: PictureSize(width: source?.width ?? settings.width, height: source?.height ?? settings.height),
+            targetCodec: settings.codec,
+            targetBitDepth: settings.pixelFormat == .yuv420p10 || (settings.profile?.contains("10") ?? false) ? 10 : 8,
+            targetSize: PictureSize(width: settings.width, height: settings.height))
     }
 
     /// Why passthrough cannot copy `track` into a `fileType` file, nil when it can.
@@ -618,6 +709,10 @@ public struct ExportPlan: Sendable {
     public var frameRatePolicy: FrameRatePolicy
     public var path: ExportResult.Path = .software
     public var pathReason = ""
+    /// Which video stages run on the device, nil when nothing is encoded.
+    public var hardware: HardwareDecision?
+    /// The device the hardware stages run on.
+    public var device: VideoDevice?
     public var droppedTracks: [ExportResult.DroppedTrack] = []
     public var warnings: [String] = []
     /// Tracks copied as stored (passthrough).
@@ -658,6 +753,10 @@ public struct ExportResult: Sendable, Codable {
     /// Copies between GPU surfaces and host memory during the export, and their bytes.
     public var hostTransfers = 0
     public var hostTransferBytes = 0
+    /// The VA-API device used ("/dev/dri/renderD128 (iHD)"), nil for the software path.
+    public var hardwareDevice: String?
+    /// Set when the device failed mid-export and the output was redone in software: the failure.
+    public var fallbackReason: String?
     public var droppedTracks: [DroppedTrack] = []
     public var stoppedAtFileLengthLimit = false
     /// Things the output could not keep from the source, e.g. rotation in Matroska.

@@ -112,21 +112,29 @@ public struct OutputSettingsAssistant: Sendable {
         return ExportBitRate.bitsPerSecond(width: width, height: height, frameRate: fps, table: preset.bitRateTable)
     }
 
+    /// JPEG is intra-only and has no rate control worth the name: it is exported at this
+    /// quality (0…1) unless a bit rate is given.
+    public static let jpegQuality = 0.9
+
     /// Writer settings for the video, nil for audio-only presets.
     public var videoSettings: VideoSettings? {
         guard let codec = preset.videoCodec, let (width, height) = outputSize else { return nil }
         let source = sourceVideoFormat?.video
         let deep = (source?.bitDepth ?? 8) > 8 && codec == .hevc
+        // JPEG has neither profiles nor a 4:2:0 limited-range format: the encoder picks its own.
+        let jpeg = codec == .mjpeg
         let colors = source.map {
             ColorProperties(primaries: $0.colorPrimaries, transfer: $0.colorTransfer, matrix: $0.colorMatrix,
                             fullRange: $0.colorRange.map { $0 == "pc" })
         }
         return VideoSettings(
-            codec: codec, width: width, height: height, scalingMode: .resizeAspect, averageBitRate: videoBitRate,
+            codec: codec, width: width, height: height, scalingMode: .resizeAspect,
+            averageBitRate: jpeg && videoBitRateOverride == nil ? nil : videoBitRate,
+            quality: jpeg && videoBitRateOverride == nil ? Self.jpegQuality : nil,
             maxKeyFrameIntervalDuration: 2, allowFrameReordering: true,
-            profile: deep ? "main10" : (codec == .hevc ? "main" : "high"),
+            profile: jpeg ? nil : deep ? "main10" : (codec == .hevc ? "main" : "high"),
             expectedSourceFrameRate: outputFrameRate ?? rate(sourceVideoMinFrameDuration),
-            pixelFormat: deep ? .yuv420p10 : .yuv420p, colorProperties: colors)
+            pixelFormat: jpeg ? nil : deep ? .yuv420p10 : .yuv420p, colorProperties: colors)
     }
 
     /// Writer settings for the audio: AAC, never above the source's rate, the source's layout.

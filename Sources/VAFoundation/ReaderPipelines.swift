@@ -66,14 +66,20 @@ final class DecodeLoop {
     private var pending: Packet?
     private var inputEnded = false
 
-    init(session: DemuxSession, stream: Int) throws(MediaError) {
+    /// Surfaces a hardware decoder keeps beyond its references: every picture the VPP, the
+    /// writer's queue and a VA encoder may hold (FFmpeg 5.1's decoder pools cannot grow).
+    static let extraHardwareFrames = 20
+
+    /// A decoder for `stream`, decoding into VA surfaces on `hardware` when the driver takes it.
+    init(session: DemuxSession, stream: Int, hardware: HardwareDevice? = nil) throws(MediaError) {
         self.session = session
         self.stream = stream
         self.path = session.path
         let info = session.streams[stream]
         let parameters = try session.codecParameters(stream: stream)
         do throws(FFmpegError) {
-            decoder = try Decoder(parameters: parameters, timeBase: info.timeBase)
+            decoder = try Decoder(parameters: parameters, timeBase: info.timeBase, hardware: hardware,
+                                  extraHardwareFrames: hardware == nil ? 0 : Self.extraHardwareFrames)
         } catch {
             throw MediaError(.unsupported, "cannot decode \(info.codecName) (stream \(stream))", path: session.path, underlying: error)
         }
@@ -121,27 +127,52 @@ final class DecodeLoop {
 }
 
 /// Decoded pictures in the requested format and size, frame-accurate within the range.
+///
+/// With a device, frames are decoded into VA surfaces. Surface output (`.vaapiSurface`) keeps
+/// them there, scaled by the device's video processor into a bounded surface pool; a host
+/// format downloads each once (counted). A stream the driver cannot decode comes out of the
+/// decoder in host memory; surface output then vends host NV12/P010 for the writer to upload.
 final class VideoDecodePipeline: TrackPipeline {
     let loop: DecodeLoop
     let track: AssetTrack
     let attributes: PixelBufferAttributes
+    /// The host format pictures are converted to (NV12 or P010 when surfaces were asked for).
     let targetFormat: PixelFormatID
+    let wantsSurfaces: Bool
     let timeBase: Rational
     let range: TickRange
+    private let device: VideoDevice?
     private var scaler: Scaler?
+    private var surfaceScaler: SurfaceScaler?
     private var lastEnd: Int64?
+    /// Surfaces the reader's video processor renders into: enough for the writer's queue, a
+    /// VA encoder's look-ahead and a frame-rate converter's held picture.
+    static let surfacePoolCapacity = 16
 
-    init(session: DemuxSession, track: AssetTrack, attributes: PixelBufferAttributes, timeRange: MediaTimeRange) throws(MediaError) {
-        guard let format = PixelFormatID(name: attributes.pixelFormat.rawValue), !format.isHardware else {
-            throw MediaError(.unsupported, "pixel format \(attributes.pixelFormat) cannot be produced in host memory", path: session.path)
+    init(session: DemuxSession, track: AssetTrack, attributes: PixelBufferAttributes, timeRange: MediaTimeRange,
+         device: VideoDevice? = nil) throws(MediaError) {
+        wantsSurfaces = attributes.pixelFormat == .vaapiSurface
+        let deep = (track.formatDescription.video?.bitDepth ?? 8) > 8
+        let format: PixelFormatID
+        if wantsSurfaces {
+            guard device != nil else {
+                throw MediaError(.invalidArgument, "GPU-surface output needs the output's hardwareDevice", path: session.path)
+            }
+            format = deep ? .p010 : .nv12
+        } else {
+            guard let id = PixelFormatID(name: attributes.pixelFormat.rawValue), !id.isHardware else {
+                throw MediaError(.unsupported, "pixel format \(attributes.pixelFormat) cannot be produced in host memory", path: session.path)
+            }
+            format = id
         }
         if let w = attributes.width, let h = attributes.height, w <= 0 || h <= 0 {
             throw MediaError(.invalidArgument, "output size \(w)x\(h) is not positive", path: session.path)
         }
-        self.loop = try DecodeLoop(session: session, stream: track.streamIndex)
+        self.loop = try DecodeLoop(session: session, stream: track.streamIndex, hardware: device?.hardware)
         self.track = track
         self.attributes = attributes
         self.targetFormat = format
+        self.device = device
         self.timeBase = session.streams[track.streamIndex].timeBase
         self.range = TickRange(timeRange, timeBase: timeBase)
     }
@@ -176,10 +207,24 @@ final class VideoDecodePipeline: TrackPipeline {
         return format
     }
 
-    /// The frame itself when it already matches; otherwise scaled and converted.
-    private func convert(_ frame: Frame) throws(MediaError) -> PixelBuffer {
-        let width = attributes.width ?? frame.width
-        let height = attributes.height ?? frame.height
+    /// The frame itself when it already matches; otherwise scaled and converted, on the
+    /// device for surfaces that stay there.
+    private func convert(_ decoded: Frame) throws(MediaError) -> PixelBuffer {
+        let width = attributes.width ?? decoded.width
+        let height = attributes.height ?? decoded.height
+        var frame = decoded
+        do {
+            if let layout = decoded.surfaceSoftwareFormat {
+                if wantsSurfaces {
+                    if layout == targetFormat && decoded.width == width && decoded.height == height { return PixelBuffer(frame: decoded) }
+                    return PixelBuffer(frame: try scaleOnDevice(decoded, width: width, height: height))
+                }
+                frame = try decoded.transferToHost()
+            }
+        } catch {
+            throw MediaError(.hardwareFailed, "cannot \(wantsSurfaces ? "scale" : "download") a \(decoded.width)x\(decoded.height) surface on the device",
+                             path: loop.path, underlying: error)
+        }
         if frame.pixelFormat == targetFormat && frame.width == width && frame.height == height {
             return PixelBuffer(frame: frame)
         }
@@ -217,6 +262,30 @@ final class VideoDecodePipeline: TrackPipeline {
         } catch {
             throw MediaError(.unsupported, "cannot convert \(frame.width)x\(frame.height) \(frame.pixelFormat) to \(width)x\(height) \(targetFormat)",
                              path: loop.path, underlying: error)
+        }
+    }
+}
+
+extension VideoDecodePipeline {
+    /// `surface` scaled by the device's video processor into the reader's surface pool.
+    private func scaleOnDevice(_ surface: Frame, width: Int, height: Int) throws(FFmpegError) -> Frame {
+        if surfaceScaler == nil, let device {
+            let pool = try SurfacePool(device: device.hardware, width: width, height: height, softwareFormat: targetFormat,
+                                       capacity: Self.surfacePoolCapacity)
+            surfaceScaler = try SurfaceScaler(output: pool)
+        }
+        guard let surfaceScaler else { throw FFmpegError(code: .invalidArgument, function: "SurfaceScaler (no device)") }
+        return try surfaceScaler.scale(surface, placement: attributes.scalingMode.placement)
+    }
+}
+
+extension ScalingMode {
+    /// Where the video processor puts the picture for this mode.
+    var placement: SurfaceScaler.Placement {
+        switch self {
+        case .resize: .fill
+        case .resizeAspect: .fit
+        case .resizeAspectFill: .crop
         }
     }
 }

@@ -168,6 +168,80 @@ enum WriterCodecs {
         return (name, c)
     }
 
+    /// Surfaces a VA encoder's input pool holds: pictures uploaded or scaled for it while it
+    /// looks ahead (B-frames, async depth).
+    static let hardwareInputSurfaces = 12
+
+    /// The VA-API encoder (`h264_vaapi`) and configuration for `settings` on `device`: the
+    /// low-power entry point when it is the only one, rate control from the settings among
+    /// the modes the driver offers, profile, level, keyframe interval, B-frames.
+    static func hardwareVideoConfiguration(_ s: VideoSettings, timeBase: Rational, globalHeader: Bool,
+                                           device: VideoDevice) throws(MediaError) -> (name: String, configuration: Encoder.Configuration) {
+        guard let family = HardwareJob.family(of: s.codec), let name = family.ffmpegVAAPIEncoder, Encoder.isAvailable(name) else {
+            throw MediaError(.unsupported, "this libavcodec has no VA-API encoder for \(s.codec)")
+        }
+        guard let support = device.capabilities.support(for: family)?.encode else {
+            throw MediaError(.hardwareFailed, "\(device.path) cannot encode \(family.displayName)")
+        }
+        guard s.width > 0, s.height > 0, s.width % 2 == 0, s.height % 2 == 0 else {
+            throw MediaError(.invalidArgument, "\(s.width)x\(s.height) cannot be encoded as 4:2:0: both sides must be even and positive")
+        }
+        let deep = s.pixelFormat == .yuv420p10 || (s.profile?.contains("10") ?? false)
+        let pool: SurfacePool
+        do {
+            pool = try SurfacePool(device: device.hardware, width: s.width, height: s.height, softwareFormat: deep ? .p010 : .nv12,
+                                   capacity: hardwareInputSurfaces)
+        } catch {
+            throw MediaError(.hardwareFailed, "cannot allocate \(s.width)x\(s.height) surfaces on \(device.path)", underlying: error)
+        }
+        var c = Encoder.Configuration()
+        c.width = s.width
+        c.height = s.height
+        c.hardwareFrames = pool
+        c.timeBase = timeBase
+        c.globalHeader = globalHeader
+        let fps = s.expectedSourceFrameRate ?? 30
+        if fps > 0 { c.frameRate = rational(fps) }
+        var gop = s.maxKeyFrameInterval
+        if let seconds = s.maxKeyFrameIntervalDuration, seconds > 0 {
+            let frames = max(1, Int((seconds * fps).rounded(.down)))
+            gop = min(gop ?? frames, frames)
+        }
+        c.keyframeInterval = gop
+        if !s.allowFrameReordering { c.maxBFrames = 0 }
+        c.colorPrimaries = s.colorProperties?.primaries
+        c.colorTransfer = s.colorProperties?.transfer
+        c.colorMatrix = s.colorProperties?.matrix
+        c.fullRange = s.colorProperties?.fullRange
+        var options: [(name: String, value: String)] = []
+        // FFmpeg 5.1 does not fall back to EncSliceLP by itself (Arc, recent Intel, Debian's free iHD).
+        if support.lowPowerOnly { options.append(("low_power", "1")) }
+        let quality = s.averageBitRate == nil ? s.quality.map { min(1, max(0, $0)) } : nil
+        if s.codec == .mjpeg {
+            // JPEG is constant-quality only: quality 0…1 maps to the JPEG quality 1…100.
+            c.globalQuality = max(1, Int(((quality ?? 0.9) * 100).rounded()))
+        } else {
+            let modes = Set(support.rateControls)
+            if let rate = s.averageBitRate {
+                guard rate > 0 else { throw MediaError(.invalidArgument, "average bit rate \(rate) is not positive") }
+                c.bitRate = Int64(rate)
+                if let mode = ["VBR", "CBR", "QVBR", "AVBR"].first(where: modes.contains) { options.append(("rc_mode", mode)) }
+            } else if let q = quality {
+                if modes.contains("ICQ") {
+                    options.append(("rc_mode", "ICQ"))
+                    c.globalQuality = max(1, Int((51 * (1 - q)).rounded()))
+                } else {
+                    options.append(("rc_mode", "CQP"))
+                    options.append(("qp", String(max(1, Int((51 * (1 - q)).rounded())))))
+                }
+            }
+            if let p = s.profile { options.append(("profile", p.lowercased())) }
+            if let l = s.level { options.append(("level", l)) }
+        }
+        c.privateOptions = options
+        return (name, c)
+    }
+
     /// The encoder and configuration for `settings`.
     static func audioConfiguration(_ s: AudioSettings, globalHeader: Bool) throws(MediaError) -> (name: String, configuration: Encoder.Configuration) {
         let name = try audioEncoderName(s)

@@ -11,6 +11,8 @@ struct WriterInputConfiguration: Sendable {
     var languageCode: String?
     var mediaTimeScale: Int32
     var expectsMediaDataInRealTime: Bool
+    /// Encode on this VA-API device instead of in software.
+    var hardwareDevice: VideoDevice?
 }
 
 /// What the writer was configured with when writing started.
@@ -100,8 +102,12 @@ final class WriterEngine: @unchecked Sendable {
             switch input.settings {
             case .video(let settings):
                 let timeBase = Rational(1, input.mediaTimeScale > 0 ? input.mediaTimeScale : 90000)
-                let plan = try WriterCodecs.videoConfiguration(settings, timeBase: timeBase, globalHeader: muxer.needsGlobalHeader,
-                                                               realTime: input.expectsMediaDataInRealTime)
+                let plan = if let device = input.hardwareDevice {
+                    try WriterCodecs.hardwareVideoConfiguration(settings, timeBase: timeBase, globalHeader: muxer.needsGlobalHeader, device: device)
+                } else {
+                    try WriterCodecs.videoConfiguration(settings, timeBase: timeBase, globalHeader: muxer.needsGlobalHeader,
+                                                        realTime: input.expectsMediaDataInRealTime)
+                }
                 try checkCompatible(plan.name, input: i, mediaType: .video)
                 let encoder = try openEncoder(plan.name, plan.configuration, input: i)
                 do { pipeline.video = try WriterVideoStage(encoder: encoder, scalingMode: settings.scalingMode) } catch {
@@ -188,9 +194,6 @@ final class WriterEngine: @unchecked Sendable {
             if let video = pipeline.video {
                 guard case .pixelBuffer(let picture) = sample.content else {
                     throw MediaError(.invalidArgument, "input \(i) encodes video but was given a \(sample.formatDescription.mediaType) sample", path: path)
-                }
-                guard !picture.isSurfaceBacked else {
-                    throw MediaError(.unsupported, "input \(i): encoding GPU-surface pictures with \(pipeline.encoderName ?? "a software encoder") is not supported; transfer them to host memory", path: path)
                 }
                 if relative < .zero { return }
                 let t = ticks(relative, pipeline.timeBase)

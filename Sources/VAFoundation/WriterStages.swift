@@ -2,21 +2,29 @@ import FFmpegSupport
 
 /// Turns pictures of any size and host pixel format into encoded packets: scales them to the
 /// encoder's size with the input's scaling mode, then encodes. Confined to the writer's queue.
+///
+/// A VA-API encoder takes GPU surfaces: surfaces of its size go in as they are, others are
+/// scaled by the device's video processor, host pictures are fitted in host memory and
+/// uploaded once. A software encoder given a surface downloads it once.
 final class WriterVideoStage {
     let encoder: Encoder
     let scalingMode: ScalingMode
+    /// The host format pictures are fitted into: the encoder's, or its surfaces' layout.
+    private let hostFormat: PixelFormatID
     private let outputFrames: FramePool
     private var scaler: Scaler?
+    private var surfaceScaler: SurfaceScaler?
 
     init(encoder: Encoder, scalingMode: ScalingMode) throws(FFmpegError) {
         self.encoder = encoder
         self.scalingMode = scalingMode
-        outputFrames = try FramePool(width: encoder.width, height: encoder.height, pixelFormat: encoder.pixelFormat, capacity: 8)
+        hostFormat = encoder.hardwareFrames?.softwareFormat ?? encoder.pixelFormat
+        outputFrames = try FramePool(width: encoder.width, height: encoder.height, pixelFormat: hostFormat, capacity: 8)
     }
 
     /// Encodes `picture` at `pts` (encoder time base) and returns the packets that became ready.
     func encode(_ picture: PixelBuffer, pts: Int64, duration: Int64) throws(FFmpegError) -> [Packet] {
-        let frame = try fit(picture.frame)
+        let frame = try prepare(picture.frame)
         frame.pts = pts
         frame.duration = duration
         var packets: [Packet] = []
@@ -39,20 +47,34 @@ final class WriterVideoStage {
         while case .packet(let packet) = try encoder.receivePacket() { packets.append(packet) }
     }
 
-    /// `source` as a frame of the encoder's size and format, sharing its pixels when it already is one.
+    /// `source` as the frame the encoder takes: on its surfaces for a VA-API encoder, in
+    /// host memory for a software one.
+    private func prepare(_ source: Frame) throws(FFmpegError) -> Frame {
+        guard let surfaces = encoder.hardwareFrames else {
+            return try fit(source.surfaceSoftwareFormat == nil ? source : source.transferToHost())
+        }
+        guard let layout = source.surfaceSoftwareFormat else { return try surfaces.upload(try fit(source)) }
+        if layout == surfaces.softwareFormat && source.width == encoder.width && source.height == encoder.height {
+            return try source.reference()
+        }
+        if surfaceScaler == nil { surfaceScaler = try SurfaceScaler(output: surfaces) }
+        return try surfaceScaler!.scale(source, placement: scalingMode.placement)
+    }
+
+    /// `source` as a host frame of the encoder's size and format, sharing its pixels when it already is one.
     private func fit(_ source: Frame) throws(FFmpegError) -> Frame {
         let (W, H) = (encoder.width, encoder.height)
-        if source.width == W && source.height == H && source.pixelFormat == encoder.pixelFormat {
+        if source.width == W && source.height == H && source.pixelFormat == hostFormat {
             return try source.reference()
         }
         let destination: Frame
         if let recycled = try outputFrames.makeFrame() {
             destination = recycled
         } else {
-            destination = try Frame(width: W, height: H, pixelFormat: encoder.pixelFormat)
+            destination = try Frame(width: W, height: H, pixelFormat: hostFormat)
         }
         let (sw, sh) = (Double(source.width), Double(source.height))
-        let sub = WriterCodecs.subsampling(encoder.pixelFormat)
+        let sub = WriterCodecs.subsampling(hostFormat)
         switch scalingMode {
         case .resize:
             try scale(source, into: destination, width: W, height: H, x: 0, y: 0)
@@ -90,7 +112,7 @@ final class WriterVideoStage {
             try s.scale(source, into: destination, x: x, y: y)
             return
         }
-        let s = try Scaler(from: source.width, source.height, source.pixelFormat, to: width, height, encoder.pixelFormat)
+        let s = try Scaler(from: source.width, source.height, source.pixelFormat, to: width, height, hostFormat)
         scaler = s
         try s.scale(source, into: destination, x: x, y: y)
     }

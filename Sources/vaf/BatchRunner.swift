@@ -16,6 +16,9 @@ struct BatchJob: Sendable {
     var audioCodec: AudioCodec?
     var videoBitRate: Int?
     var audioBitRate: Int?
+    var hardwarePolicy: HardwarePolicy = .auto
+    /// Render node or X11 display for the hardware path; nil takes the first render node.
+    var hardwareDevice: String?
     /// Set when the plan itself is invalid for this input (e.g. a manifest names an unknown preset).
     var planError: String?
 
@@ -29,6 +32,8 @@ struct BatchJob: Sendable {
         session.videoBitRate = videoBitRate
         session.audioBitRate = audioBitRate
         session.overwritesExistingFile = overwrite
+        session.hardwarePolicy = hardwarePolicy
+        session.hardwareDeviceName = hardwareDevice
         return session
     }
 
@@ -123,6 +128,8 @@ struct JobReport: Encodable, Sendable {
     var pathReason: String?
     var hostTransfers: Int?
     var hostTransferBytes: Int?
+    var hardwareDevice: String?
+    var fallbackReason: String?
     var droppedTracks: [ExportResult.DroppedTrack] = []
     var warnings: [String] = []
 
@@ -151,6 +158,7 @@ struct JobReport: Encodable, Sendable {
         encoder = plan.videoEncoder.map { "\($0.encoder) (\($0.path.rawValue))" }
         path = plan.path.rawValue
         pathReason = plan.pathReason
+        hardwareDevice = plan.device.map { "\($0.path) (\($0.driverName ?? $0.vendor))" }
         droppedTracks = plan.droppedTracks
         warnings = plan.warnings
     }
@@ -171,6 +179,8 @@ struct JobReport: Encodable, Sendable {
         pathReason = result.pathReason
         hostTransfers = result.hostTransfers
         hostTransferBytes = result.hostTransferBytes
+        hardwareDevice = result.hardwareDevice
+        fallbackReason = result.fallbackReason
         droppedTracks = result.droppedTracks
         warnings = result.warnings
     }
@@ -178,7 +188,7 @@ struct JobReport: Encodable, Sendable {
     enum CodingKeys: String, CodingKey {
         case input, output, status, error, preset, videoCodec, width, height, frameRate, frameRatePolicy, frames, seconds, speed
         case elapsedSeconds, inputBytes, outputBytes, videoBitRate, encoder, path, pathReason, hostTransfers, hostTransferBytes
-        case droppedTracks, warnings
+        case hardwareDevice, fallbackReason, droppedTracks, warnings
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -205,6 +215,8 @@ struct JobReport: Encodable, Sendable {
         try c.encode(pathReason, forKey: .pathReason)
         try c.encode(hostTransfers, forKey: .hostTransfers)
         try c.encode(hostTransferBytes, forKey: .hostTransferBytes)
+        try c.encode(hardwareDevice, forKey: .hardwareDevice)
+        try c.encode(fallbackReason, forKey: .fallbackReason)
         try c.encode(droppedTracks, forKey: .droppedTracks)
         try c.encode(warnings, forKey: .warnings)
     }

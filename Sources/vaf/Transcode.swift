@@ -56,7 +56,7 @@ extension Vaf {
                 help: ArgumentHelp("Export only START-END or START+DURATION (seconds, e.g. 5-15 or 5+10).", valueName: "range"))
         var timeRange: String?
 
-        @Option(help: ArgumentHelp("Replace the preset's video codec: h264, hevc, av1, vp9.", valueName: "codec"))
+        @Option(help: ArgumentHelp("Replace the preset's video codec: h264, hevc, av1, vp9, mjpeg.", valueName: "codec"))
         var videoCodec: String?
 
         @Option(help: ArgumentHelp("Replace the preset's video bit rate, e.g. 4M or 2500k.", valueName: "rate"))
@@ -70,6 +70,16 @@ extension Vaf {
 
         @Option(help: ArgumentHelp("Fit the video into WxH instead of the preset's box (never upscaled).", valueName: "WxH"))
         var size: String?
+
+        @Option(help: ArgumentHelp("""
+            VA-API use: auto (decode, scale and encode on the GPU where it can, software for the rest; \
+            a device failing mid-export redoes that file in software), require (fail when no stage can \
+            run on the GPU), hybrid (exactly one stage on the GPU), off.
+            """, valueName: "mode"))
+        var hw: String = "auto"
+
+        @Option(help: ArgumentHelp("VA-API device: a render node (/dev/dri/renderD129) or an X11 display (:0); default the first render node.", valueName: "path"))
+        var device: String?
 
         @Option(help: ArgumentHelp("Exports to run at once.", valueName: "n"))
         var jobs: Int = 1
@@ -97,8 +107,11 @@ extension Vaf {
             _ = try parsedSize()
             if let v = videoBitrate, BitRate.parse(v) == nil { throw ValidationError("Bad --video-bitrate '\(v)'; use e.g. 4M or 2500k.") }
             if let a = audioBitrate, BitRate.parse(a) == nil { throw ValidationError("Bad --audio-bitrate '\(a)'; use e.g. 128k.") }
-            if let c = videoCodec, ![.h264, .hevc, .av1, .vp9].contains(VideoCodec(rawValue: c.lowercased())) {
-                throw ValidationError("Unknown --video-codec '\(c)'; use h264, hevc, av1 or vp9.")
+            if let c = videoCodec, ![.h264, .hevc, .av1, .vp9, .mjpeg].contains(VideoCodec(rawValue: c.lowercased())) {
+                throw ValidationError("Unknown --video-codec '\(c)'; use h264, hevc, av1, vp9 or mjpeg.")
+            }
+            guard HardwarePolicy(rawValue: hw.lowercased()) != nil else {
+                throw ValidationError("--hw takes auto, require, hybrid or off.")
             }
             if let c = audioCodec, ![.aac, .opus, .flac, .alac].contains(AudioCodec(rawValue: c.lowercased())) {
                 throw ValidationError("Unknown --audio-codec '\(c)'; use aac, opus, flac or alac.")
@@ -156,6 +169,8 @@ extension Vaf {
                 job.audioCodec = audioCodec.map { AudioCodec(rawValue: $0.lowercased()) }
                 job.videoBitRate = videoBitrate.flatMap(BitRate.parse)
                 job.audioBitRate = audioBitrate.flatMap(BitRate.parse)
+                job.hardwarePolicy = HardwarePolicy(rawValue: hw.lowercased()) ?? .auto
+                job.hardwareDevice = device
                 jobs.append(job)
             }
             let chosen = shard.flatMap(Shard.init) ?? Shard.fromEnvironment(ProcessInfo.processInfo.environment)

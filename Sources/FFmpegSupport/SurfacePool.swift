@@ -1,0 +1,117 @@
+internal import CFFmpeg
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A bounded pool of VA surfaces of one size and format (NV12 or P010) on a `HardwareDevice`:
+/// libavutil's `AVHWFramesContext` with a fixed surface count. Decoders, the VPP and encoders
+/// share its surfaces without copying; a surface returns to the pool when its last frame
+/// reference is dropped. Thread-safe (libavutil's buffer pool locks).
+public final class SurfacePool: @unchecked Sendable {
+    let reference: UnsafeMutablePointer<AVBufferRef>
+    public let device: HardwareDevice
+    public let width: Int
+    public let height: Int
+    /// The layout of the pixels inside each surface (`nv12`, `p010`).
+    public let softwareFormat: PixelFormatID
+    /// Surfaces the pool owns; all are created up front, none later.
+    public let capacity: Int
+
+    /// Creates `capacity` surfaces of `width`×`height` in `softwareFormat`. The corresponding C
+    /// functions are `av_hwframe_ctx_alloc` and `av_hwframe_ctx_init`.
+    public init(device: HardwareDevice, width: Int, height: Int, softwareFormat: PixelFormatID, capacity: Int) throws(FFmpegError) {
+        guard let ref = av_hwframe_ctx_alloc(device.reference) else {
+            throw FFmpegError(code: .outOfMemory, function: "av_hwframe_ctx_alloc")
+        }
+        let frames = UnsafeMutableRawPointer(ref.pointee.data).assumingMemoryBound(to: AVHWFramesContext.self)
+        frames.pointee.format = AV_PIX_FMT_VAAPI
+        frames.pointee.sw_format = softwareFormat.avValue
+        frames.pointee.width = Int32(width)
+        frames.pointee.height = Int32(height)
+        frames.pointee.initial_pool_size = Int32(capacity)
+        let status = av_hwframe_ctx_init(ref)
+        if status < 0 {
+            var doomed: UnsafeMutablePointer<AVBufferRef>? = ref
+            av_buffer_unref(&doomed)
+            throw FFmpegError(status, "av_hwframe_ctx_init")
+        }
+        reference = ref
+        self.device = device
+        self.width = width
+        self.height = height
+        self.softwareFormat = softwareFormat
+        self.capacity = capacity
+    }
+
+    deinit {
+        var p: UnsafeMutablePointer<AVBufferRef>? = reference
+        av_buffer_unref(&p)
+    }
+
+    /// A new reference for a codec context's `hw_frames_ctx`.
+    func newReference() -> UnsafeMutablePointer<AVBufferRef>? { av_buffer_ref(reference) }
+
+    /// The VA surface IDs the pool owns (a VPP context renders into them).
+    var surfaceIDs: [VASurfaceID] {
+        let frames = UnsafeMutableRawPointer(reference.pointee.data).assumingMemoryBound(to: AVHWFramesContext.self)
+        let va = frames.pointee.hwctx.assumingMemoryBound(to: AVVAAPIFramesContext.self)
+        guard let ids = va.pointee.surface_ids else { return [] }
+        return Array(UnsafeBufferPointer(start: ids, count: Int(va.pointee.nb_surfaces)))
+    }
+
+    /// A free surface as a frame, or nil when every surface is held (by a queue, the VPP or an
+    /// encoder): the caller waits for one to come back. The corresponding C function is `av_hwframe_get_buffer`.
+    public func makeSurface() throws(FFmpegError) -> Frame? {
+        let frame = Frame()
+        let status = av_hwframe_get_buffer(reference, frame.pointer, 0)
+        if status == cffmpeg_averror(ENOMEM) { return nil }
+        try check(status, "av_hwframe_get_buffer")
+        return frame
+    }
+
+    /// A free surface, waiting up to `timeout` seconds for one to be released.
+    public func waitForSurface(timeout: Double = 10) throws(FFmpegError) -> Frame {
+        let clock = ContinuousClock()
+        let deadline = clock.now + .milliseconds(Int(timeout * 1000))
+        while true {
+            if let frame = try makeSurface() { return frame }
+            guard clock.now < deadline else { throw FFmpegError(code: .outOfMemory, function: "av_hwframe_get_buffer (all \(capacity) surfaces held)") }
+            usleep(500)
+        }
+    }
+
+    /// Copies a host frame of the pool's size and software format into a free surface: one
+    /// counted upload. The corresponding C function is `av_hwframe_transfer_data`.
+    public func upload(_ host: Frame) throws(FFmpegError) -> Frame {
+        let surface = try waitForSurface()
+        try check(av_hwframe_transfer_data(surface.pointer, host.pointer, 0), "av_hwframe_transfer_data")
+        try check(av_frame_copy_props(surface.pointer, host.pointer), "av_frame_copy_props")
+        HostTransferCounter.record(bytes: host.imageByteCount)
+        return surface
+    }
+}
+
+extension Frame {
+    /// The pixel layout inside a VA-surface frame (`nv12`, `p010`), nil for host frames.
+    public var surfaceSoftwareFormat: PixelFormatID? {
+        guard pixelFormat == .vaapi, let ref = pointer.pointee.hw_frames_ctx else { return nil }
+        let frames = UnsafeMutableRawPointer(ref.pointee.data).assumingMemoryBound(to: AVHWFramesContext.self)
+        return PixelFormatID(rawValue: frames.pointee.sw_format.rawValue)
+    }
+
+    /// The VA surface a hardware frame lives in (`data[3]`), nil for host frames.
+    var vaSurface: VASurfaceID? {
+        guard pixelFormat == .vaapi, let pointer = baseAddress(plane: 3) else { return nil }
+        return VASurfaceID(UInt(bitPattern: pointer))
+    }
+
+    /// Bytes of pixel data in a host video frame (visible rows of every plane).
+    var imageByteCount: Int {
+        var bytes = 0
+        for plane in 0..<planeCount {
+            let rows = plane == 0 ? height : (height + (1 << pixelFormat.chromaHeightShift) - 1) >> pixelFormat.chromaHeightShift
+            bytes += bytesPerRow(plane: plane) * rows
+        }
+        return bytes
+    }
+}
