@@ -61,7 +61,7 @@ let package = Package(
         .target(name: "VATestSupport"),
         .testTarget(
             name: "SoftVATests",
-            dependencies: ["VATestSupport", "CVA", "FFmpegSupport"],
+            dependencies: ["VATestSupport", "CVA", "FFmpegSupport", "VAFoundation"],
             exclude: ["Fixtures"]
         ),
         .testTarget(

@@ -92,6 +92,13 @@ public final class SurfacePool: @unchecked Sendable {
 }
 
 extension Frame {
+    /// Copies a host frame's pixels into this VA-surface frame: one counted upload. The
+    /// corresponding C function is `av_hwframe_transfer_data`.
+    public func upload(from host: Frame) throws(FFmpegError) {
+        try check(av_hwframe_transfer_data(pointer, host.pointer, 0), "av_hwframe_transfer_data")
+        HostTransferCounter.record(bytes: host.imageByteCount)
+    }
+
     /// The pixel layout inside a VA-surface frame (`nv12`, `p010`), nil for host frames.
     public var surfaceSoftwareFormat: PixelFormatID? {
         guard pixelFormat == .vaapi, let ref = pointer.pointee.hw_frames_ctx else { return nil }

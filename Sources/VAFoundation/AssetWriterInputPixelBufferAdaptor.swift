@@ -1,3 +1,4 @@
+import FFmpegSupport
 import Synchronization
 
 /// Appends bare pictures to a video input and vends recycled pictures to draw into
@@ -33,13 +34,28 @@ public final class AssetWriterInputPixelBufferAdaptor: Sendable {
     }
 
     /// Recycled pictures of the source attributes' size and format; nil until the writer starts
-    /// writing (like AVFoundation's), and nil again once it stops.
+    /// writing (like AVFoundation's), and nil again once it stops. With `.vaapiSurface`
+    /// attributes and an input encoding on a device, the pictures are GPU surfaces on it.
     public var pixelBufferPool: PixelBufferPool? {
         guard assetWriterInput.writerStatus == .writing else { return nil }
         return pool.withLock { p in
             if let p { return p }
             let a = sourcePixelBufferAttributes
-            p = try? PixelBufferPool(width: a.width ?? 0, height: a.height ?? 0, pixelFormat: a.pixelFormat,
+            let (width, height) = (a.width ?? 0, a.height ?? 0)
+            if a.pixelFormat == .vaapiSurface {
+                // GPU surfaces on the input's device, recycled by libavutil's frames pool.
+                guard let device = assetWriterInput.hardwareDevice,
+                      let surfaces = try? SurfacePool(device: device.hardware, width: width, height: height, softwareFormat: .nv12,
+                                                      capacity: Self.poolCapacity) else { return nil }
+                p = try? PixelBufferPool(width: width, height: height, pixelFormat: .vaapiSurface, maximumBufferCount: Self.poolCapacity,
+                                         backing: .custom { _, _, _ in
+                                             do { return PixelBuffer(frame: try surfaces.waitForSurface()) } catch {
+                                                 throw MediaError(.hardwareFailed, "no free GPU surface", underlying: error)
+                                             }
+                                         })
+                return p
+            }
+            p = try? PixelBufferPool(width: width, height: height, pixelFormat: a.pixelFormat,
                                      maximumBufferCount: Self.poolCapacity)
             return p
         }

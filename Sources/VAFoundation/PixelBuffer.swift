@@ -77,6 +77,32 @@ public final class PixelBuffer: @unchecked Sendable {
         return try body(try planes().map { MutablePlane(baseAddress: $0.base, bytesPerRow: $0.stride, height: $0.rows) })
     }
 
+    /// A host-memory copy of a surface-backed picture (NV12 or P010): one download, counted in
+    /// the export's `hostTransfers`. Host pictures return themselves.
+    public func transferredToHost() throws -> PixelBuffer {
+        guard isSurfaceBacked else { return self }
+        do { return PixelBuffer(frame: try frame.transferToHost()) } catch {
+            throw MediaError(.hardwareFailed, "cannot download a \(width)x\(height) surface", underlying: error)
+        }
+    }
+
+    /// Fills a surface-backed picture from a host picture of the same size in the surface's
+    /// layout (NV12 or P010): one upload, counted.
+    public func upload(from host: PixelBuffer) throws {
+        guard isSurfaceBacked, !host.isSurfaceBacked else {
+            throw MediaError(.invalidArgument, "upload goes from a host picture into a surface-backed one")
+        }
+        guard host.width == width, host.height == height, host.frame.pixelFormat == frame.surfaceSoftwareFormat else {
+            throw MediaError(.invalidArgument, "cannot upload a \(host.width)x\(host.height) \(host.pixelFormat) picture into a \(width)x\(height) \(frame.surfaceSoftwareFormat?.name ?? "?") surface")
+        }
+        do { try frame.upload(from: host.frame) } catch {
+            throw MediaError(.hardwareFailed, "cannot upload a \(width)x\(height) picture", underlying: error)
+        }
+    }
+
+    /// The layout of a surface-backed picture's pixels (`nv12`, `p010le`), nil for host pictures.
+    public var surfacePixelFormat: PixelFormat? { frame.surfaceSoftwareFormat.flatMap(\.name).map(PixelFormat.init(rawValue:)) }
+
     /// A deep copy in newly allocated host memory (`alwaysCopiesSampleData`).
     public func copy() throws -> PixelBuffer {
         do { return PixelBuffer(frame: try frame.copy()) } catch {

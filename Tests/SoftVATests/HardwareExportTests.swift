@@ -1,0 +1,204 @@
+import FFmpegSupport
+import Foundation
+import Testing
+import VAFoundation
+import VATestSupport
+
+/// Exports through the VA-API paths on SoftVA: full hardware with zero host transfers,
+/// hybrid with one upload per frame, fallback to software when the device fails mid-stream,
+/// and several exports sharing one device.
+@Suite(.serialized) struct HardwareExportTests {
+    static let frames = 30
+
+    /// A 640x360 MJPEG (4:2:0, full range) clip written by our writer: what SoftVA decodes.
+    static func writeMJPEGSource(to url: URL) async throws {
+        try await writeSource(to: url, settings: VideoSettings(codec: .mjpeg, width: 640, height: 360, quality: 0.9))
+    }
+
+    static func writeSource(to url: URL, settings: VideoSettings) async throws {
+        let writer = try AssetWriter(url: url, fileType: .mov)
+        let input = try AssetWriterInput(videoSettings: settings)
+        let adaptor = try AssetWriterInputPixelBufferAdaptor(
+            assetWriterInput: input, sourcePixelBufferAttributes: PixelBufferAttributes(pixelFormat: .yuv420p))
+        try writer.add(input)
+        try writer.startWriting()
+        try writer.startSession(atSourceTime: .zero)
+        let pool = try #require(adaptor.pixelBufferPool)
+        for i in 0..<frames {
+            let buffer = try await pool.waitForPixelBuffer()
+            try drawPattern(into: buffer, index: i)
+            try await adaptor.append(buffer, withPresentationTime: MediaTime(value: Int64(i), timescale: 30))
+        }
+        input.markAsFinished()
+        try await writer.finishWriting()
+    }
+
+    /// A moving diagonal gradient with coloured bands: detail for the scalers and encoders.
+    static func drawPattern(into picture: PixelBuffer, index: Int) throws {
+        try picture.withUnsafeMutablePlanes { planes in
+            for (p, plane) in planes.enumerated() {
+                let columns = p == 0 || planes.count == 2 ? picture.width : (picture.width + 1) / 2
+                for y in 0..<plane.height {
+                    let row = plane.baseAddress.advanced(by: y * plane.bytesPerRow).assumingMemoryBound(to: UInt8.self)
+                    for x in 0..<columns {
+                        let value = p == 0 ? 40 + (x + y + index * 6) % 180 : 128 + ((x / 8 + y / 8 + index) % 8) * (p == 1 ? 8 : -8)
+                        row[x] = UInt8(clamping: value)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Exports `source` as JPEG fitted in 320x240 with `configure` applied.
+    static func exportJPEG(_ source: URL, to output: URL, configure: (ExportSession) -> Void) async throws -> ExportResult {
+        let session = ExportSession(asset: Asset(url: source), preset: .preset640x480)
+        session.videoCodec = .mjpeg
+        session.outputSize = (320, 240)
+        configure(session)
+        return try await session.export(to: output, as: .mov)
+    }
+
+    /// Frames ffprobe counts in the first video stream, decoding them all.
+    static func frameCount(_ path: String) throws -> Int {
+        let result = try runChecked(Tools.ffprobe, ["-v", "error", "-count_frames", "-select_streams", "v:0",
+                                                    "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", path])
+        return Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    }
+
+    /// ffmpeg's average PSNR of `a` against `b` (all planes).
+    static func psnr(_ a: String, _ b: String) throws -> Double {
+        let result = try runChecked(Tools.ffmpeg, ["-hide_banner", "-nostdin", "-i", a, "-i", b, "-lavfi", "[0][1]psnr", "-f", "null", "-"])
+        guard let range = result.stderr.range(of: "average:") else { return -1 }
+        return Double(result.stderr[range.upperBound...].prefix { !$0.isWhitespace }) ?? (result.stderr[range.upperBound...].hasPrefix("inf") ? .infinity : -1)
+    }
+
+    @Test func mjpegToSmallerJPEGRunsEntirelyOnTheDeviceWithoutHostTransfers() async throws {
+        let env = try SoftVAEnvironment.start()
+        defer { env.stop() }
+        let dir = try TemporaryDirectory()
+        let source = URL(fileURLWithPath: dir.file("source.mov"))
+        try await Self.writeMJPEGSource(to: source)
+        let counters = dir.file("counters.txt")
+        let device = try env.withProcessEnvironment(SoftVAOptions(countersPath: counters)) { try VideoDevice(opening: env.display.name) }
+
+        let hardware = try await Self.exportJPEG(source, to: URL(fileURLWithPath: dir.file("hardware.mov"))) {
+            $0.hardwareDevice = device
+            $0.hardwarePolicy = .require
+        }
+        let software = try await Self.exportJPEG(source, to: URL(fileURLWithPath: dir.file("software.mov"))) { $0.hardwarePolicy = .off }
+
+        #expect(hardware.path == .hardware, "\(hardware.pathReason)")
+        #expect(hardware.videoEncoder?.encoder == "mjpeg_vaapi")
+        #expect(hardware.hostTransfers == 0 && hardware.hostTransferBytes == 0, "\(hardware.hostTransfers) transfers")
+        #expect(software.path == .software)
+        let driver = try SoftVACounters(path: counters)
+        #expect(driver["decodes"] == UInt64(Self.frames))
+        #expect(driver["vpp_ops"] == UInt64(Self.frames), "every picture scaled by the video processor")
+        #expect(driver["encodes"] == UInt64(Self.frames))
+        #expect(driver["host_transfer_bytes"] == 0, "no image was mapped, read or written by the host")
+        #expect(try Self.frameCount(hardware.outputURL.path) == Self.frames)
+        #expect(hardware.videoSettings.map { ($0.width, $0.height) } ?? (0, 0) == (320, 180))
+        let quality = try Self.psnr(hardware.outputURL.path, software.outputURL.path)
+        #expect(quality >= 35, "PSNR of the hardware export against the software one: \(quality) dB")
+    }
+
+    @Test func softwareDecodedH264IsUploadedOncePerFrameForTheJPEGEncoder() async throws {
+        let env = try SoftVAEnvironment.start()
+        defer { env.stop() }
+        let dir = try TemporaryDirectory()
+        let source = URL(fileURLWithPath: dir.file("h264.mov"))
+        try await Self.writeSource(to: source, settings: VideoSettings(codec: .h264, width: 640, height: 360, averageBitRate: 2_000_000))
+        let counters = dir.file("counters.txt")
+        let device = try env.withProcessEnvironment(SoftVAOptions(countersPath: counters)) { try VideoDevice(opening: env.display.name) }
+
+        let result = try await Self.exportJPEG(source, to: URL(fileURLWithPath: dir.file("hybrid.mov"))) { $0.hardwareDevice = device }
+
+        #expect(result.path == .hybrid, "\(result.pathReason)")
+        #expect(result.videoEncoder?.encoder == "mjpeg_vaapi")
+        #expect(result.hostTransfers == Self.frames, "one upload per frame, \(result.hostTransfers) counted")
+        #expect(result.hostTransferBytes == Self.frames * 320 * 180 * 3 / 2, "NV12 at 320x180 per frame")
+        let driver = try SoftVACounters(path: counters)
+        #expect(driver["encodes"] == UInt64(Self.frames))
+        #expect(driver["decodes"] == 0)
+        #expect(driver["host_transfer_bytes"] > 0)
+        #expect(try Self.frameCount(result.outputURL.path) == Self.frames)
+    }
+
+    @Test(arguments: ["encode", "decode", "vpp"])
+    func aDeviceFailingMidStreamRestartsTheOutputInSoftware(failingStage: String) async throws {
+        let env = try SoftVAEnvironment.start()
+        defer { env.stop() }
+        let dir = try TemporaryDirectory()
+        let source = URL(fileURLWithPath: dir.file("source.mov"))
+        try await Self.writeMJPEGSource(to: source)
+        let options = SoftVAOptions(failAfter: 12, failStatus: "VA_STATUS_ERROR_HW_BUSY", failOn: failingStage)
+        let device = try env.withProcessEnvironment(options) { try VideoDevice(opening: env.display.name) }
+
+        let result = try await Self.exportJPEG(source, to: URL(fileURLWithPath: dir.file("out.mov"))) { $0.hardwareDevice = device }
+
+        #expect(result.path == .software, "\(result.pathReason)")
+        #expect(result.fallbackReason != nil)
+        #expect(result.pathReason.contains("restarted"))
+        #expect(result.videoFrames == Self.frames)
+        #expect(try Self.frameCount(result.outputURL.path) == Self.frames, "the output is complete")
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.contains("vaf-partial") }
+        #expect(leftovers.isEmpty, "no partial file of the failed attempt: \(leftovers)")
+    }
+
+    @Test func concurrentExportsShareOneDeviceWithinItsSessionLimit() async throws {
+        let env = try SoftVAEnvironment.start()
+        defer { env.stop() }
+        let dir = try TemporaryDirectory()
+        let source = URL(fileURLWithPath: dir.file("source.mov"))
+        try await Self.writeMJPEGSource(to: source)
+        let counters = dir.file("counters.txt")
+        let device = try env.withProcessEnvironment(SoftVAOptions(countersPath: counters)) {
+            try VideoDevice(opening: env.display.name, maximumConcurrentSessions: 2)
+        }
+        let results = try await withThrowingTaskGroup(of: ExportResult.self) { group in
+            for i in 0..<3 {
+                let output = URL(fileURLWithPath: dir.file("out\(i).mov"))
+                group.addTask {
+                    try await Self.exportJPEG(source, to: output) { $0.hardwareDevice = device }
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.count == 3)
+        #expect(results.allSatisfy { $0.path == .hardware && $0.hostTransfers == 0 && $0.videoFrames == Self.frames })
+        let driver = try SoftVACounters(path: counters)
+        #expect(driver["encodes"] == UInt64(3 * Self.frames), "all three exports encoded on the one display")
+        for result in results { #expect(try Self.frameCount(result.outputURL.path) == Self.frames) }
+    }
+
+    @Test func adaptorPoolVendsSurfacesForAnInputEncodingOnTheDevice() async throws {
+        let env = try SoftVAEnvironment.start()
+        defer { env.stop() }
+        let dir = try TemporaryDirectory()
+        let counters = dir.file("counters.txt")
+        let device = try env.withProcessEnvironment(SoftVAOptions(countersPath: counters)) { try VideoDevice(opening: env.display.name) }
+        let url = URL(fileURLWithPath: dir.file("surfaces.mov"))
+        let writer = try AssetWriter(url: url, fileType: .mov)
+        let input = try AssetWriterInput(videoSettings: VideoSettings(codec: .mjpeg, width: 320, height: 240, quality: 0.9))
+        input.hardwareDevice = device
+        let adaptor = try AssetWriterInputPixelBufferAdaptor(
+            assetWriterInput: input, sourcePixelBufferAttributes: PixelBufferAttributes(pixelFormat: .vaapiSurface))
+        try writer.add(input)
+        try writer.startWriting()
+        try writer.startSession(atSourceTime: .zero)
+        let pool = try #require(adaptor.pixelBufferPool)
+        let host = try PixelBuffer(width: 320, height: 240, pixelFormat: .nv12)
+        for i in 0..<10 {
+            let surface = try await pool.waitForPixelBuffer()
+            #expect(surface.isSurfaceBacked && surface.surfacePixelFormat == .nv12)
+            try Self.drawPattern(into: host, index: i)
+            try surface.upload(from: host)
+            try await adaptor.append(surface, withPresentationTime: MediaTime(value: Int64(i), timescale: 30))
+        }
+        input.markAsFinished()
+        try await writer.finishWriting()
+        let driver = try SoftVACounters(path: counters)
+        #expect(driver["encodes"] == 10)
+        #expect(try Self.frameCount(url.path) == 10)
+    }
+}
