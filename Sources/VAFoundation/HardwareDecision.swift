@@ -81,7 +81,7 @@ struct HardwareJob {
         let decode = decodeVerdict(capabilities)
         let encode = encodeVerdict(capabilities)
         let needsVPP = sourceSize != targetSize || sourceBitDepth != targetBitDepth
-        let vpp = capabilities.videoProcessing != nil
+        let vpp = capabilities.videoProcessing != nil || capabilities.configs.contains { $0.entrypoint == .videoProc }
         let device = capabilities.driver.map { "the \($0) device" } ?? "the device"
         switch policy {
         case .hybrid:

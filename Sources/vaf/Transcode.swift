@@ -128,6 +128,7 @@ extension Vaf {
             if dryRun {
                 let reports = await plan.asyncMap { await $0.dryRun() }
                 emit(reports)
+                if reports.contains(where: { $0.status == .failed }) { throw ExitCode(1) }
                 return
             }
             let runner = BatchRunner(jobs: plan, concurrency: jobs, progress: ProgressDisplay(enabled: true))
