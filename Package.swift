@@ -42,6 +42,8 @@ let package = Package(
         .target(name: "FFmpegSupport", dependencies: ["CFFmpeg", "MediaCore"]),
         .target(name: "HardwareAcceleration", dependencies: ["CVA", "CDRM", "MediaCore"]),
         .target(name: "VAFoundation", dependencies: ["MediaCore", "FFmpegSupport", "HardwareAcceleration"]),
+        // `vaf bench`'s arithmetic and reports (PSNR/SSIM, statistics, table/JSON/CSV/SVG): no C.
+        .target(name: "BenchKit"),
         .executableTarget(
             name: "vaf",
             dependencies: [
@@ -49,6 +51,7 @@ let package = Package(
                 "MediaCore",
                 "FFmpegSupport",
                 "HardwareAcceleration",
+                "BenchKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -71,6 +74,7 @@ let package = Package(
         .testTarget(name: "VAFoundationTests", dependencies: ["VAFoundation"], resources: [.copy("Fixtures")]),
         .testTarget(name: "vafTests", dependencies: ["vaf"]),
         .testTarget(name: "HardwareAccelerationTests", dependencies: ["HardwareAcceleration", "vaf", "VATestSupport"]),
+        .testTarget(name: "BenchKitTests", dependencies: ["BenchKit", "vaf", "VATestSupport"]),
 
 
 
