@@ -6,6 +6,8 @@ public final class Scaler {
     let context: OpaquePointer
     public let sourceWidth: Int, sourceHeight: Int, sourceFormat: PixelFormatID
     public let outputWidth: Int, outputHeight: Int, outputFormat: PixelFormatID
+    /// Full-range (JPEG) or limited-range samples on each side; the scaler converts between them.
+    public let sourceFullRange: Bool, outputFullRange: Bool
 
     /// The interpolation used when resizing.
     public enum Filter: Sendable {
@@ -20,16 +22,33 @@ public final class Scaler {
         }
     }
 
-    /// A scaler from one size and format to another. The corresponding C function is `sws_getContext`.
+    /// A scaler from one size, format and range to another. Ranges default to what the formats
+    /// imply (the `yuvj` formats full, the rest limited); they are fixed when the context is made
+    /// because libswscale picks its unscaled fast paths then. The corresponding C functions are
+    /// `sws_alloc_context` and `sws_init_context`.
     public init(from sourceWidth: Int, _ sourceHeight: Int, _ sourceFormat: PixelFormatID,
                 to outputWidth: Int, _ outputHeight: Int, _ outputFormat: PixelFormatID,
-                filter: Filter = .bicubic) throws(FFmpegError) {
-        guard let context = sws_getContext(Int32(sourceWidth), Int32(sourceHeight), sourceFormat.avValue,
-                                           Int32(outputWidth), Int32(outputHeight), outputFormat.avValue,
-                                           filter.flags | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, nil, nil, nil) else {
-            throw FFmpegError(code: .invalidArgument, function: "sws_getContext")
+                sourceFullRange: Bool? = nil, outputFullRange: Bool? = nil, filter: Filter = .bicubic) throws(FFmpegError) {
+        guard let context = sws_alloc_context() else { throw FFmpegError(code: .outOfMemory, function: "sws_alloc_context") }
+        let sourceFull = sourceFullRange ?? sourceFormat.impliesFullRange
+        let outputFull = outputFullRange ?? outputFormat.impliesFullRange
+        let options: [(String, Int64)] = [
+            ("srcw", Int64(sourceWidth)), ("srch", Int64(sourceHeight)), ("src_format", Int64(sourceFormat.rawValue)),
+            ("dstw", Int64(outputWidth)), ("dsth", Int64(outputHeight)), ("dst_format", Int64(outputFormat.rawValue)),
+            ("sws_flags", Int64(filter.flags | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT)),
+            ("src_range", sourceFull ? 1 : 0), ("dst_range", outputFull ? 1 : 0),
+        ]
+        for (name, value) in options where av_opt_set_int(UnsafeMutableRawPointer(context), name, value, 0) < 0 {
+            sws_freeContext(context)
+            throw FFmpegError(code: .invalidArgument, function: "av_opt_set_int(\(name))")
+        }
+        let status = sws_init_context(context, nil, nil)
+        guard status >= 0 else {
+            sws_freeContext(context)
+            throw FFmpegError(status, "sws_init_context")
         }
         self.context = context
+        (self.sourceFullRange, self.outputFullRange) = (sourceFull, outputFull)
         (self.sourceWidth, self.sourceHeight, self.sourceFormat) = (sourceWidth, sourceHeight, sourceFormat)
         (self.outputWidth, self.outputHeight, self.outputFormat) = (outputWidth, outputHeight, outputFormat)
     }
@@ -65,10 +84,14 @@ public final class Scaler {
         }
         try check(rows, "sws_scale")
         try check(av_frame_copy_props(destination.pointer, source.pointer), "av_frame_copy_props")
+        destination.isFullRange = outputFullRange
     }
 }
 
 extension PixelFormatID {
+    /// True for the JPEG-style formats (`yuvj420p`…) whose samples are full range by definition.
+    public var impliesFullRange: Bool { name?.hasPrefix("yuvj") ?? false }
+
     /// Byte offset of pixel (x, y) in `plane` for this format, given the plane's stride.
     func byteOffset(plane: Int, x: Int, y: Int, stride: Int) -> Int {
         guard let d = av_pix_fmt_desc_get(avValue) else { return 0 }

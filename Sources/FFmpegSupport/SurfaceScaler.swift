@@ -43,9 +43,10 @@ public final class SurfaceScaler {
     }
 
     /// `source` (a surface of any size) scaled into a free surface of the output pool with
-    /// `placement`; timestamps and colour tags carry over. The corresponding C functions are
+    /// `placement`, converted to full or limited range when `outputFullRange` says (nil keeps
+    /// the source's); timestamps and colour tags carry over. The corresponding C functions are
     /// `vaCreateBuffer`, `vaBeginPicture`, `vaRenderPicture` and `vaEndPicture`.
-    public func scale(_ source: Frame, placement: Placement) throws(FFmpegError) -> Frame {
+    public func scale(_ source: Frame, placement: Placement, outputFullRange: Bool? = nil) throws(FFmpegError) -> Frame {
         guard let input = source.vaSurface else { throw FFmpegError(code: .invalidArgument, function: "SurfaceScaler.scale (host frame)") }
         let destination = try output.waitForSurface()
         guard let target = destination.vaSurface else { throw FFmpegError(code: .invalidArgument, function: "SurfaceScaler.scale (pool frame)") }
@@ -59,7 +60,8 @@ public final class SurfaceScaler {
         parameters.output_background_color = 0xff00_0000
         parameters.filter_flags = UInt32(VA_FILTER_SCALING_HQ)
         parameters.input_color_properties.color_range = UInt8(source.isFullRange == true ? VA_SOURCE_RANGE_FULL : VA_SOURCE_RANGE_REDUCED)
-        parameters.output_color_properties.color_range = parameters.input_color_properties.color_range
+        let fullRange = outputFullRange ?? (source.isFullRange == true)
+        parameters.output_color_properties.color_range = UInt8(fullRange ? VA_SOURCE_RANGE_FULL : VA_SOURCE_RANGE_REDUCED)
         var buffer = VABufferID(VA_INVALID_ID)
         var status = withUnsafeMutablePointer(to: &sourceRegion) { sr in
             withUnsafeMutablePointer(to: &outputRegion) { or in
@@ -81,6 +83,7 @@ public final class SurfaceScaler {
         status = vaEndPicture(display, context)
         guard status == VA_STATUS_SUCCESS else { throw Self.failure(status, "vaEndPicture(VideoProc)") }
         try check(av_frame_copy_props(destination.pointer, source.pointer), "av_frame_copy_props")
+        if let outputFullRange { destination.isFullRange = outputFullRange }
         return destination
     }
 

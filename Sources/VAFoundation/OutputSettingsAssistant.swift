@@ -123,9 +123,12 @@ public struct OutputSettingsAssistant: Sendable {
         let deep = (source?.bitDepth ?? 8) > 8 && codec == .hevc
         // JPEG has neither profiles nor a 4:2:0 limited-range format: the encoder picks its own.
         let jpeg = codec == .mjpeg
-        let colors = source.map {
-            ColorProperties(primaries: $0.colorPrimaries, transfer: $0.colorTransfer, matrix: $0.colorMatrix,
-                            fullRange: $0.colorRange.map { $0 == "pc" })
+        let colors = source.map { source -> ColorProperties in
+            // A "yuvj" source (full-range JPEG-style pixels) reaches a 4:2:0 video encoder
+            // converted to limited range: tag it so. JPEG output keeps full range.
+            let rangeConverted = !jpeg && (source.pixelFormat?.hasPrefix("yuvj") ?? false)
+            return ColorProperties(primaries: source.colorPrimaries, transfer: source.colorTransfer, matrix: source.colorMatrix,
+                                   fullRange: rangeConverted ? false : source.colorRange.map { $0 == "pc" })
         }
         return VideoSettings(
             codec: codec, width: width, height: height, scalingMode: .resizeAspect,

@@ -253,9 +253,12 @@ final class VideoDecodePipeline: TrackPipeline {
                     try source.crop(left: left, top: top, right: frame.width - cropW - left, bottom: frame.height - cropH - top)
                 }
             }
+            // A downloaded surface says its range only in its tag (NV12 has no "j" variant).
+            let sourceFull = source.isFullRange ?? source.pixelFormat.impliesFullRange
             if scaler == nil || scaler!.sourceWidth != source.width || scaler!.sourceHeight != source.height
-                || scaler!.sourceFormat != source.pixelFormat || scaler!.outputWidth != w || scaler!.outputHeight != h {
-                scaler = try Scaler(from: source.width, source.height, source.pixelFormat, to: w, h, targetFormat)
+                || scaler!.sourceFormat != source.pixelFormat || scaler!.outputWidth != w || scaler!.outputHeight != h
+                || scaler!.sourceFullRange != sourceFull {
+                scaler = try Scaler(from: source.width, source.height, source.pixelFormat, to: w, h, targetFormat, sourceFullRange: sourceFull)
             }
             try scaler!.scale(source, into: output, x: x, y: y)
             return PixelBuffer(frame: output)

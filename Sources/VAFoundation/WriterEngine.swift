@@ -110,7 +110,10 @@ final class WriterEngine: @unchecked Sendable {
                 }
                 try checkCompatible(plan.name, input: i, mediaType: .video)
                 let encoder = try openEncoder(plan.name, plan.configuration, input: i)
-                do { pipeline.video = try WriterVideoStage(encoder: encoder, scalingMode: settings.scalingMode) } catch {
+                do {
+                    pipeline.video = try WriterVideoStage(encoder: encoder, scalingMode: settings.scalingMode,
+                                                          fullRange: settings.colorProperties?.fullRange)
+                } catch {
                     throw MediaError(.encodeFailed, "cannot prepare frames for \(plan.name)", path: path, underlying: error)
                 }
                 pipeline.encoderName = plan.name

@@ -14,10 +14,14 @@ final class WriterVideoStage {
     private let outputFrames: FramePool
     private var scaler: Scaler?
     private var surfaceScaler: SurfaceScaler?
+    /// The range the encoder tags its output with (nil: unspecified); surfaces in the other
+    /// range are converted by the video processor.
+    let fullRange: Bool?
 
-    init(encoder: Encoder, scalingMode: ScalingMode) throws(FFmpegError) {
+    init(encoder: Encoder, scalingMode: ScalingMode, fullRange: Bool? = nil) throws(FFmpegError) {
         self.encoder = encoder
         self.scalingMode = scalingMode
+        self.fullRange = fullRange
         hostFormat = encoder.hardwareFrames?.softwareFormat ?? encoder.pixelFormat
         outputFrames = try FramePool(width: encoder.width, height: encoder.height, pixelFormat: hostFormat, capacity: 8)
     }
@@ -54,11 +58,12 @@ final class WriterVideoStage {
             return try fit(source.surfaceSoftwareFormat == nil ? source : source.transferToHost())
         }
         guard let layout = source.surfaceSoftwareFormat else { return try surfaces.upload(try fit(source)) }
-        if layout == surfaces.softwareFormat && source.width == encoder.width && source.height == encoder.height {
+        let rangeMatches = fullRange.map { $0 == (source.isFullRange == true) } ?? true
+        if layout == surfaces.softwareFormat && source.width == encoder.width && source.height == encoder.height && rangeMatches {
             return try source.reference()
         }
         if surfaceScaler == nil { surfaceScaler = try SurfaceScaler(output: surfaces) }
-        return try surfaceScaler!.scale(source, placement: scalingMode.placement)
+        return try surfaceScaler!.scale(source, placement: scalingMode.placement, outputFullRange: fullRange)
     }
 
     /// `source` as a host frame of the encoder's size and format, sharing its pixels when it already is one.
@@ -106,13 +111,17 @@ final class WriterVideoStage {
         return destination
     }
 
+    /// Scales with the source frame's range tag and the encoder's range (the format's default when unset).
     private func scale(_ source: Frame, into destination: Frame, width: Int, height: Int, x: Int, y: Int) throws(FFmpegError) {
+        let sourceFull = source.isFullRange ?? source.pixelFormat.impliesFullRange
+        let outputFull = hostFormat.impliesFullRange || (fullRange ?? false)
         if let s = scaler, s.sourceWidth == source.width, s.sourceHeight == source.height, s.sourceFormat == source.pixelFormat,
-           s.outputWidth == width, s.outputHeight == height {
+           s.outputWidth == width, s.outputHeight == height, s.sourceFullRange == sourceFull, s.outputFullRange == outputFull {
             try s.scale(source, into: destination, x: x, y: y)
             return
         }
-        let s = try Scaler(from: source.width, source.height, source.pixelFormat, to: width, height, hostFormat)
+        let s = try Scaler(from: source.width, source.height, source.pixelFormat, to: width, height, hostFormat,
+                           sourceFullRange: sourceFull, outputFullRange: outputFull)
         scaler = s
         try s.scale(source, into: destination, x: x, y: y)
     }

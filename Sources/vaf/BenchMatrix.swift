@@ -207,6 +207,13 @@ struct BenchCommands: Sendable {
             if let profile = s.profile, codec == .h264 || codec == .hevc { arguments += ["-profile:v", profile] }
             // mjpeg_vaapi has constant quality only: FFmpeg refuses a bit rate for it.
             if let rate = s.videoBitRate, !(hardware && codec == .mjpeg) { arguments += ["-b:v", String(rate)] }
+            if codec == .mjpeg && s.videoBitRate == nil {
+                // Our JPEG exports target a quality, not a rate: the same mapping the writer uses
+                // (mjpeg's qscale 2…31, mjpeg_vaapi's JPEG quality 1…100).
+                let quality = OutputSettingsAssistant.jpegQuality
+                arguments += hardware ? ["-global_quality", String(Int((quality * 100).rounded()))]
+                    : ["-q:v", String(Int((2 + 29 * (1 - quality)).rounded()))]
+            }
             if let gop = s.keyframeInterval, codec != .mjpeg {
                 arguments += codec == .hevc && !hardware ? ["-x265-params", "log-level=error:keyint=\(gop)"] : ["-g", String(gop)]
             } else if codec == .hevc && !hardware {
