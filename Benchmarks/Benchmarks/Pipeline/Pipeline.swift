@@ -37,13 +37,18 @@ private func configuration(rates: [BenchmarkMetric], maxIterations: Int, maxDura
                  thresholds: thresholds, setup: setup, teardown: teardown)
 }
 
-/// Runs `pass` once, timed, and reports its rates; the whole closure is the measurement.
-private func pass(_ benchmark: Benchmark, _ rates: [BenchmarkMetric], _ work: () async throws -> PassCount) async throws {
+/// `work`'s result and how long it took, in seconds of wall-clock time.
+private func timed<T>(_ work: () async throws -> T) async rethrows -> (result: T, seconds: Double) {
     let clock = ContinuousClock()
     let start = clock.now
-    let count = try await work()
+    let result = try await work()
     let elapsed = clock.now - start
-    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+    return (result, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18)
+}
+
+/// Runs `work` once (one measured pass) and reports its counts per second as `rates`.
+private func pass(_ benchmark: Benchmark, _ rates: [BenchmarkMetric], _ work: () async throws -> PassCount) async throws {
+    let (count, seconds) = try await timed(work)
     guard seconds > 0 else { return }
     for rate in rates {
         switch rate {
@@ -145,11 +150,7 @@ let benchmarks: @Sendable () -> Void = {
                                            setup: makeSource,
                                            teardown: { try? FileManager.default.removeItem(at: exportOutput) })) { benchmark in
         let url = try await SyntheticMovie.url()
-        let clock = ContinuousClock()
-        let start = clock.now
-        let result = try await PipelineStages.export(url, to: exportOutput)
-        let elapsed = clock.now - start
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+        let (result, seconds) = try await timed { try await PipelineStages.export(url, to: exportOutput) }
         benchmark.measurement(Rate.frames, Int((Double(result.videoFrames) / seconds).rounded()))
         benchmark.measurement(Rate.realTime, Int((100 * result.durationSeconds / seconds).rounded()))
     }
