@@ -5,8 +5,6 @@ import Synchronization
 /// encoders so they exchange GPU surfaces without copying.
 public final class HardwareDevice: @unchecked Sendable {
     let reference: UnsafeMutablePointer<AVBufferRef>
-    /// Keeps the owner of the VADisplay alive as long as libavutil may use it.
-    private let displayOwner: AnyObject?
 
     /// Wraps a VADisplay that `owner` opened and initialised, and will terminate after this
     /// context is gone. The corresponding C functions are `av_hwdevice_ctx_alloc` and `av_hwdevice_ctx_init`.
@@ -16,6 +14,14 @@ public final class HardwareDevice: @unchecked Sendable {
         }
         let device = UnsafeMutableRawPointer(ref.pointee.data).assumingMemoryBound(to: AVHWDeviceContext.self)
         device.pointee.hwctx.assumingMemoryBound(to: AVVAAPIDeviceContext.self).pointee.display = vaDisplay
+        // libavutil frees the context when its last reference goes, which may be a surface pool
+        // outliving this object: it then releases the owner, so the display is terminated only
+        // after every surface on it is destroyed.
+        device.pointee.user_opaque = Unmanaged.passRetained(owner).toOpaque()
+        device.pointee.free = { context in
+            guard let opaque = context?.pointee.user_opaque else { return }
+            Unmanaged<AnyObject>.fromOpaque(opaque).release()
+        }
         let status = av_hwdevice_ctx_init(ref)
         if status < 0 {
             var doomed: UnsafeMutablePointer<AVBufferRef>? = ref
@@ -23,7 +29,6 @@ public final class HardwareDevice: @unchecked Sendable {
             throw FFmpegError(status, "av_hwdevice_ctx_init")
         }
         reference = ref
-        displayOwner = owner
     }
 
     /// Lets libavutil open the device itself: a DRM render node path or an X11 display name.
@@ -33,7 +38,6 @@ public final class HardwareDevice: @unchecked Sendable {
         try check(av_hwdevice_ctx_create(&ref, AV_HWDEVICE_TYPE_VAAPI, device, nil, 0), "av_hwdevice_ctx_create")
         guard let ref else { throw FFmpegError(code: .outOfMemory, function: "av_hwdevice_ctx_create") }
         reference = ref
-        displayOwner = nil
     }
 
     deinit {

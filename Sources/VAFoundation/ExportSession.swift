@@ -472,16 +472,14 @@ public final class ExportSession: Sendable {
             try writer.add(lane.input)
             try reader.add(lane.output)
         }
-        // Exports sharing a device wait for one of its session slots.
-        if let device = plan.device, plan.hardware.map({ $0.decodesOnDevice || $0.encodesOnDevice }) == true {
+        // Exports sharing a device wait for one of its session slots. The release task holds
+        // the slots only, not the device, so the device closes when its last user is done.
+        let slots = plan.hardware.map({ $0.decodesOnDevice || $0.encodesOnDevice }) == true ? plan.device?.sessions : nil
+        if let slots {
             run.withLock { $0.usesDevice = true }
-            try await device.sessions.acquire()
+            try await slots.acquire()
         }
-        defer {
-            if let device = plan.device, plan.hardware.map({ $0.decodesOnDevice || $0.encodesOnDevice }) == true {
-                Task { await device.sessions.release() }
-            }
-        }
+        defer { if let slots { Task { await slots.release() } } }
         try reader.startReading()
         try writer.startWriting()
         try writer.startSession(atSourceTime: start)

@@ -43,6 +43,10 @@ public final class VideoDevice: @unchecked Sendable {
         sessions = ExportSlots(limit: max(1, maximumConcurrentSessions))
     }
 
+    /// The object whose end terminates the VADisplay (after libavutil's last surface on it):
+    /// tests wait for it before stopping the X server the display talks to.
+    package var displayOwner: AnyObject { display }
+
     /// True when this is SoftVA, the CPU-backed test driver: its speed is not a GPU's.
     public var isEmulated: Bool { driverName == "libsoftva" }
 

@@ -49,6 +49,26 @@ import VATestSupport
         }
     }
 
+    /// One Xvfb for every export test, stopped when the process exits: a device's X connection
+    /// may close a moment after its test (reader and writer threads drop the last references,
+    /// and the display closes after libavutil's last surface on it), and Xlib ends the whole
+    /// process when a server it still talks to goes away.
+    static let environment: Result<SoftVAEnvironment, any Error> = {
+        let started = Result { try SoftVAEnvironment.start() }
+        if case .success = started { atexit { if case .success(let env) = HardwareExportTests.environment { env.stop() } } }
+        return started
+    }()
+
+    /// Runs `body` with a new device opened on the shared SoftVA display with `options`.
+    static func withDevice<T>(_ options: SoftVAOptions = SoftVAOptions(), maximumConcurrentSessions: Int = 4,
+                              _ body: (VideoDevice) async throws -> T) async throws -> T {
+        let env = try environment.get()
+        let device = try env.withProcessEnvironment(options) {
+            try VideoDevice(opening: env.display.name, maximumConcurrentSessions: maximumConcurrentSessions)
+        }
+        return try await body(device)
+    }
+
     /// Exports `source` as JPEG fitted in 320x240 with `configure` applied.
     static func exportJPEG(_ source: URL, to output: URL, configure: (ExportSession) -> Void) async throws -> ExportResult {
         let session = ExportSession(asset: Asset(url: source), preset: .preset640x480)
@@ -73,132 +93,122 @@ import VATestSupport
     }
 
     @Test func mjpegToSmallerJPEGRunsEntirelyOnTheDeviceWithoutHostTransfers() async throws {
-        let env = try SoftVAEnvironment.start()
-        defer { env.stop() }
         let dir = try TemporaryDirectory()
         let source = URL(fileURLWithPath: dir.file("source.mov"))
         try await Self.writeMJPEGSource(to: source)
         let counters = dir.file("counters.txt")
-        let device = try env.withProcessEnvironment(SoftVAOptions(countersPath: counters)) { try VideoDevice(opening: env.display.name) }
+        try await Self.withDevice(SoftVAOptions(countersPath: counters)) { device in
+            let hardware = try await Self.exportJPEG(source, to: URL(fileURLWithPath: dir.file("hardware.mov"))) {
+                $0.hardwareDevice = device
+                $0.hardwarePolicy = .require
+            }
+            let software = try await Self.exportJPEG(source, to: URL(fileURLWithPath: dir.file("software.mov"))) { $0.hardwarePolicy = .off }
 
-        let hardware = try await Self.exportJPEG(source, to: URL(fileURLWithPath: dir.file("hardware.mov"))) {
-            $0.hardwareDevice = device
-            $0.hardwarePolicy = .require
+            #expect(hardware.path == .hardware, "\(hardware.pathReason)")
+            #expect(hardware.videoEncoder?.encoder == "mjpeg_vaapi")
+            #expect(hardware.hostTransfers == 0 && hardware.hostTransferBytes == 0, "\(hardware.hostTransfers) transfers")
+            #expect(software.path == .software)
+            let driver = try SoftVACounters(path: counters)
+            #expect(driver["decodes"] == UInt64(Self.frames))
+            #expect(driver["vpp_ops"] == UInt64(Self.frames), "every picture scaled by the video processor")
+            #expect(driver["encodes"] == UInt64(Self.frames))
+            #expect(driver["host_transfer_bytes"] == 0, "no image was mapped, read or written by the host")
+            #expect(try Self.frameCount(hardware.outputURL.path) == Self.frames)
+            #expect(hardware.videoSettings.map { ($0.width, $0.height) } ?? (0, 0) == (320, 180))
+            let quality = try Self.psnr(hardware.outputURL.path, software.outputURL.path)
+            #expect(quality >= 35, "PSNR of the hardware export against the software one: \(quality) dB")
         }
-        let software = try await Self.exportJPEG(source, to: URL(fileURLWithPath: dir.file("software.mov"))) { $0.hardwarePolicy = .off }
-
-        #expect(hardware.path == .hardware, "\(hardware.pathReason)")
-        #expect(hardware.videoEncoder?.encoder == "mjpeg_vaapi")
-        #expect(hardware.hostTransfers == 0 && hardware.hostTransferBytes == 0, "\(hardware.hostTransfers) transfers")
-        #expect(software.path == .software)
-        let driver = try SoftVACounters(path: counters)
-        #expect(driver["decodes"] == UInt64(Self.frames))
-        #expect(driver["vpp_ops"] == UInt64(Self.frames), "every picture scaled by the video processor")
-        #expect(driver["encodes"] == UInt64(Self.frames))
-        #expect(driver["host_transfer_bytes"] == 0, "no image was mapped, read or written by the host")
-        #expect(try Self.frameCount(hardware.outputURL.path) == Self.frames)
-        #expect(hardware.videoSettings.map { ($0.width, $0.height) } ?? (0, 0) == (320, 180))
-        let quality = try Self.psnr(hardware.outputURL.path, software.outputURL.path)
-        #expect(quality >= 35, "PSNR of the hardware export against the software one: \(quality) dB")
     }
 
     @Test func softwareDecodedH264IsUploadedOncePerFrameForTheJPEGEncoder() async throws {
-        let env = try SoftVAEnvironment.start()
-        defer { env.stop() }
         let dir = try TemporaryDirectory()
         let source = URL(fileURLWithPath: dir.file("h264.mov"))
         try await Self.writeSource(to: source, settings: VideoSettings(codec: .h264, width: 640, height: 360, averageBitRate: 2_000_000))
         let counters = dir.file("counters.txt")
-        let device = try env.withProcessEnvironment(SoftVAOptions(countersPath: counters)) { try VideoDevice(opening: env.display.name) }
+        try await Self.withDevice(SoftVAOptions(countersPath: counters)) { device in
+            let result = try await Self.exportJPEG(source, to: URL(fileURLWithPath: dir.file("hybrid.mov"))) { $0.hardwareDevice = device }
 
-        let result = try await Self.exportJPEG(source, to: URL(fileURLWithPath: dir.file("hybrid.mov"))) { $0.hardwareDevice = device }
-
-        #expect(result.path == .hybrid, "\(result.pathReason)")
-        #expect(result.videoEncoder?.encoder == "mjpeg_vaapi")
-        #expect(result.hostTransfers == Self.frames, "one upload per frame, \(result.hostTransfers) counted")
-        #expect(result.hostTransferBytes == Self.frames * 320 * 180 * 3 / 2, "NV12 at 320x180 per frame")
-        let driver = try SoftVACounters(path: counters)
-        #expect(driver["encodes"] == UInt64(Self.frames))
-        #expect(driver["decodes"] == 0)
-        #expect(driver["host_transfer_bytes"] > 0)
-        #expect(try Self.frameCount(result.outputURL.path) == Self.frames)
+            #expect(result.path == .hybrid, "\(result.pathReason)")
+            #expect(result.videoEncoder?.encoder == "mjpeg_vaapi")
+            #expect(result.hostTransfers == Self.frames, "one upload per frame, \(result.hostTransfers) counted")
+            #expect(result.hostTransferBytes == Self.frames * 320 * 180 * 3 / 2, "NV12 at 320x180 per frame")
+            let driver = try SoftVACounters(path: counters)
+            #expect(driver["encodes"] == UInt64(Self.frames))
+            #expect(driver["decodes"] == 0)
+            #expect(driver["host_transfer_bytes"] > 0)
+            #expect(try Self.frameCount(result.outputURL.path) == Self.frames)
+        }
     }
 
     @Test(arguments: ["encode", "decode", "vpp"])
     func aDeviceFailingMidStreamRestartsTheOutputInSoftware(failingStage: String) async throws {
-        let env = try SoftVAEnvironment.start()
-        defer { env.stop() }
         let dir = try TemporaryDirectory()
         let source = URL(fileURLWithPath: dir.file("source.mov"))
         try await Self.writeMJPEGSource(to: source)
         let options = SoftVAOptions(failAfter: 12, failStatus: "VA_STATUS_ERROR_HW_BUSY", failOn: failingStage)
-        let device = try env.withProcessEnvironment(options) { try VideoDevice(opening: env.display.name) }
+        try await Self.withDevice(options) { device in
+            let result = try await Self.exportJPEG(source, to: URL(fileURLWithPath: dir.file("out.mov"))) { $0.hardwareDevice = device }
 
-        let result = try await Self.exportJPEG(source, to: URL(fileURLWithPath: dir.file("out.mov"))) { $0.hardwareDevice = device }
-
-        #expect(result.path == .software, "\(result.pathReason)")
-        #expect(result.fallbackReason != nil)
-        #expect(result.pathReason.contains("restarted"))
-        #expect(result.videoFrames == Self.frames)
-        #expect(try Self.frameCount(result.outputURL.path) == Self.frames, "the output is complete")
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.contains("vaf-partial") }
-        #expect(leftovers.isEmpty, "no partial file of the failed attempt: \(leftovers)")
+            #expect(result.path == .software, "\(result.pathReason)")
+            #expect(result.fallbackReason != nil)
+            #expect(result.pathReason.contains("restarted"))
+            #expect(result.videoFrames == Self.frames)
+            #expect(try Self.frameCount(result.outputURL.path) == Self.frames, "the output is complete")
+            let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.contains("vaf-partial") }
+            #expect(leftovers.isEmpty, "no partial file of the failed attempt: \(leftovers)")
+        }
     }
 
     @Test func concurrentExportsShareOneDeviceWithinItsSessionLimit() async throws {
-        let env = try SoftVAEnvironment.start()
-        defer { env.stop() }
         let dir = try TemporaryDirectory()
         let source = URL(fileURLWithPath: dir.file("source.mov"))
         try await Self.writeMJPEGSource(to: source)
         let counters = dir.file("counters.txt")
-        let device = try env.withProcessEnvironment(SoftVAOptions(countersPath: counters)) {
-            try VideoDevice(opening: env.display.name, maximumConcurrentSessions: 2)
-        }
-        let results = try await withThrowingTaskGroup(of: ExportResult.self) { group in
-            for i in 0..<3 {
-                let output = URL(fileURLWithPath: dir.file("out\(i).mov"))
-                group.addTask {
-                    try await Self.exportJPEG(source, to: output) { $0.hardwareDevice = device }
+        try await Self.withDevice(SoftVAOptions(countersPath: counters), maximumConcurrentSessions: 2) { device in
+            let results = try await withThrowingTaskGroup(of: ExportResult.self) { group in
+                for i in 0..<3 {
+                    let output = URL(fileURLWithPath: dir.file("out\(i).mov"))
+                    group.addTask {
+                        try await Self.exportJPEG(source, to: output) { $0.hardwareDevice = device }
+                    }
                 }
+                return try await group.reduce(into: []) { $0.append($1) }
             }
-            return try await group.reduce(into: []) { $0.append($1) }
+            #expect(results.count == 3)
+            #expect(results.allSatisfy { $0.path == .hardware && $0.hostTransfers == 0 && $0.videoFrames == Self.frames })
+            let driver = try SoftVACounters(path: counters)
+            #expect(driver["encodes"] == UInt64(3 * Self.frames), "all three exports encoded on the one display")
+            for result in results { #expect(try Self.frameCount(result.outputURL.path) == Self.frames) }
         }
-        #expect(results.count == 3)
-        #expect(results.allSatisfy { $0.path == .hardware && $0.hostTransfers == 0 && $0.videoFrames == Self.frames })
-        let driver = try SoftVACounters(path: counters)
-        #expect(driver["encodes"] == UInt64(3 * Self.frames), "all three exports encoded on the one display")
-        for result in results { #expect(try Self.frameCount(result.outputURL.path) == Self.frames) }
     }
 
     @Test func adaptorPoolVendsSurfacesForAnInputEncodingOnTheDevice() async throws {
-        let env = try SoftVAEnvironment.start()
-        defer { env.stop() }
         let dir = try TemporaryDirectory()
         let counters = dir.file("counters.txt")
-        let device = try env.withProcessEnvironment(SoftVAOptions(countersPath: counters)) { try VideoDevice(opening: env.display.name) }
-        let url = URL(fileURLWithPath: dir.file("surfaces.mov"))
-        let writer = try AssetWriter(url: url, fileType: .mov)
-        let input = try AssetWriterInput(videoSettings: VideoSettings(codec: .mjpeg, width: 320, height: 240, quality: 0.9))
-        input.hardwareDevice = device
-        let adaptor = try AssetWriterInputPixelBufferAdaptor(
-            assetWriterInput: input, sourcePixelBufferAttributes: PixelBufferAttributes(pixelFormat: .vaapiSurface))
-        try writer.add(input)
-        try writer.startWriting()
-        try writer.startSession(atSourceTime: .zero)
-        let pool = try #require(adaptor.pixelBufferPool)
-        let host = try PixelBuffer(width: 320, height: 240, pixelFormat: .nv12)
-        for i in 0..<10 {
-            let surface = try await pool.waitForPixelBuffer()
-            #expect(surface.isSurfaceBacked && surface.surfacePixelFormat == .nv12)
-            try Self.drawPattern(into: host, index: i)
-            try surface.upload(from: host)
-            try await adaptor.append(surface, withPresentationTime: MediaTime(value: Int64(i), timescale: 30))
+        try await Self.withDevice(SoftVAOptions(countersPath: counters)) { device in
+            let url = URL(fileURLWithPath: dir.file("surfaces.mov"))
+            let writer = try AssetWriter(url: url, fileType: .mov)
+            let input = try AssetWriterInput(videoSettings: VideoSettings(codec: .mjpeg, width: 320, height: 240, quality: 0.9))
+            input.hardwareDevice = device
+            let adaptor = try AssetWriterInputPixelBufferAdaptor(
+                assetWriterInput: input, sourcePixelBufferAttributes: PixelBufferAttributes(pixelFormat: .vaapiSurface))
+            try writer.add(input)
+            try writer.startWriting()
+            try writer.startSession(atSourceTime: .zero)
+            let pool = try #require(adaptor.pixelBufferPool)
+            let host = try PixelBuffer(width: 320, height: 240, pixelFormat: .nv12)
+            for i in 0..<10 {
+                let surface = try await pool.waitForPixelBuffer()
+                #expect(surface.isSurfaceBacked && surface.surfacePixelFormat == .nv12)
+                try Self.drawPattern(into: host, index: i)
+                try surface.upload(from: host)
+                try await adaptor.append(surface, withPresentationTime: MediaTime(value: Int64(i), timescale: 30))
+            }
+            input.markAsFinished()
+            try await writer.finishWriting()
+            let driver = try SoftVACounters(path: counters)
+            #expect(driver["encodes"] == 10)
+            #expect(try Self.frameCount(url.path) == 10)
         }
-        input.markAsFinished()
-        try await writer.finishWriting()
-        let driver = try SoftVACounters(path: counters)
-        #expect(driver["encodes"] == 10)
-        #expect(try Self.frameCount(url.path) == 10)
     }
 }
