@@ -187,9 +187,15 @@ private let nearRange = zip(nearTime, Gen.int64(in: 1...3000), Gen.int(in: 0...s
     @Test func mappingATimeThereAndBackRestoresIt() async {
         await propertyCheck(input: nearRange, nearRange, nearTime) { source, target, time in
             let mapped = MediaTimeRange.mapTime(time, from: source, to: target)
-            #expect(!mapped.hasBeenRounded, "\(time) from \(source) to \(target)")
+            // A scale like (1/600 s) / (2799.29 s) has no exact 64-bit timescale: the result is
+            // then rounded and says so. Exact results must come back exactly.
             let back = MediaTimeRange.mapTime(mapped, from: target, to: source)
-            #expect(back == time, "\(time) -> \(mapped) -> \(back)")
+            if !mapped.hasBeenRounded && !back.hasBeenRounded {
+                #expect(back == time, "\(time) -> \(mapped) -> \(back)")
+            } else {
+                #expect(abs((back - time).seconds) < 1e-6 * max(1, abs(source.duration.seconds) / max(abs(target.duration.seconds), 1e-9)),
+                        "\(time) -> \(mapped) -> \(back)")
+            }
             #expect(MediaTimeRange.mapTime(source.start, from: source, to: target) == target.start)
             #expect(MediaTimeRange.mapTime(source.end, from: source, to: target) == target.end)
             if source.contains(time) { #expect(target.contains(mapped)) }
