@@ -84,9 +84,8 @@ public final class SurfacePool: @unchecked Sendable {
     /// counted upload. The corresponding C function is `av_hwframe_transfer_data`.
     public func upload(_ host: Frame) throws(FFmpegError) -> Frame {
         let surface = try waitForSurface()
-        try check(av_hwframe_transfer_data(surface.pointer, host.pointer, 0), "av_hwframe_transfer_data")
+        try surface.upload(from: host)
         try check(av_frame_copy_props(surface.pointer, host.pointer), "av_frame_copy_props")
-        HostTransferCounter.record(bytes: host.imageByteCount)
         return surface
     }
 }

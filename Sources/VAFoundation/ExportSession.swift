@@ -474,7 +474,7 @@ public final class ExportSession: Sendable {
         }
         // Exports sharing a device wait for one of its session slots. The release task holds
         // the slots only, not the device, so the device closes when its last user is done.
-        let slots = plan.hardware.map({ $0.decodesOnDevice || $0.encodesOnDevice }) == true ? plan.device?.sessions : nil
+        let slots = plan.device?.sessions
         if let slots {
             run.withLock { $0.usesDevice = true }
             try await slots.acquire()
@@ -709,7 +709,7 @@ public struct ExportPlan: Sendable {
     public var pathReason = ""
     /// Which video stages run on the device, nil when nothing is encoded.
     public var hardware: HardwareDecision?
-    /// The device the hardware stages run on.
+    /// The device the hardware stages run on; nil when every stage runs in software.
     public var device: VideoDevice?
     public var droppedTracks: [ExportResult.DroppedTrack] = []
     public var warnings: [String] = []

@@ -86,8 +86,8 @@ struct HardwareJob {
         switch policy {
         case .hybrid:
             if let encoder = encode.encoder {
-                return HardwareDecision(path: .hybrid, decodesOnDevice: false, encodesOnDevice: true, encoder: Self.bareName(encoder),
-                                        reason: "hybrid (forced): software decode, one upload per frame, \(encoder) on \(device)")
+                return HardwareDecision(path: .hybrid, decodesOnDevice: false, encodesOnDevice: true, encoder: encoder,
+                                        reason: "hybrid (forced): software decode, one upload per frame, \(encoder)\(encode.note) on \(device)")
             }
             if decode.ok {
                 return HardwareDecision(path: .hybrid, decodesOnDevice: true, encodesOnDevice: false, encoder: nil,
@@ -97,13 +97,13 @@ struct HardwareJob {
         case .auto, .require:
             if decode.ok, let encoder = encode.encoder, !needsVPP || vpp {
                 let scaling = needsVPP ? ", VPP scaling \(sourceSize) → \(targetSize)" : ""
-                return HardwareDecision(path: .hardware, decodesOnDevice: true, encodesOnDevice: true, encoder: Self.bareName(encoder),
-                                        reason: "full hardware on \(device): \(decode.name) decode\(scaling), \(encoder); no frame copied to host memory")
+                return HardwareDecision(path: .hardware, decodesOnDevice: true, encodesOnDevice: true, encoder: encoder,
+                                        reason: "full hardware on \(device): \(decode.name) decode\(scaling), \(encoder)\(encode.note); no frame copied to host memory")
             }
             if let encoder = encode.encoder {
                 let why = decode.ok ? "the device has no video processor to scale on" : decode.why
-                return HardwareDecision(path: .hybrid, decodesOnDevice: false, encodesOnDevice: true, encoder: Self.bareName(encoder),
-                                        reason: "hybrid: software decode (\(why)), one upload per frame, \(encoder) on \(device)")
+                return HardwareDecision(path: .hybrid, decodesOnDevice: false, encodesOnDevice: true, encoder: encoder,
+                                        reason: "hybrid: software decode (\(why)), one upload per frame, \(encoder)\(encode.note) on \(device)")
             }
             if decode.ok {
                 return HardwareDecision(path: .hybrid, decodesOnDevice: true, encodesOnDevice: false, encoder: nil,
@@ -117,9 +117,6 @@ struct HardwareJob {
             return .software("hardware is off (--hw off)")
         }
     }
-
-    /// "h264_vaapi" out of "h264_vaapi (low_power=1: …)".
-    private static func bareName(_ label: String) -> String { String(label.prefix { $0 != " " }) }
 
     private func decodeVerdict(_ capabilities: DeviceCapabilities) -> (ok: Bool, name: String, why: String) {
         guard let codec = Self.family(ofFFmpegCodec: sourceCodec) else {
@@ -141,16 +138,16 @@ struct HardwareJob {
     }
 
     /// The VA-API encoder (with a note on its entry point) or why there is none.
-    private func encodeVerdict(_ capabilities: DeviceCapabilities) -> (encoder: String?, why: String) {
-        guard let codec = Self.family(of: targetCodec) else { return (nil, "VA-API has no \(targetCodec) encoder") }
+    private func encodeVerdict(_ capabilities: DeviceCapabilities) -> (encoder: String?, note: String, why: String) {
+        guard let codec = Self.family(of: targetCodec) else { return (nil, "", "VA-API has no \(targetCodec) encoder") }
         let name = codec.displayName
         let job = TranscodeJob(name: "encode", input: nil, output: .init(codec: codec, bitDepth: targetBitDepth, size: targetSize))
         let verdict = capabilities.verdicts(for: [job])[0]
         guard verdict.path == .fullHardware, let encoder = codec.ffmpegVAAPIEncoder else {
-            return (nil, verdict.notes.first ?? "no \(name) encode on the device")
+            return (nil, "", verdict.notes.first ?? "no \(name) encode on the device")
         }
-        guard Encoder.isAvailable(encoder) else { return (nil, "this libavcodec has no \(encoder)") }
+        guard Encoder.isAvailable(encoder) else { return (nil, "", "this libavcodec has no \(encoder)") }
         let lowPowerOnly = capabilities.support(for: codec)?.encode?.lowPowerOnly == true
-        return (lowPowerOnly ? "\(encoder) (low_power=1: the device has only the low-power entry point)" : encoder, "")
+        return (encoder, lowPowerOnly ? " (low_power=1: the device has only the low-power entry point)" : "", "")
     }
 }

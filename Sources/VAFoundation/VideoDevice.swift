@@ -47,8 +47,6 @@ public final class VideoDevice: @unchecked Sendable {
     /// tests wait for it before stopping the X server the display talks to.
     package var displayOwner: AnyObject { display }
 
-    /// True when this is SoftVA, the CPU-backed test driver: its speed is not a GPU's.
-    public var isEmulated: Bool { driverName == "libsoftva" }
 
     private static let opened = Mutex([String: Result<VideoDevice, MediaError>]())
 

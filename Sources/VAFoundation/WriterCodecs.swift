@@ -94,29 +94,9 @@ enum WriterCodecs {
             throw MediaError(.invalidArgument, "\(s.width)x\(s.height) cannot be encoded as \(format): chroma subsampling needs even dimensions")
         }
 
-        var c = Encoder.Configuration()
-        c.width = s.width
-        c.height = s.height
+        var c = try commonVideoConfiguration(s, timeBase: timeBase, globalHeader: globalHeader)
         c.pixelFormat = format
-        c.timeBase = timeBase
-        c.globalHeader = globalHeader
-        let fps = s.expectedSourceFrameRate ?? 30
-        if fps > 0 { c.frameRate = rational(fps) }
-        var gop = s.maxKeyFrameInterval
-        if let seconds = s.maxKeyFrameIntervalDuration, seconds > 0 {
-            let frames = max(1, Int((seconds * fps).rounded(.down)))
-            gop = min(gop ?? frames, frames)
-        }
-        c.keyframeInterval = gop
-        if !s.allowFrameReordering { c.maxBFrames = 0 }
-        c.colorPrimaries = s.colorProperties?.primaries
-        c.colorTransfer = s.colorProperties?.transfer
-        c.colorMatrix = s.colorProperties?.matrix
-        c.fullRange = s.colorProperties?.fullRange
-        if let rate = s.averageBitRate {
-            guard rate > 0 else { throw MediaError(.invalidArgument, "average bit rate \(rate) is not positive") }
-            c.bitRate = Int64(rate)
-        }
+        let gop = c.keyframeInterval
         let quality = s.averageBitRate == nil ? s.quality.map { min(1, max(0, $0)) } : nil
         var options: [(name: String, value: String)] = []
         switch name {
@@ -194,25 +174,10 @@ enum WriterCodecs {
         } catch {
             throw MediaError(.hardwareFailed, "cannot allocate \(s.width)x\(s.height) surfaces on \(device.path)", underlying: error)
         }
-        var c = Encoder.Configuration()
-        c.width = s.width
-        c.height = s.height
+        var c = try commonVideoConfiguration(s, timeBase: timeBase, globalHeader: globalHeader)
         c.hardwareFrames = pool
-        c.timeBase = timeBase
-        c.globalHeader = globalHeader
-        let fps = s.expectedSourceFrameRate ?? 30
-        if fps > 0 { c.frameRate = rational(fps) }
-        var gop = s.maxKeyFrameInterval
-        if let seconds = s.maxKeyFrameIntervalDuration, seconds > 0 {
-            let frames = max(1, Int((seconds * fps).rounded(.down)))
-            gop = min(gop ?? frames, frames)
-        }
-        c.keyframeInterval = gop
-        if !s.allowFrameReordering { c.maxBFrames = 0 }
-        c.colorPrimaries = s.colorProperties?.primaries
-        c.colorTransfer = s.colorProperties?.transfer
-        c.colorMatrix = s.colorProperties?.matrix
-        c.fullRange = s.colorProperties?.fullRange
+        // JPEG is constant-quality only: its encoder takes no bit rate.
+        if s.codec == .mjpeg { c.bitRate = nil }
         var options: [(name: String, value: String)] = []
         // FFmpeg 5.1 does not fall back to EncSliceLP by itself (Arc, recent Intel, Debian's free iHD).
         if support.lowPowerOnly { options.append(("low_power", "1")) }
@@ -222,9 +187,7 @@ enum WriterCodecs {
             c.globalQuality = max(1, Int(((quality ?? 0.9) * 100).rounded()))
         } else {
             let modes = Set(support.rateControls)
-            if let rate = s.averageBitRate {
-                guard rate > 0 else { throw MediaError(.invalidArgument, "average bit rate \(rate) is not positive") }
-                c.bitRate = Int64(rate)
+            if s.averageBitRate != nil {
                 if let mode = ["VBR", "CBR", "QVBR", "AVBR"].first(where: modes.contains) { options.append(("rc_mode", mode)) }
             } else if let q = quality {
                 if modes.contains("ICQ") {
@@ -240,6 +203,35 @@ enum WriterCodecs {
         }
         c.privateOptions = options
         return (name, c)
+    }
+
+    /// What software and VA-API encoders take alike from `s`: size, time base, frame rate,
+    /// keyframe interval, frame reordering, colour tags and bit rate.
+    private static func commonVideoConfiguration(_ s: VideoSettings, timeBase: Rational,
+                                                 globalHeader: Bool) throws(MediaError) -> Encoder.Configuration {
+        var c = Encoder.Configuration()
+        c.width = s.width
+        c.height = s.height
+        c.timeBase = timeBase
+        c.globalHeader = globalHeader
+        let fps = s.expectedSourceFrameRate ?? 30
+        if fps > 0 { c.frameRate = rational(fps) }
+        var gop = s.maxKeyFrameInterval
+        if let seconds = s.maxKeyFrameIntervalDuration, seconds > 0 {
+            let frames = max(1, Int((seconds * fps).rounded(.down)))
+            gop = min(gop ?? frames, frames)
+        }
+        c.keyframeInterval = gop
+        if !s.allowFrameReordering { c.maxBFrames = 0 }
+        c.colorPrimaries = s.colorProperties?.primaries
+        c.colorTransfer = s.colorProperties?.transfer
+        c.colorMatrix = s.colorProperties?.matrix
+        c.fullRange = s.colorProperties?.fullRange
+        if let rate = s.averageBitRate {
+            guard rate > 0 else { throw MediaError(.invalidArgument, "average bit rate \(rate) is not positive") }
+            c.bitRate = Int64(rate)
+        }
+        return c
     }
 
     /// The encoder and configuration for `settings`.
