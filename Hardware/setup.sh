@@ -12,6 +12,8 @@ packages=(
   # Tests: ffmpeg/ffprobe as an independent oracle, Xvfb to give libva an X11 display,
   # vainfo as an independent VA client.
   ffmpeg xvfb xauth vainfo
+  # Benchmarks/*.sh compute their ratios with bc.
+  bc
 )
 
 missing=()
