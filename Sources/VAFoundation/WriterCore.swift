@@ -121,7 +121,8 @@ final class WriterCore: Sendable {
                 await withCheckedContinuation { (c: CheckedContinuation<Decision, Never>) in
                     let now = state.withLock { s -> Decision? in
                         let d = decide(i, sample.presentationTimeStamp, &s)
-                        if case .notReady = d {
+                        // Checked under the lock: a cancellation after it finds this waiter parked.
+                        if case .notReady = d, !Task.isCancelled {
                             s.waiters.append(c)
                             return nil
                         }
@@ -152,7 +153,7 @@ final class WriterCore: Sendable {
                         guard s.status == .writing, i < s.inputs.count, !s.inputs[i].finished else {
                             return .failed(MediaError(.invalidState, "input \(i) takes no more samples", path: destinationPath))
                         }
-                        if Self.ready(i, s) { return .retry }
+                        if Self.ready(i, s) || Task.isCancelled { return .retry }
                         s.waiters.append(c)
                         return nil
                     }
