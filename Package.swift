@@ -44,6 +44,8 @@ let package = Package(
         .target(name: "VAFoundation", dependencies: ["MediaCore", "FFmpegSupport", "HardwareAcceleration"]),
         // `vaf bench`'s arithmetic and reports (PSNR/SSIM, statistics, table/JSON/CSV/SVG): no C.
         .target(name: "BenchKit"),
+        // Runs child programs with posix_spawn, a time limit and rusage: for the bench and tests.
+        .target(name: "ChildProcess"),
         .executableTarget(
             name: "vaf",
             dependencies: [
@@ -52,6 +54,7 @@ let package = Package(
                 "FFmpegSupport",
                 "HardwareAcceleration",
                 "BenchKit",
+                "ChildProcess",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -61,7 +64,7 @@ let package = Package(
             path: "Hardware/SoftVA",
             linkerSettings: [.linkedLibrary("jpeg"), .linkedLibrary("va"), .linkedLibrary("m"), .linkedLibrary("pthread")]
         ),
-        .target(name: "VATestSupport"),
+        .target(name: "VATestSupport", dependencies: ["ChildProcess"]),
         .testTarget(
             name: "SoftVATests",
             dependencies: ["VATestSupport", "CVA", "FFmpegSupport", "VAFoundation"],
@@ -71,13 +74,10 @@ let package = Package(
             name: "MediaCoreTests",
             dependencies: ["MediaCore", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
-        .testTarget(name: "VAFoundationTests", dependencies: ["VAFoundation"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "vafTests", dependencies: ["vaf"]),
+        .testTarget(name: "VAFoundationTests", dependencies: ["VAFoundation", "ChildProcess"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "vafTests", dependencies: ["vaf", "ChildProcess"]),
         .testTarget(name: "HardwareAccelerationTests", dependencies: ["HardwareAcceleration", "vaf", "VATestSupport"]),
         .testTarget(name: "BenchKitTests", dependencies: ["BenchKit", "vaf", "VATestSupport"]),
-
-
-
     ],
     swiftLanguageModes: [.v6]
 )

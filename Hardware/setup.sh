@@ -14,6 +14,8 @@ packages=(
   ffmpeg xvfb xauth vainfo
   # Benchmarks/*.sh compute their ratios with bc.
   bc
+  # Hardware/watchdog.sh prints the stacks of a hung test run with gdb.
+  gdb
 )
 
 missing=()

@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 
 /// A virtual X display plus the SoftVA driver: everything a test needs to run real VA-API
@@ -75,41 +76,24 @@ public struct ProcessResult: Sendable {
     public let status: Int32
     /// True when the process ended by a signal (a crash), not by exiting.
     public let signalled: Bool
+    /// True when it ran past its time limit and was killed.
+    public let timedOut: Bool
     public let stdout: String
     public let stderr: String
 
     public var succeeded: Bool { !signalled && status == 0 }
 
+    /// Runs a program and waits for it, killing it after `timeLimit` seconds: a hung child
+    /// fails its test instead of stalling the whole run.
     public static func run(_ executable: String, _ arguments: [String],
-                           environment: [String: String]? = nil) throws -> ProcessResult {
-        let dir = FileManager.default.temporaryDirectory
-        let id = UUID().uuidString
-        let outURL = dir.appendingPathComponent("vats-\(id).out")
-        let errURL = dir.appendingPathComponent("vats-\(id).err")
-        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        defer {
-            try? FileManager.default.removeItem(at: outURL)
-            try? FileManager.default.removeItem(at: errURL)
-        }
-        let out = try FileHandle(forWritingTo: outURL)
-        let err = try FileHandle(forWritingTo: errURL)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        process.waitUntilExit()
-        try? out.close()
-        try? err.close()
+                           environment: [String: String]? = nil, timeLimit: Double = 600) throws -> ProcessResult {
+        let child = try ChildProcess.run(executable, arguments, environment: environment, timeLimit: timeLimit)
         return ProcessResult(
-            status: process.terminationStatus,
-            signalled: process.terminationReason == .uncaughtSignal,
-            stdout: (try? String(contentsOf: outURL, encoding: .utf8)) ?? "",
-            stderr: (try? String(contentsOf: errURL, encoding: .utf8)) ?? ""
+            status: child.exitStatus ?? 128 + (child.signal ?? 0),
+            signalled: child.signal != nil,
+            timedOut: child.timedOut,
+            stdout: child.stdout,
+            stderr: child.timedOut ? child.stderr + "\n\(executable) was killed after \(Int(timeLimit)) s" : child.stderr
         )
     }
 }

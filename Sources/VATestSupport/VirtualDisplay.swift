@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 
 /// An Xvfb X server on a free display number, so that libva's X11 back end has a display on
@@ -12,13 +13,14 @@ public final class VirtualDisplay: @unchecked Sendable {
     /// The display name to put in `DISPLAY` or to pass to `XOpenDisplay`.
     public var name: String { ":\(number)" }
 
-    private let process: Process
+    /// The Xvfb child, reaped by ``stop()``.
+    private let pid: pid_t
     private let lock = NSLock()
     private var stopped = false
 
-    private init(number: Int, process: Process) {
+    private init(number: Int, pid: pid_t) {
         self.number = number
-        self.process = process
+        self.pid = pid
     }
 
     deinit { stop() }
@@ -50,57 +52,49 @@ public final class VirtualDisplay: @unchecked Sendable {
                 || FileManager.default.fileExists(atPath: lockFile) {
                 continue
             }
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: xvfbPath)
-            process.arguments = [":\(number)", "-nolisten", "tcp", "-screen", "0", "640x480x24"]
-            process.standardInput = FileHandle.nullDevice
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+            let pid = try ChildProcess.spawn(xvfbPath, [":\(number)", "-nolisten", "tcp", "-noreset", "-screen", "0", "640x480x24"])
             let deadline = Date().addingTimeInterval(timeout)
             while Date() < deadline {
                 // Ready when the socket exists and the lock file names our server (another
                 // process's Xvfb may have taken the number in the meantime).
-                if FileManager.default.fileExists(atPath: socket), process.isRunning,
+                if FileManager.default.fileExists(atPath: socket), ChildProcess.isRunning(pid),
                    let owner = try? String(contentsOfFile: lockFile, encoding: .utf8),
-                   Int32(owner.trimmingCharacters(in: .whitespacesAndNewlines)) == process.processIdentifier {
+                   Int32(owner.trimmingCharacters(in: .whitespacesAndNewlines)) == pid {
                     numbersInUse.insert(number)
-                    return VirtualDisplay(number: number, process: process)
+                    return VirtualDisplay(number: number, pid: pid)
                 }
-                if !process.isRunning { break }
+                if !ChildProcess.isRunning(pid) { break }
                 Thread.sleep(forTimeInterval: 0.02)
             }
-            if process.isRunning {
+            if ChildProcess.isRunning(pid) {
                 let owner = (try? String(contentsOfFile: lockFile, encoding: .utf8))
                     .flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-                if owner == process.processIdentifier {
+                kill(pid, SIGKILL)
+                ChildProcess.reap(pid, timeout: 10)
+                if owner == pid {
                     try? FileManager.default.removeItem(atPath: socket)
                     try? FileManager.default.removeItem(atPath: lockFile)
                 }
                 lastFailure = "Xvfb :\(number) did not create \(socket) within \(timeout) s"
             } else {
-                lastFailure = "Xvfb :\(number) exited with status \(process.terminationStatus)"
+                ChildProcess.reap(pid, timeout: 10)
+                lastFailure = "Xvfb :\(number) exited before its socket appeared"
             }
         }
         throw VATestSupportError.displayUnavailable(lastFailure)
     }
 
-    /// Kills the X server, waits for it, and removes its socket and lock file. Safe to call
-    /// more than once.
-    ///
-    /// SIGKILL, not SIGTERM: a child started by Foundation's Process from a test runner's thread
-    /// inherits that thread's blocked signal mask (SIGTERM included), so Xvfb would never see
-    /// SIGTERM. Killed, it cannot remove `/tmp/.X<n>-lock` and its socket, so this does.
+    /// Stops the X server (SIGTERM, then SIGKILL after 5 s), reaps it, and removes its socket
+    /// and lock file if it could not. Safe to call more than once.
     public func stop() {
         lock.lock()
         defer { lock.unlock() }
         guard !stopped else { return }
         stopped = true
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+        kill(pid, SIGTERM)
+        if !ChildProcess.reap(pid, timeout: 5) {
+            kill(pid, SIGKILL)
+            ChildProcess.reap(pid, timeout: 10)
         }
         try? FileManager.default.removeItem(atPath: "/tmp/.X11-unix/X\(number)")
         try? FileManager.default.removeItem(atPath: "/tmp/.X\(number)-lock")

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BenchKit
+import ChildProcess
 import Foundation
 import VAFoundation
 
@@ -94,7 +95,7 @@ extension Vaf {
             for input in inputs where !FileManager.default.isReadableFile(atPath: input) {
                 throw ValidationError("--input \(input): no such readable file.")
             }
-            if let ffmpeg, !noFFmpeg, MeasuredProcess.which(ffmpeg) == nil { throw ValidationError("--ffmpeg \(ffmpeg): not an executable.") }
+            if let ffmpeg, !noFFmpeg, ChildProcess.which(ffmpeg) == nil { throw ValidationError("--ffmpeg \(ffmpeg): not an executable.") }
             if try parsedSources().isEmpty && inputs.isEmpty { throw ValidationError("Nothing to benchmark: --sources none and no --input.") }
         }
 
@@ -112,7 +113,7 @@ extension Vaf {
                 quick: quick, runs: runs ?? (quick ? 3 : 5), warmups: warmups, seconds: seconds ?? (quick ? 2 : 5),
                 syntheticSources: try parsedSources(), inputs: inputs, targets: try parsedTargets(), paths: try parsedPaths(),
                 sourceCodec: codec, workDirectory: work, quality: !noQuality, timeLimit: timeout, vaf: vaf,
-                ffmpeg: noFFmpeg ? nil : MeasuredProcess.which(ffmpeg ?? "ffmpeg"), device: device)
+                ffmpeg: noFFmpeg ? nil : ChildProcess.which(ffmpeg ?? "ffmpeg"), device: device)
             let runner = BenchMatrixRunner(configuration: configuration) { line in
                 FileHandle.standardError.write(Data((line + "\n").utf8))
             }

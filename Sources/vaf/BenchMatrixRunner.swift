@@ -1,4 +1,5 @@
 import BenchKit
+import ChildProcess
 import Foundation
 import VAFoundation
 
@@ -170,7 +171,7 @@ struct BenchMatrixRunner {
     /// requested path, else why the path cannot run (the child's own words).
     private func dryRun(_ command: [String], path: BenchPath, scratch: URL) async -> BenchSkip? {
         let arguments = Array(command.dropFirst()) + ["--dry-run"]
-        guard let child = try? await MeasuredProcess.run(command[0], arguments, environment: ProcessInfo.processInfo.environment,
+        guard let child = try? await ChildProcess.run(command[0], arguments, environment: ProcessInfo.processInfo.environment,
                                                          scratchDirectory: scratch, timeLimit: 120) else {
             return BenchSkip("cannot start \(command[0])")
         }
@@ -192,9 +193,9 @@ struct BenchMatrixRunner {
         if c.device.isSoftVA && run.path.usesDevice { environment["SOFTVA_COUNTERS"] = counters.path }
         defer { try? FileManager.default.removeItem(at: counters) }
         try? FileManager.default.removeItem(at: run.progress)
-        let child: ChildMeasurement
+        let child: ChildProcessResult
         do {
-            child = try await MeasuredProcess.run(run.command[0], Array(run.command.dropFirst()), environment: environment,
+            child = try await ChildProcess.run(run.command[0], Array(run.command.dropFirst()), environment: environment,
                                                   scratchDirectory: scratch, timeLimit: c.timeLimit)
         } catch {
             fail(&run, "\(error)")
@@ -300,14 +301,14 @@ struct BenchMatrixRunner {
 
     /// Whether `vaf transcode` takes `--hw` (the lead's hardware paths).
     private func transcodeHasHardwareOption(scratch: URL) async -> Bool {
-        let help = try? await MeasuredProcess.run(configuration.vaf, ["transcode", "--help"], environment: ProcessInfo.processInfo.environment,
+        let help = try? await ChildProcess.run(configuration.vaf, ["transcode", "--help"], environment: ProcessInfo.processInfo.environment,
                                                   scratchDirectory: scratch, timeLimit: 60)
         return help?.stdout.contains("--hw ") == true || help?.stdout.contains("--hw <") == true
     }
 
     /// The first line a program prints, e.g. `ffmpeg -version`.
     private func firstLine(of command: [String], scratch: URL) async -> String? {
-        let child = try? await MeasuredProcess.run(command[0], Array(command.dropFirst()), environment: ProcessInfo.processInfo.environment,
+        let child = try? await ChildProcess.run(command[0], Array(command.dropFirst()), environment: ProcessInfo.processInfo.environment,
                                                    scratchDirectory: scratch, timeLimit: 60)
         return child?.stdout.split(separator: "\n").first.map(String.init)
     }

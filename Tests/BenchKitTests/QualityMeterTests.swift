@@ -1,6 +1,7 @@
 import BenchKit
 import Foundation
 import Testing
+import VATestSupport
 
 /// Our PSNR and SSIM against FFmpeg's `psnr` and `ssim` filters, the oracle, on the same frames.
 @Suite struct QualityMeterTests {
@@ -45,16 +46,9 @@ import Testing
     /// FFmpeg's summary line for `filter` over the two raw clips, as name → value.
     static func oracle(_ filter: String, _ a: URL, _ b: URL, width: Int, height: Int) throws -> [String: Double] {
         let raw = ["-f", "rawvideo", "-pix_fmt", "yuv420p", "-s", "\(width)x\(height)"]
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try #require(ffmpeg))
-        process.arguments = ["-hide_banner", "-nostdin"] + raw + ["-i", a.path] + raw + ["-i", b.path]
-            + ["-lavfi", "[0:v][1:v]\(filter)", "-f", "null", "-"]
-        let err = Pipe()
-        process.standardError = err
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let child = try ProcessResult.run(try #require(ffmpeg), ["-hide_banner", "-nostdin"] + raw + ["-i", a.path] + raw + ["-i", b.path]
+            + ["-lavfi", "[0:v][1:v]\(filter)", "-f", "null", "-"])
+        let text = child.stderr
         let line = try #require(text.split(separator: "\n").last { $0.contains("Parsed_\(filter)") }, "\(text)")
         var values: [String: Double] = [:]
         // "PSNR y:34.1 u:35.2 v:35.0 average:34.5 min:… max:…" or "SSIM Y:0.91 (10.5) U:… All:0.93 (11.6)"

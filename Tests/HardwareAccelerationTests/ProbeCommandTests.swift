@@ -1,6 +1,7 @@
 import Foundation
 import HardwareAcceleration
 import Testing
+import VATestSupport
 
 /// Runs the built `vaf` binary, the way a user would.
 enum VafBinary {
@@ -22,20 +23,10 @@ enum VafBinary {
 
     static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> Result {
         let binary = try #require(url, "vaf is not built")
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
         // An empty value removes the variable (libva treats an empty LIBVA_DRIVER_NAME as a driver called "").
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }.filter { !$0.value.isEmpty }
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                      stderr: String(decoding: stderr, as: UTF8.self))
+        let merged = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }.filter { !$0.value.isEmpty }
+        let child = try ProcessResult.run(binary.path, arguments, environment: merged)
+        return Result(status: child.status, stdout: child.stdout, stderr: child.stderr)
     }
 
     static func report(_ arguments: [String], environment: [String: String] = [:]) throws -> ProbeReport {
@@ -148,35 +139,15 @@ struct ProbeCommandTests {
                              "needs the vaf binary and Xvfb"))
 final class X11ProbeTests {
     /// Each test gets its own server on its own display, so one never waits on another's shutdown.
-    static let counter = Counter()
-
-    final class Counter: @unchecked Sendable {
-        private var value: Int32 = 0
-        private let lock = NSLock()
-        func add() -> Int32 { lock.withLock { value += 1; return value % 4 } }
-    }
-
-    let display: String
-    let server: Process
+    let server: VirtualDisplay
+    var display: String { server.name }
 
     init() throws {
-        let number = 150 + Int(getpid() % 50) + 50 * Int(X11ProbeTests.counter.add())
-        display = ":\(number)"
-        server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/Xvfb")
-        server.arguments = [display, "-nolisten", "tcp"]
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        for _ in 0..<100 where !FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)") {
-            usleep(50_000)
-        }
+        server = try VirtualDisplay.start(firstNumber: 150)
     }
 
     deinit {
-        // SIGTERM lets Xvfb linger on its clients; SIGKILL ends it at once.
-        kill(server.processIdentifier, SIGKILL)
-        server.waitUntilExit()
+        server.stop()
     }
 
     @Test func withoutADriverNameLibvaCannotPickOne() throws {

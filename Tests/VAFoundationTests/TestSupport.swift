@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 import Testing
 
@@ -31,18 +32,11 @@ enum TestFiles {
     }
 }
 
-/// Runs a program and returns its exit status and standard output (stderr is discarded).
+/// Runs a program and returns its exit status and standard output (stderr is discarded); a
+/// program still running after ten minutes is killed and reads as status 137.
 func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, stdout: Data) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let out = Pipe()
-    process.standardOutput = out
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, data)
+    let child = try ChildProcess.run(executable, arguments, timeLimit: 600)
+    return (child.exitStatus ?? 128 + (child.signal ?? 0), child.standardOutput)
 }
 
 /// The full path of `name` on PATH, nil if it is not installed.
