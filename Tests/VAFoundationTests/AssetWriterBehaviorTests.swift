@@ -237,13 +237,15 @@ import FFmpegSupport
 
         // Video runs ahead: beyond the two-second window past the audio (still at the session start) it stops being ready,
         // and stays so once its queue has drained.
+        // Below the window, "not ready" only means a full queue (slow on a busy machine): wait for it.
         var appended = 0
-        while appended < 90 {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while appended < 90 && ContinuousClock.now < deadline {
             let sample = SampleBuffer(pixelBuffer: try WriterTestSupport.pattern(width: 64, height: 64, index: appended),
                                       presentationTimeStamp: MediaTime(value: Int64(appended), timescale: 30))
             if try video.appendImmediately(sample) { appended += 1; continue }
-            try await Task.sleep(for: .milliseconds(300))
-            if !video.isReadyForMoreMediaData { break }
+            try await Task.sleep(for: .milliseconds(appended < 61 ? 5 : 300))
+            if appended >= 61 && !video.isReadyForMoreMediaData { break }
         }
         #expect(appended >= 61 && appended <= 62, "appended \(appended)")
         #expect(!video.isReadyForMoreMediaData)

@@ -133,18 +133,22 @@ struct ExportSessionTests {
         let dir = try TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let url = dir.appendingPathComponent("cancelled.mp4")
-        let session = ExportSession(asset: Asset(url: clip), preset: .preset640x480)
-        let task = Task { try await session.export(to: url, as: .mp4) }
-        // Cancel as soon as frames flow: a fast machine finishes this clip in well under a second.
-        while session.progress <= 0 && session.status != .completed { try await Task.sleep(for: .milliseconds(1)) }
-        task.cancel()
-        let outcome = await task.result
-        if case .success = outcome {
-            Issue.record("the export finished before it could be cancelled; the clip is too short for this machine")
+        // Cancel as soon as frames flow. A fast machine finishes this clip in well under a second,
+        // and on a busy one this polling task may not run before the end: then try again.
+        for _ in 0..<5 {
+            let session = ExportSession(asset: Asset(url: clip), preset: .preset640x480)
+            let task = Task { try await session.export(to: url, as: .mp4) }
+            while session.progress <= 0 && session.status != .completed { try await Task.sleep(for: .milliseconds(1)) }
+            task.cancel()
+            if case .success = await task.result {
+                try FileManager.default.removeItem(at: url)
+                continue
+            }
+            #expect(session.status == .cancelled)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty, "no output, no partial file")
             return
         }
-        #expect(session.status == .cancelled)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty, "no output, no partial file")
+        Issue.record("five exports finished before they could be cancelled; the clip is too short for this machine")
     }
 
     @Test func fileLengthLimitStopsWithAValidFile() async throws {
