@@ -487,12 +487,17 @@ public final class ExportSession: Sendable {
 
         let limit = s.fileLengthLimit
         let tally = LaneTally(lanes: lanes.count)
+        let pacer = LanePacer(lanes: lanes.count, start: start, window: Self.laneWindow)
         let end = range.end
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (i, lane) in lanes.enumerated() {
                 group.addTask {
+                    defer { pacer.finish(i) }
                     var converter = lane.converter
-                    for try await sample in lane.output.sampleBuffers {
+                    var samples = lane.output.sampleBuffers.makeAsyncIterator()
+                    while true {
+                        try await pacer.waitForTurn(i)
+                        guard let sample = try await samples.next() else { break }
                         let retimed = converter != nil ? converter!.push(sample) : [sample]
                         for out in retimed {
                             try await lane.input.append(out)
@@ -511,10 +516,7 @@ public final class ExportSession: Sendable {
                             }
                             return b.reduce(0, +)
                         }
-                        let reached = tally.positions.withLock { p -> MediaTime in
-                            p[i] = max(p[i], sample.presentationTimeStamp + sample.duration)
-                            return p.min() ?? sample.presentationTimeStamp
-                        }
+                        let reached = pacer.advance(i, to: sample.presentationTimeStamp + sample.duration)
                         if let limit, max(writer.bytesWritten, handed) >= limit {
                             // End the file where every track has arrived, so a track running
                             // ahead in the writer's interleave window is cut there too.
@@ -672,16 +674,17 @@ public final class ExportSession: Sendable {
         return named.isEmpty ? audio : named
     }
 
+    /// How far (media time) one lane may read ahead of the slowest: what the demuxer queues
+    /// for the slow lane meanwhile is what an export holds in compressed packets.
+    static let laneWindow = MediaTime(value: 1, timescale: 2)
+
     /// Samples written and progress (0…1 of the range) per lane, shared by the lane tasks.
     private final class LaneTally: Sendable {
         let counts: Mutex<[Int]>
-        /// Latest end time handed over per lane (presentation time + duration).
-        let positions: Mutex<[MediaTime]>
         /// Bytes handed to the writer per lane (estimated from the bit rate for encoded lanes).
         let bytes: Mutex<[Int64]>
         init(lanes: Int) {
             bytes = Mutex([Int64](repeating: 0, count: lanes))
-            positions = Mutex([MediaTime](repeating: .zero, count: lanes))
             counts = Mutex([Int](repeating: 0, count: lanes))
         }
     }
