@@ -224,6 +224,9 @@ struct BenchCommands: Sendable {
                 if let bits = s.audioBitRate { arguments += ["-b:a", String(bits)] }
             }
         }
+        // Our exports put the movie index first (ExportSession.shouldOptimizeForNetworkUse),
+        // which rewrites the file once more at the end: ask ffmpeg for the same.
+        if ["mp4", "mov", "m4a", "m4v"].contains(output.pathExtension.lowercased()) { arguments += ["-movflags", "+faststart"] }
         arguments += ["-progress", progress.path, output.path]
         return .success(arguments)
     }
