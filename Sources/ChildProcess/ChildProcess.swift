@@ -25,6 +25,9 @@ public struct ChildProcessResult: Sendable {
 
     public var succeeded: Bool { exitStatus == 0 }
 
+    /// The status a shell reports: the exit status, or 128 + the signal that ended the process.
+    public var shellStatus: Int32 { exitStatus ?? 128 + (signal ?? 0) }
+
     /// A failing program's one-line reason: the last "Error: …" line of stderr (ArgumentParser
     /// follows it with a usage hint), else the last non-empty line.
     public var lastErrorLine: String? {

@@ -49,11 +49,12 @@ final class LanePacer: Sendable {
     /// Records that lane `i` handed over media up to `end`; returns the position every lane has reached.
     @discardableResult
     func advance(_ i: Int, to end: MediaTime) -> MediaTime {
-        let reached = state.withLock { s -> MediaTime in
+        let (reached, waiters) = state.withLock { s -> (MediaTime, [CheckedContinuation<Bool, Never>]) in
             if end > s.positions[i] { s.positions[i] = end }
-            return s.positions.min() ?? end
+            defer { s.waiters = [] }
+            return (s.positions.min() ?? end, s.waiters)
         }
-        wakeAll()
+        for waiter in waiters { waiter.resume(returning: false) }
         return reached
     }
 

@@ -89,7 +89,7 @@ public struct ProcessResult: Sendable {
                            environment: [String: String]? = nil, timeLimit: Double = 600) throws -> ProcessResult {
         let child = try ChildProcess.run(executable, arguments, environment: environment, timeLimit: timeLimit)
         return ProcessResult(
-            status: child.exitStatus ?? 128 + (child.signal ?? 0),
+            status: child.shellStatus,
             signalled: child.signal != nil,
             timedOut: child.timedOut,
             stdout: child.stdout,

@@ -36,7 +36,7 @@ enum TestFiles {
 /// program still running after ten minutes is killed and reads as status 137.
 func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, stdout: Data) {
     let child = try ChildProcess.run(executable, arguments, timeLimit: 600)
-    return (child.exitStatus ?? 128 + (child.signal ?? 0), child.standardOutput)
+    return (child.shellStatus, child.standardOutput)
 }
 
 /// The full path of `name` on PATH, nil if it is not installed.

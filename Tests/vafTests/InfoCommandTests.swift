@@ -25,7 +25,7 @@ enum Vaf {
     /// Exit status, stdout and stderr of any program.
     static func run(executable: String, _ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
         let child = try ChildProcess.run(executable, arguments, timeLimit: 600)
-        return (child.exitStatus ?? 128 + (child.signal ?? 0), child.stdout, child.stderr)
+        return (child.shellStatus, child.stdout, child.stderr)
     }
 }
 
