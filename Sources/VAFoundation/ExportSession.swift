@@ -185,12 +185,25 @@ public final class ExportSession: Sendable {
 
     /// Stops the export; `export` throws a `.cancelled` error and leaves no file.
     public func cancelExport() {
+        markCancelled()?.cancelWriting()
+    }
+
+    /// `cancelExport` for a task-cancellation handler, which must not block: the runtime holds
+    /// the task's status lock while it runs, and the writer's queue may be resuming that very
+    /// task (finishWriting), so waiting there for the queue deadlocks. The writer is cancelled
+    /// from another thread instead.
+    private func cancelExportWithoutWaiting() {
+        if let writer = markCancelled() { DispatchQueue.global().async { writer.cancelWriting() } }
+    }
+
+    /// Flags the export cancelled and stops its reader; returns the writer, still to be cancelled.
+    private func markCancelled() -> AssetWriter? {
         let (reader, writer) = run.withLock { r -> (AssetReader?, AssetWriter?) in
             r.cancelled = true
             return (r.reader, r.writer)
         }
         reader?.cancelReading()
-        writer?.cancelWriting()
+        return writer
     }
 
     // MARK: Presets and compatibility
@@ -321,7 +334,7 @@ public final class ExportSession: Sendable {
             var result = try await withTaskCancellationHandler {
                 try await performWithFallback(to: url, as: fileType)
             } onCancel: {
-                cancelExport()
+                cancelExportWithoutWaiting()
             }
             let elapsed = ContinuousClock.now - started
             result.elapsedSeconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
@@ -335,6 +348,9 @@ public final class ExportSession: Sendable {
             return result
         } catch {
             let cancelled = run.withLock { $0.cancelled } || Task.isCancelled
+            // The cancellation handler only started cancelling the writer: finish it here, so
+            // the partial file is gone before this returns.
+            if cancelled { run.withLock { $0.writer }?.cancelWriting() }
             let mediaError = cancelled ? MediaError(.cancelled, "export cancelled", path: url.path)
                 : (error as? MediaError ?? MediaError(.encodeFailed, "\(error)", path: url.path))
             finish(mediaError)

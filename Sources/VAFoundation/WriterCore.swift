@@ -306,14 +306,16 @@ final class WriterCore: Sendable {
 
     /// Stops writing and deletes the partial output; waits for queued work to stop.
     func cancel() {
-        let engine = state.withLock { s -> WriterEngine? in
-            guard s.status == .writing || s.status == .unknown else { return nil }
+        state.withLock { s in
+            guard s.status == .writing || s.status == .unknown else { return }
             s.status = .cancelled
-            defer { s.engine = nil }
-            return s.engine
+            // Queued under the lock, so a later cancel's wait below comes after it.
+            if let engine = s.engine { queue.async { engine.abandon() } }
+            s.engine = nil
         }
         wakeWaiters()
-        if let engine { queue.sync { engine.abandon() } }
+        // Returns once the partial file is deleted, also when another thread cancelled first.
+        queue.sync {}
     }
 
     /// Records a failure (on the queue) and deletes the partial output.
