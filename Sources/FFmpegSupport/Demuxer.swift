@@ -2,12 +2,35 @@ internal import CFFmpeg
 
 /// Reads packets out of a media file. Owns the `AVFormatContext`; not thread-safe, so one
 /// task uses it at a time.
+///
+/// Time starts at 0: when the file's clock starts later (a broadcast capture whose timestamps
+/// begin at 6 h 22 min, a transport stream starting at 1.4 s), every timestamp the demuxer
+/// hands out, and every one it is given to seek to, is moved by that start, the way ffmpeg's
+/// command line moves them. Streams keep their offsets to each other.
 public final class Demuxer {
     let context: UnsafeMutablePointer<AVFormatContext>
     /// The path the demuxer was opened on.
     public let path: String
     /// Snapshots of every stream, indexed by stream index.
     public let streams: [StreamInfo]
+    /// The file's own clock reading (microseconds) that the demuxer's time 0 stands for: its
+    /// start time when that is positive, else 0.
+    public let clockOrigin: Int64
+    /// `clockOrigin` in each stream's time base: what is subtracted from its timestamps.
+    private let originTicks: [Int64]
+    /// Whether the container's timestamps may jump (MPEG-TS: captures cut and joined,
+    /// encoders restarted, clocks wrapped), so jumps are mended as they are read.
+    private let mendsDiscontinuities: Bool
+    /// Microseconds added to every timestamp read since the last mended jump.
+    private var jumpOffset: Int64 = 0
+    /// Per stream: the decode time the next packet should have, and the latest decode time
+    /// seen (both after moving), in the stream's time base.
+    private var expectedDTS: [Int64?]
+    private var latestDTS: [Int64?]
+    /// How many timestamp jumps were mended so far.
+    public private(set) var discontinuitiesMended = 0
+    /// A jump larger than this, forward or back, is a discontinuity (ffmpeg's `-dts_delta_threshold`).
+    private static let discontinuityThreshold: Int64 = 10_000_000
 
     /// What `readPacket` produced.
     public enum ReadResult: Sendable, Equatable { case packet, endOfFile }
@@ -27,7 +50,16 @@ public final class Demuxer {
         }
         self.context = context
         self.path = path
-        self.streams = (0..<Int(context.pointee.nb_streams)).map { Demuxer.snapshot(context.pointee.streams[$0]!) }
+        let start = context.pointee.start_time
+        clockOrigin = start == cffmpeg_AV_NOPTS_VALUE() || start < 0 ? 0 : start
+        let origins = (0..<Int(context.pointee.nb_streams)).map { [clockOrigin] i in
+            av_rescale_q(clockOrigin, cffmpeg_AV_TIME_BASE_Q(), context.pointee.streams[i]!.pointee.time_base)
+        }
+        originTicks = origins
+        mendsDiscontinuities = context.pointee.iformat.pointee.flags & AVFMT_TS_DISCONT != 0
+        expectedDTS = Array(repeating: nil, count: origins.count)
+        latestDTS = Array(repeating: nil, count: origins.count)
+        self.streams = (0..<Int(context.pointee.nb_streams)).map { Demuxer.snapshot(context.pointee.streams[$0]!, origin: origins[$0]) }
     }
 
     deinit { var p: UnsafeMutablePointer<AVFormatContext>? = context; avformat_close_input(&p) }
@@ -42,8 +74,6 @@ public final class Demuxer {
         let d = context.pointee.duration
         return d == cffmpeg_AV_NOPTS_VALUE() || d < 0 ? nil : d
     }
-    /// Container start time in microseconds, nil when unknown.
-    public var startTimeMicroseconds: Int64? { timestamp(context.pointee.start_time) }
     /// Overall bit rate in bits per second, 0 when unknown.
     public var bitRate: Int64 { context.pointee.bit_rate }
     public var metadata: [String: String] { dictionary(context.pointee.metadata) }
@@ -70,20 +100,67 @@ public final class Demuxer {
 
     // MARK: Reading
 
+    /// Streams the demuxer discovered after opening (MPEG-TS finds them as their packets
+    /// arrive). They are not in `streams`, and their packets are skipped.
+    public private(set) var streamsFoundMidFile = Set<Int>()
+
     /// Reads the next packet into `packet` (replacing its contents), or reports end of file.
-    /// The corresponding C function is `av_read_frame`.
+    /// Packets of streams found after opening are skipped (see `streamsFoundMidFile`), so every
+    /// packet returned belongs to one of `streams`. The corresponding C function is `av_read_frame`.
     public func readPacket(into packet: Packet) throws(FFmpegError) -> ReadResult {
-        packet.reset()
-        let result = av_read_frame(context, packet.pointer)
-        if result == cffmpeg_AVERROR_EOF() { return .endOfFile }
-        try check(result, "av_read_frame")
-        return .packet
+        while true {
+            packet.reset()
+            let result = av_read_frame(context, packet.pointer)
+            if result == cffmpeg_AVERROR_EOF() { return .endOfFile }
+            try check(result, "av_read_frame")
+            let index = Int(packet.pointer.pointee.stream_index)
+            if index < streams.count {
+                moveTimestamps(of: packet.pointer, stream: index)
+                return .packet
+            }
+            if streamsFoundMidFile.insert(index).inserted {
+                context.pointee.streams[index]!.pointee.discard = AVDISCARD_ALL
+            }
+        }
+    }
+
+    /// Moves a packet's timestamps onto the demuxer's timeline: back by the clock origin, and
+    /// across any jump mended so far. A new jump (more than 10 s either way, or more than 0.1 s
+    /// back before the stream's latest decode time) moves every stream's later packets so that this one
+    /// follows on from its predecessor, as ffmpeg does for such containers.
+    private func moveTimestamps(of packet: UnsafeMutablePointer<AVPacket>, stream index: Int) {
+        let none = cffmpeg_AV_NOPTS_VALUE()
+        let timeBase = context.pointee.streams[index]!.pointee.time_base
+        let shift = originTicks[index] - av_rescale_q(jumpOffset, cffmpeg_AV_TIME_BASE_Q(), timeBase)
+        if packet.pointee.pts != none { packet.pointee.pts -= shift }
+        if packet.pointee.dts != none { packet.pointee.dts -= shift }
+        let dts = packet.pointee.dts
+        guard mendsDiscontinuities, dts != none else { return }
+        if let expected = expectedDTS[index] {
+            let delta = av_rescale_q(dts - expected, timeBase, cffmpeg_AV_TIME_BASE_Q())
+            let latest = latestDTS[index].map { av_rescale_q($0, timeBase, cffmpeg_AV_TIME_BASE_Q()) } ?? Int64.min
+            let now = av_rescale_q(dts, timeBase, cffmpeg_AV_TIME_BASE_Q())
+            if abs(delta) > Self.discontinuityThreshold || now + 100_000 < latest {
+                jumpOffset -= delta
+                let correction = dts - expected
+                if packet.pointee.pts != none { packet.pointee.pts -= correction }
+                packet.pointee.dts -= correction
+                discontinuitiesMended += 1
+            }
+        }
+        let moved = packet.pointee.dts
+        expectedDTS[index] = moved + max(packet.pointee.duration, 0)
+        latestDTS[index] = max(latestDTS[index] ?? moved, moved)
     }
 
     /// Seeks so the next packet of `stream` is the keyframe at or before `timestamp` (in the
     /// stream's time base). The corresponding C function is `av_seek_frame`.
     public func seek(stream: Int, toKeyframeAtOrBefore timestamp: Int64) throws(FFmpegError) {
-        try check(av_seek_frame(context, Int32(stream), timestamp, AVSEEK_FLAG_BACKWARD), "av_seek_frame")
+        try check(av_seek_frame(context, Int32(stream), timestamp + originTicks[stream], AVSEEK_FLAG_BACKWARD), "av_seek_frame")
+        // Times after a seek are read afresh: no jump is assumed across it.
+        jumpOffset = 0
+        expectedDTS = expectedDTS.map { _ in nil }
+        latestDTS = latestDTS.map { _ in nil }
     }
 
     /// Only packets of `wanted` streams are read; the demuxer skips the others cheaply.
@@ -110,7 +187,7 @@ public final class Demuxer {
         let count = avformat_index_get_entries_count(stream)
         return (0..<count).compactMap { i in
             guard let e = avformat_index_get_entry(stream, i) else { return nil }
-            return IndexEntry(timestamp: e.pointee.timestamp, position: e.pointee.pos, size: Int(e.pointee.size),
+            return IndexEntry(timestamp: e.pointee.timestamp - originTicks[index], position: e.pointee.pos, size: Int(e.pointee.size),
                               isKeyframe: e.pointee.flags & AVINDEX_KEYFRAME != 0)
         }
     }
@@ -133,7 +210,8 @@ public final class Demuxer {
 
     // MARK: Snapshots
 
-    private static func snapshot(_ stream: UnsafeMutablePointer<AVStream>) -> StreamInfo {
+    /// The stream's properties, its start moved back by `origin` ticks (see `clockOrigin`).
+    private static func snapshot(_ stream: UnsafeMutablePointer<AVStream>, origin: Int64) -> StreamInfo {
         let s = stream.pointee
         let par = s.codecpar.pointee
         let codec = CodecID(rawValue: par.codec_id.rawValue)
@@ -157,7 +235,7 @@ public final class Demuxer {
             index: Int(s.index), containerID: Int(s.id), kind: kind, codecName: codec.name, codec: codec,
             profile: par.profile == FF_PROFILE_UNKNOWN ? nil : codec.profileName(par.profile) ?? String(par.profile),
             level: par.level == FF_LEVEL_UNKNOWN || par.level < 0 ? nil : Int(par.level),
-            timeBase: Rational(s.time_base), startTime: timestamp(s.start_time),
+            timeBase: Rational(s.time_base), startTime: timestamp(s.start_time).map { $0 - origin },
             duration: s.duration > 0 ? timestamp(s.duration) : nil, declaredFrameCount: s.nb_frames,
             averageFrameRate: Rational(s.avg_frame_rate), realFrameRate: Rational(s.r_frame_rate),
             bitRate: par.bit_rate, codecTag: par.codec_tag,

@@ -51,9 +51,18 @@ enum AssetInspector {
             scanPackets(demuxer, into: &timings, warnings: &warnings)
         }
 
-        let tracks = streams.map { makeTrack($0, timing: timings[$0.index], streams: streams, containerDuration: demuxer.durationMicroseconds) }
+        let tracks = streams.map {
+            makeTrack($0, timing: timings[$0.index], streams: streams, containerDuration: demuxer.durationMicroseconds,
+                      timestampsJumped: demuxer.discontinuitiesMended > 0)
+        }
         let duration: MediaTime
-        if let micros = demuxer.durationMicroseconds {
+        // A container's duration is its last timestamp less its first: wrong once the
+        // timestamps jumped, so the tracks' scanned lengths count then.
+        let jumps = demuxer.discontinuitiesMended
+        if jumps > 0 {
+            warnings.append("timestamps jump \(jumps == 1 ? "once" : "\(jumps) times"); each jump is mended so the media plays on without a gap")
+        }
+        if let micros = demuxer.durationMicroseconds, jumps == 0 {
             duration = MediaTime(value: micros, timescale: 1_000_000)
         } else {
             let end = tracks.map { $0.timeRange.start.seconds + $0.timeRange.duration.seconds }.filter(\.isFinite).max() ?? 0
@@ -176,6 +185,10 @@ enum AssetInspector {
             timings[packet.streamIndex].add(packet: packet)
         }
         if corrupt > 0 { warnings.append("\(corrupt) packets are marked corrupt by the demuxer") }
+        let late = demuxer.streamsFoundMidFile.sorted()
+        if !late.isEmpty {
+            warnings.append("\(late.count == 1 ? "a stream" : "\(late.count) streams") (index \(late.map(String.init).joined(separator: ", "))) first appeared mid-file and \(late.count == 1 ? "is" : "are") ignored")
+        }
     }
 
     // MARK: Tracks
@@ -186,7 +199,10 @@ enum AssetInspector {
         return usable ? s.containerID : s.index + 1
     }
 
-    static func makeTrack(_ s: StreamInfo, timing: StreamTiming, streams: [StreamInfo], containerDuration: Int64?) -> AssetTrack {
+    /// The track of stream `s`. Its duration is the one the stream declares unless the
+    /// timestamps jumped (the declaration is then last less first), and the scanned one otherwise.
+    static func makeTrack(_ s: StreamInfo, timing: StreamTiming, streams: [StreamInfo], containerDuration: Int64?,
+                          timestampsJumped: Bool = false) -> AssetTrack {
         let tb = s.timeBase
         let mediaType: MediaType = switch s.kind {
         case .video: .video
@@ -196,7 +212,7 @@ enum AssetInspector {
         }
         let start = s.startTime ?? timing.timestamps.min() ?? 0
         let durationTicks: Int64
-        if let d = s.duration {
+        if let d = s.duration, !(timestampsJumped && timing.end != nil) {
             durationTicks = d
         } else if let end = timing.end {
             durationTicks = max(end - start, 0)

@@ -362,18 +362,43 @@ public final class ExportSession: Sendable {
     /// attempt (its partial file is deleted) and restarts the output from the beginning in software.
     private func performWithFallback(to url: URL, as fileType: FileType) async throws -> ExportResult {
         do {
-            return try await perform(to: url, as: fileType, softwareOnly: false)
+            return try await performDroppingEmptyTracks(to: url, as: fileType, softwareOnly: false)
         } catch {
-            let (usedDevice, cancelled, reader, writer) = run.withLock { ($0.usesDevice, $0.cancelled, $0.reader, $0.writer) }
+            let (usedDevice, cancelled) = run.withLock { ($0.usesDevice, $0.cancelled) }
             guard usedDevice, !cancelled, !Task.isCancelled, hardwarePolicy != .off else { throw error }
-            reader?.cancelReading()
-            writer?.cancelWriting()
             let cause = (error as? MediaError).map { e in e.message + (e.underlying.map { " (\($0))" } ?? "") } ?? "\(error)"
-            var result = try await perform(to: url, as: fileType, softwareOnly: true)
+            var result = try await performDroppingEmptyTracks(to: url, as: fileType, softwareOnly: true)
             result.fallbackReason = cause
             result.pathReason = "software after the device failed mid-export (\(cause)); restarted from the beginning"
             return result
         }
+    }
+
+    /// Runs the export; when a track's data turns out unreadable (its index lists samples, but
+    /// not one can be read), redoes the export without that track and says so, as long as
+    /// another track is left to export. ffmpeg likewise writes what it can read.
+    private func performDroppingEmptyTracks(to url: URL, as fileType: FileType, softwareOnly: Bool) async throws -> ExportResult {
+        var unreadable: [ExportResult.DroppedTrack] = []
+        while true {
+            do {
+                var result = try await perform(to: url, as: fileType, softwareOnly: softwareOnly, leavingOut: unreadable)
+                result.warnings += unreadable.map { "track \($0.trackID) (\($0.mediaType)): \($0.reason); exported without it" }
+                return result
+            } catch let empty as TrackYieldedNothing {
+                guard empty.otherLanes > 0, !run.withLock({ $0.cancelled }), !Task.isCancelled else { throw empty.error }
+                unreadable.append(.init(trackID: empty.trackID, mediaType: empty.mediaType.rawValue,
+                                        reason: "no sample of it could be read (the file is damaged)"))
+            }
+        }
+    }
+
+    /// A lane ended without one sample although its track lists some.
+    private struct TrackYieldedNothing: Error {
+        var trackID: Int
+        var mediaType: MediaType
+        /// How many other lanes the export had: with none, there is nothing to export without this one.
+        var otherLanes: Int
+        var error: MediaError
     }
 
     private func begin() throws {
@@ -397,7 +422,22 @@ public final class ExportSession: Sendable {
         run.withLock { $0.progress = max($0.progress, min(value, 0.999)) }
     }
 
-    private func perform(to url: URL, as fileType: FileType, softwareOnly: Bool) async throws -> ExportResult {
+    /// One attempt at the export. However it fails, its reader and writer are stopped and its
+    /// temporary file is deleted before it returns.
+    private func perform(to url: URL, as fileType: FileType, softwareOnly: Bool,
+                         leavingOut unreadable: [ExportResult.DroppedTrack]) async throws -> ExportResult {
+        do {
+            return try await attempt(to: url, as: fileType, softwareOnly: softwareOnly, leavingOut: unreadable)
+        } catch {
+            let (reader, writer) = run.withLock { ($0.reader, $0.writer) }
+            reader?.cancelReading()
+            writer?.cancelWriting()
+            throw error
+        }
+    }
+
+    private func attempt(to url: URL, as fileType: FileType, softwareOnly: Bool,
+                         leavingOut unreadable: [ExportResult.DroppedTrack]) async throws -> ExportResult {
         guard preset.fileTypes.contains(fileType) else {
             throw MediaError(.invalidArgument, "the \(preset.name) preset cannot write \(fileType) files (it writes \(preset.fileTypes.map(\.rawValue).joined(separator: ", ")))", path: url.path)
         }
@@ -426,7 +466,9 @@ public final class ExportSession: Sendable {
         }
         if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
 
-        let plan = try await makePlan(tracks: tracks, fileType: fileType, softwareOnly: softwareOnly)
+        let unreadableIDs = Set(unreadable.map(\.trackID))
+        var plan = try await makePlan(tracks: tracks.filter { !unreadableIDs.contains($0.trackID) }, fileType: fileType, softwareOnly: softwareOnly)
+        plan.droppedTracks += unreadable
         var result = ExportResult(outputURL: url, fileType: fileType, preset: preset.name)
         result.videoSettings = plan.videoSettings
         result.audioSettings = plan.audioSettings
@@ -436,7 +478,8 @@ public final class ExportSession: Sendable {
         result.pathReason = plan.pathReason
         result.hardwareDevice = plan.device.map { "\($0.path) (\($0.driverName ?? $0.vendor))" }
         result.droppedTracks = plan.droppedTracks
-        result.warnings = plan.warnings
+        // What inspecting the source found wrong (damage, mended timestamp jumps) stays true of the output's source.
+        result.warnings = (try await asset.load(.warnings)).map { "source: \($0)" } + plan.warnings
         var lanes: [Lane] = []
         for track in plan.passthroughTracks {
             let output = try AssetReaderTrackOutput(track: track, outputSettings: nil)
@@ -505,6 +548,7 @@ public final class ExportSession: Sendable {
         let tally = LaneTally(lanes: lanes.count)
         let pacer = LanePacer(lanes: lanes.count, start: start, window: Self.laneWindow)
         let end = range.end
+        let laneCount = lanes.count
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (i, lane) in lanes.enumerated() {
                 group.addTask {
@@ -550,13 +594,18 @@ public final class ExportSession: Sendable {
                     }
                     let stoppedForLimit = limit.map { l in tally.bytes.withLock { $0.reduce(0, +) } >= l } ?? false
                     if tally.counts.withLock({ $0[i] }) == 0 && !stoppedForLimit && reader.status != .cancelled {
-                        throw MediaError(.corruptOrTruncated, "track \(lane.track.trackID) (\(lane.track.mediaType)) yielded no samples: the file is truncated or its data unreadable",
-                                         path: self.asset.url.path)
+                        let error = MediaError(.corruptOrTruncated, "track \(lane.track.trackID) (\(lane.track.mediaType)) yielded no samples: the file is truncated or its data unreadable",
+                                               path: self.asset.url.path)
+                        throw TrackYieldedNothing(trackID: lane.track.trackID, mediaType: lane.track.mediaType,
+                                                  otherLanes: laneCount - 1, error: error)
                     }
                     lane.input.markAsFinished()
                 }
             }
-            try await group.waitForAll()
+            // The first lane to fail ends the export: leaving the group cancels the other lanes,
+            // which may be waiting for the failed lane in the writer's interleaving window.
+            // (`waitForAll` would wait for them, and they would wait forever.)
+            while try await group.next() != nil {}
         }
         if let error = reader.error { throw error }
         if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }

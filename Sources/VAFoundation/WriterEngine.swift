@@ -49,6 +49,10 @@ final class WriterEngine: @unchecked Sendable {
         var pendingVideo: Packet?
         var lastDuration: Int64 = 0
         var lastPTS: Int64?
+        /// Decode time of the last packet written, in the muxer's time base of the stream.
+        var lastWrittenDTS: Int64?
+        /// Packets whose decode time had to be moved to keep decode times increasing.
+        var dtsRepairs = 0
 
         init(_ configuration: WriterInputConfiguration) { self.configuration = configuration }
     }
@@ -386,6 +390,15 @@ final class WriterEngine: @unchecked Sendable {
             written.withLock { $0[stream] = (max($0[stream]?.seconds ?? 0, seconds), $0[stream]?.finished ?? false) }
         }
         packet.rescaleTimestamps(from: pipeline.timeBase, to: muxer.timeBase(ofStream: stream))
+        // Muxers refuse decode times that do not increase. Copied packets can carry such times
+        // (a mended jump in a transport stream, rounding between time bases): move the decode
+        // time just past the previous one and keep the picture shown no earlier, as ffmpeg does.
+        if let last = pipeline.lastWrittenDTS, let dts = packet.dts, dts <= last {
+            packet.dts = last + 1
+            if let pts = packet.pts, pts < last + 1 { packet.pts = last + 1 }
+            pipeline.dtsRepairs += 1
+        }
+        if let dts = packet.dts { pipeline.lastWrittenDTS = dts }
         try muxer.write(packet)
     }
 
