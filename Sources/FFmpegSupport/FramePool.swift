@@ -1,4 +1,5 @@
 internal import CFFmpeg
+import Dispatch
 import Synchronization
 
 /// Hands out video frames whose pixel memory comes back to the pool, instead of being freed,
@@ -25,6 +26,8 @@ public final class FramePool: Sendable {
         }
         let state = Mutex(State())
         let size: Int
+        /// Signalled each time a block comes back, for callers waiting for one.
+        let released = ReleaseSignal()
 
         init(size: Int) { self.size = size }
 
@@ -37,6 +40,7 @@ public final class FramePool: Sendable {
                 return true
             }
             if !keep { av_free(data) }
+            released.signal()
         }
 
         func close() {
@@ -69,6 +73,18 @@ public final class FramePool: Sendable {
 
     /// Frames whose memory is still referenced somewhere.
     public var inUseCount: Int { storage.state.withLock { $0.allocations - $0.free.count } }
+
+    /// A frame, waiting up to `timeout` seconds for one to come back when all `capacity` are in
+    /// use: woken by the release, never polling. nil when none came back in time or the task
+    /// was cancelled.
+    public func waitForFrame(timeout: Double) async throws(FFmpegError) -> Frame? {
+        let deadline = DispatchTime.now() + timeout
+        while true {
+            let seen = storage.released.generation
+            if let frame = try makeFrame() { return frame }
+            guard await storage.released.next(after: seen, deadline: deadline) else { return try makeFrame() }
+        }
+    }
 
     /// A frame on recycled (or, while under capacity, new) memory; nil when all `capacity`
     /// blocks are in use. The corresponding C functions are `av_malloc`, `av_buffer_create`

@@ -66,18 +66,55 @@ public final class SurfacePool: @unchecked Sendable {
         let status = av_hwframe_get_buffer(reference, frame.pointer, 0)
         if status == cffmpeg_averror(ENOMEM) { return nil }
         try check(status, "av_hwframe_get_buffer")
+        try signalOnRelease(frame)
         return frame
     }
 
-    /// A free surface, waiting up to `timeout` seconds for one to be released.
+    /// A free surface, waiting up to `timeout` seconds for one to be released: the thread
+    /// sleeps on a condition that the release signals, never polling.
     public func waitForSurface(timeout: Double = 10) throws(FFmpegError) -> Frame {
-        let clock = ContinuousClock()
-        let deadline = clock.now + .milliseconds(Int(timeout * 1000))
+        let deadline = ReleaseSignal.deadline(in: timeout)
         while true {
+            let seen = released.generation
             if let frame = try makeSurface() { return frame }
-            guard clock.now < deadline else { throw FFmpegError(code: .outOfMemory, function: "av_hwframe_get_buffer (all \(capacity) surfaces held)") }
-            usleep(500)
+            guard released.wait(after: seen, until: deadline) else {
+                if let frame = try makeSurface() { return frame }
+                throw FFmpegError(code: .outOfMemory, function: "av_hwframe_get_buffer (all \(capacity) surfaces held)")
+            }
         }
+    }
+
+    /// Signalled each time one of the pool's surfaces comes back.
+    private let released = ReleaseSignal()
+
+    /// The pool's buffer, and the signal to give once it is let go.
+    private final class SurfaceReference: @unchecked Sendable {
+        // @unchecked: `buffer` is touched once, by the release callback, after every other reference is gone.
+        var buffer: UnsafeMutablePointer<AVBufferRef>?
+        let released: ReleaseSignal
+        init(_ buffer: UnsafeMutablePointer<AVBufferRef>, _ released: ReleaseSignal) {
+            self.buffer = buffer
+            self.released = released
+        }
+    }
+
+    /// Puts the frame's pool buffer behind one of ours whose release hands it back to the
+    /// pool and then signals `released`: libavutil's pool tells nobody when a surface comes back.
+    /// The surface ID (`data[3]`) and `hw_frames_ctx` stay as they were. The corresponding C
+    /// function is `av_buffer_create`.
+    private func signalOnRelease(_ frame: Frame) throws(FFmpegError) {
+        guard let original = frame.pointer.pointee.buf.0 else { return }
+        let box = Unmanaged.passRetained(SurfaceReference(original, released)).toOpaque()
+        let release: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<UInt8>?) -> Void = { opaque, _ in
+            let reference = Unmanaged<SurfaceReference>.fromOpaque(opaque!).takeRetainedValue()
+            av_buffer_unref(&reference.buffer)
+            reference.released.signal()
+        }
+        guard let wrapper = av_buffer_create(original.pointee.data, original.pointee.size, release, box, 0) else {
+            Unmanaged<SurfaceReference>.fromOpaque(box).release()
+            throw FFmpegError(code: .outOfMemory, function: "av_buffer_create")
+        }
+        frame.pointer.pointee.buf.0 = wrapper
     }
 
     /// Copies a host frame of the pool's size and software format into a free surface: one

@@ -164,6 +164,12 @@ public final class AssetWriter: Sendable {
         try core.start(configuration, inputs: snapshot.inputs.map { $0.configurationSnapshot() })
     }
 
+    /// Calls `observer` with `writtenDuration` each time a packet reaches the file, on the
+    /// writer's queue (keep it short). Set before `startWriting()`.
+    func observeWrittenDuration(_ observer: @escaping @Sendable (Double) -> Void) {
+        core.writeObserver.withLock { $0 = observer }
+    }
+
     /// Seconds of media after the session start that have reached the file (encoded and muxed):
     /// what progress should count, since encoders hold frames back.
     public var writtenDuration: Double { core.writtenSeconds }

@@ -160,26 +160,70 @@ public final class ExportSession: Sendable {
     /// 0…1; never goes backwards; reaches 1 only once the file is complete.
     public var progress: Double { run.withLock { $0.progress } }
 
-    /// The export's state every `updateInterval` until it ends (and at each change of phase).
+    /// The export's state as it changes, at most once per `updateInterval` (every change of
+    /// phase at once), until it ends. Pushed by the export as its status and the written
+    /// duration change; nothing polls.
     public func states(updateInterval: Duration = .milliseconds(500)) -> AsyncStream<State> {
-        AsyncStream { continuation in
-            let task = Task {
-                var last: State?
-                while !Task.isCancelled {
-                    let (status, progress) = run.withLock { ($0.status, $0.progress) }
-                    let state: State = switch status {
-                    case .unknown: .pending
-                    case .waiting: .waiting
-                    default: .exporting(progress: progress)
-                    }
-                    if state != last { continuation.yield(state) }
-                    last = state
-                    if [.completed, .failed, .cancelled].contains(status) { break }
-                    try? await Task.sleep(for: updateInterval)
+        let (stream, continuation) = AsyncStream.makeStream(of: State.self, bufferingPolicy: .bufferingNewest(8))
+        let id = observers.withLock { o -> Int in
+            o.nextID += 1
+            o.subscribers[o.nextID] = StateSubscriber(continuation: continuation, interval: updateInterval)
+            return o.nextID
+        }
+        continuation.onTermination = { [weak self] _ in self?.observers.withLock { _ = $0.subscribers.removeValue(forKey: id) } }
+        publishState()
+        return stream
+    }
+
+    /// One `states()` stream and what it was last given.
+    private struct StateSubscriber {
+        let continuation: AsyncStream<State>.Continuation
+        let interval: Duration
+        var last: State?
+        var lastYield: ContinuousClock.Instant?
+    }
+
+    private struct Observers {
+        var subscribers: [Int: StateSubscriber] = [:]
+        var nextID = 0
+    }
+
+    private let observers = Mutex(Observers())
+
+    /// Gives every `states()` stream the current state when it changed and its interval has
+    /// passed (a change of phase always passes); ends the streams once the export ended.
+    private func publishState() {
+        let (status, progress) = run.withLock { ($0.status, $0.progress) }
+        let state: State = switch status {
+        case .unknown: .pending
+        case .waiting: .waiting
+        default: .exporting(progress: progress)
+        }
+        let ended = [.completed, .failed, .cancelled].contains(status)
+        let now = ContinuousClock.now
+        // Yielded and finished outside the lock: finishing runs the stream's termination
+        // handler, which takes the lock to remove its subscriber.
+        let due = observers.withLock { o -> [(AsyncStream<State>.Continuation, yield: Bool)] in
+            var actions: [(AsyncStream<State>.Continuation, yield: Bool)] = []
+            for (id, var subscriber) in o.subscribers {
+                let phaseChanged: Bool = switch (subscriber.last, state) {
+                case (.exporting?, .exporting): false
+                default: subscriber.last != state
                 }
-                continuation.finish()
+                let intervalPassed = subscriber.lastYield.map { now - $0 >= subscriber.interval } ?? true
+                let yield = state != subscriber.last && (phaseChanged || intervalPassed || ended)
+                if yield {
+                    subscriber.last = state
+                    subscriber.lastYield = now
+                }
+                if yield || ended { actions.append((subscriber.continuation, yield: yield)) }
+                o.subscribers[id] = ended ? nil : subscriber
             }
-            continuation.onTermination = { _ in task.cancel() }
+            return actions
+        }
+        for (continuation, yield) in due {
+            if yield { continuation.yield(state) }
+            if ended { continuation.finish() }
         }
     }
 
@@ -328,6 +372,7 @@ public final class ExportSession: Sendable {
         }
         defer { Task { await ExportSlots.shared.release() } }
         run.withLock { $0.status = .exporting }
+        publishState()
         let started = ContinuousClock.now
         let transfersBefore = HostTransferCounter.totals
         do {
@@ -345,6 +390,7 @@ public final class ExportSession: Sendable {
                 $0.progress = 1
                 $0.status = .completed
             }
+            publishState()
             return result
         } catch {
             let cancelled = run.withLock { $0.cancelled } || Task.isCancelled
@@ -408,6 +454,7 @@ public final class ExportSession: Sendable {
             }
             r.status = .waiting
         }
+        publishState()
     }
 
     private func finish(_ error: MediaError) {
@@ -415,11 +462,17 @@ public final class ExportSession: Sendable {
             $0.status = error.code == .cancelled ? .cancelled : .failed
             $0.error = error
         }
+        publishState()
     }
 
-    /// Raises the progress, never lowering it.
+    /// Raises the progress, never lowering it, and tells the `states()` streams.
     func advance(to value: Double) {
-        run.withLock { $0.progress = max($0.progress, min(value, 0.999)) }
+        let raised = run.withLock { r -> Bool in
+            let next = max(r.progress, min(value, 0.999))
+            defer { r.progress = next }
+            return next > r.progress
+        }
+        if raised { publishState() }
     }
 
     /// One attempt at the export. However it fails, its reader and writer are stopped and its
@@ -539,6 +592,9 @@ public final class ExportSession: Sendable {
             try await slots.acquire()
         }
         defer { if let slots { Task { await slots.release() } } }
+        // Progress counts what reached the file, not what was handed over: encoders hold back
+        // up to dozens of frames, written while finishing. The writer pushes each step.
+        writer.observeWrittenDuration { [weak self] seconds in self?.advance(to: 0.97 * seconds / totalSeconds) }
         try reader.startReading()
         try writer.startWriting()
         try writer.startSession(atSourceTime: start)
@@ -563,9 +619,6 @@ public final class ExportSession: Sendable {
                             try await lane.input.append(out)
                             tally.counts.withLock { $0[i] += 1 }
                         }
-                        // Progress counts what reached the file, not what was handed over:
-                        // encoders hold back up to dozens of frames.
-                        self.advance(to: 0.97 * writer.writtenDuration / totalSeconds)
                         // Bytes on disk lag behind the writer's queue: also count what was handed
                         // to it (exact for copied packets, the target rate for encoded media).
                         let handed = tally.bytes.withLock { b -> Int64 in
@@ -609,14 +662,6 @@ public final class ExportSession: Sendable {
         }
         if let error = reader.error { throw error }
         if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
-        // The encoders' held-back frames are written while finishing: keep reporting them.
-        let finishing = Task {
-            while !Task.isCancelled {
-                self.advance(to: 0.97 * writer.writtenDuration / totalSeconds)
-                try? await Task.sleep(for: .milliseconds(100))
-            }
-        }
-        defer { finishing.cancel() }
         try await writer.finishWriting()
         let written = tally.counts.withLock { $0 }
         for (i, lane) in lanes.enumerated() where lane.track.mediaType == .video { result.videoFrames = written[i] }

@@ -70,17 +70,17 @@ public final class PixelBufferPool: Sendable {
     /// Like `makePixelBuffer()`, but when every picture is in use, waits (up to `timeout`
     /// seconds) for the encoder or the caller to release one.
     public func waitForPixelBuffer(timeout: Double = 10) async throws(MediaError) -> PixelBuffer {
-        let clock = ContinuousClock()
-        let deadline = clock.now + .milliseconds(Int(timeout * 1000))
-        while true {
-            if let buffer = try takeFree() { return buffer }
-            guard clock.now < deadline else {
-                throw MediaError(.invalidState, "no buffer of the \(width)x\(height) \(pixelFormat) pool was released within \(timeout) s; all \(maximumBufferCount) are held")
-            }
-            do { try await Task.sleep(for: .milliseconds(1)) } catch {
-                throw MediaError(.cancelled, "the task waiting for a pooled picture was cancelled")
-            }
+        if let buffer = try takeFree() { return buffer }
+        guard let frames else {
+            throw MediaError(.invalidState, "the \(width)x\(height) \(pixelFormat) pool has no picture to wait for")
         }
+        let frame: Frame?
+        do { frame = try await frames.waitForFrame(timeout: timeout) } catch {
+            throw MediaError(.invalidState, "cannot allocate a \(width)x\(height) \(pixelFormat) picture", underlying: error)
+        }
+        if let frame { return PixelBuffer(frame: frame) }
+        if Task.isCancelled { throw MediaError(.cancelled, "the task waiting for a pooled picture was cancelled") }
+        throw MediaError(.invalidState, "no buffer of the \(width)x\(height) \(pixelFormat) pool was released within \(timeout) s; all \(maximumBufferCount) are held")
     }
 
     private func takeFree() throws(MediaError) -> PixelBuffer? {

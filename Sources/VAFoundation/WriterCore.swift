@@ -46,6 +46,8 @@ final class WriterCore: Sendable {
     let queue: DispatchQueue
     let state = Mutex(State())
     let destinationPath: String
+    /// Told the written duration each time a packet reaches the file (on the writer's queue).
+    let writeObserver = Mutex<(@Sendable (Double) -> Void)?>(nil)
 
     init(destinationPath: String) {
         self.destinationPath = destinationPath
@@ -204,7 +206,7 @@ final class WriterCore: Sendable {
 
     /// Opens the encoders and the temporary file (on the queue, waiting for it).
     func start(_ configuration: WriterConfiguration, inputs: [WriterInputConfiguration]) throws(MediaError) {
-        let engine = WriterEngine(configuration: configuration)
+        let engine = WriterEngine(configuration: configuration, didWrite: writeObserver.withLock { $0 })
         try state.withLock { s throws(MediaError) in
             guard s.status == .unknown else {
                 throw MediaError(.invalidState, "startWriting was already called (the writer is \(s.status))", path: destinationPath)

@@ -67,7 +67,13 @@ final class WriterEngine: @unchecked Sendable {
     /// Audio packets this close to the newest one stay held, so a later `endSession` can still trim them.
     private static let audioHoldback = 1.0
 
-    init(configuration: WriterConfiguration) { self.configuration = configuration }
+    /// Told the written duration (`writtenSeconds`) after each packet reaches the muxer.
+    private let didWrite: (@Sendable (Double) -> Void)?
+
+    init(configuration: WriterConfiguration, didWrite: (@Sendable (Double) -> Void)? = nil) {
+        self.configuration = configuration
+        self.didWrite = didWrite
+    }
 
     /// Seconds of media (after the session start) each input has handed to the muxer, and
     /// whether it is finished; readable from any thread.
@@ -400,6 +406,7 @@ final class WriterEngine: @unchecked Sendable {
         }
         if let dts = packet.dts { pipeline.lastWrittenDTS = dts }
         try muxer.write(packet)
+        didWrite?(writtenSeconds)
     }
 
     /// Adds the streams and writes the header once every input that will write has its parameters.

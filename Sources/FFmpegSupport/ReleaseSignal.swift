@@ -1,0 +1,106 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import Synchronization
+
+/// Wakes whoever waits for a pooled buffer when one comes back, so pools never poll.
+///
+/// A pool calls `signal()` from its release callback (any thread, often inside FFmpeg).
+/// Threads wait with `wait(until:)` on a condition variable; tasks wait with `next(deadline:)`,
+/// whose continuation the next signal, the deadline or cancellation resumes. A waiter checks
+/// the pool, reads `generation`, checks again and only then waits for a later generation, so
+/// a release between its check and its wait is never missed.
+final class ReleaseSignal: @unchecked Sendable {
+    // @unchecked: the pthread mutex and condition are used only through pthread calls, which lock.
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let condition: UnsafeMutablePointer<pthread_cond_t>
+    private var count: UInt64 = 0
+    private let waiters = Mutex<[Int: CheckedContinuation<Bool, Never>]>([:])
+    private let nextWaiter = Atomic<Int>(0)
+
+    init() {
+        mutex = .allocate(capacity: 1)
+        condition = .allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+        condition.deallocate()
+    }
+
+    /// How many releases were signalled so far.
+    var generation: UInt64 {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return count
+    }
+
+    /// A buffer came back: wake every waiting thread and task.
+    func signal() {
+        pthread_mutex_lock(mutex)
+        count &+= 1
+        pthread_cond_broadcast(condition)
+        pthread_mutex_unlock(mutex)
+        let woken = waiters.withLock { w -> [CheckedContinuation<Bool, Never>] in
+            defer { w = [:] }
+            return Array(w.values)
+        }
+        for waiter in woken { waiter.resume(returning: true) }
+    }
+
+    /// Blocks the calling thread until a release after `seen`, or the deadline (monotonic
+    /// seconds); false when the deadline passed first.
+    func wait(after seen: UInt64, until deadline: timespec) -> Bool {
+        var deadline = deadline
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while count == seen {
+            if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT { return count != seen }
+        }
+        return true
+    }
+
+    /// Suspends the task until a release after `seen`, the deadline (then false), or cancellation (false).
+    func next(after seen: UInt64, deadline: DispatchTime) async -> Bool {
+        let id = nextWaiter.add(1, ordering: .relaxed).newValue
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+                let parked = waiters.withLock { w -> Bool in
+                    // Checked under the waiters' lock: a signal or cancellation after it finds this waiter parked.
+                    if generation != seen || Task.isCancelled { return false }
+                    w[id] = c
+                    return true
+                }
+                guard parked else {
+                    c.resume(returning: generation != seen)
+                    return
+                }
+                DispatchQueue.global().asyncAfter(deadline: deadline) { [weak self] in self?.resume(id, returning: false) }
+            }
+        } onCancel: {
+            resume(id, returning: false)
+        }
+    }
+
+    private func resume(_ id: Int, returning value: Bool) {
+        waiters.withLock { $0.removeValue(forKey: id) }?.resume(returning: value)
+    }
+
+    /// The monotonic-clock time `seconds` from now, for `wait(after:until:)`.
+    static func deadline(in seconds: Double) -> timespec {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let nanoseconds = Int(now.tv_nsec) + Int((seconds - seconds.rounded(.down)) * 1e9)
+        return timespec(tv_sec: now.tv_sec + Int(seconds.rounded(.down)) + nanoseconds / 1_000_000_000,
+                        tv_nsec: nanoseconds % 1_000_000_000)
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+@testable import VAFoundation
+
+/// Outputs start at 0 whatever the source's clock says, keep the sources' A/V offset, and
+/// play through timestamp jumps; a failed export leaves nothing behind. ffmpeg makes the
+/// sources and ffprobe reads the outputs (independent oracles).
+@Suite(.serialized) struct SourceClockTests {
+    /// A 3 s 320x240 25 fps H.264 + 48 kHz AAC transport stream whose clock starts at 6 h 22 min.
+    static func broadcastCapture(in dir: URL) throws -> URL {
+        let url = dir.appendingPathComponent("capture.ts")
+        let ffmpeg = try #require(which("ffmpeg"), "ffmpeg makes the source (Hardware/setup.sh installs it)")
+        let made = try run(ffmpeg, ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-f", "lavfi",
+                                    "-i", "sine=f=440:sample_rate=48000", "-t", "3", "-c:v", "libx264", "-c:a", "aac",
+                                    "-output_ts_offset", "22920", url.path])
+        try #require(made.status == 0)
+        return url
+    }
+
+    /// ffprobe's start time and duration of each stream of `url`, by codec type.
+    static func streams(_ url: URL) throws -> [String: (start: Double, duration: Double, frames: Int)] {
+        let probe = try #require(which("ffprobe"))
+        let result = try run(probe, ["-v", "error", "-count_packets", "-show_entries", "stream=codec_type,start_time,duration,nb_read_packets",
+                                     "-of", "json", url.path])
+        let json = try #require(try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any])
+        var found: [String: (Double, Double, Int)] = [:]
+        for stream in json["streams"] as? [[String: Any]] ?? [] {
+            guard let type = stream["codec_type"] as? String else { continue }
+            found[type] = (Double(stream["start_time"] as? String ?? "") ?? .nan, Double(stream["duration"] as? String ?? "") ?? .nan,
+                           Int(stream["nb_read_packets"] as? String ?? "") ?? -1)
+        }
+        return found
+    }
+
+    @Test(arguments: ["640x480", "Passthrough"])
+    func aLateClockStartsTheOutputAtZeroKeepingTheAVOffset(preset: String) async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = try Self.broadcastCapture(in: dir)
+        let input = try Self.streams(source)
+        let sourceOffset = try #require(input["video"]).start - (try #require(input["audio"])).start
+        #expect(try #require(input["audio"]).start > 22920, "the source's clock starts late")
+
+        let tracks = try await Asset(url: source).load(.tracks)
+        #expect(tracks.map(\.timeRange.start.seconds).min() == 0, "the asset's timeline starts at 0")
+
+        let output = dir.appendingPathComponent("out.mp4")
+        let session = try #require(ExportSession(asset: Asset(url: source), presetName: preset))
+        _ = try await session.export(to: output, as: .mp4)
+        let written = try Self.streams(output)
+        let video = try #require(written["video"]), audio = try #require(written["audio"])
+        #expect(min(video.start, audio.start) == 0, "starts at 0: video \(video.start), audio \(audio.start)")
+        // Measured: 0.021 s in the source, 0.021 s written (the MP4 video time scale rounds to 1 ms).
+        #expect(abs((video.start - audio.start) - sourceOffset) <= 0.002, "A/V offset \(video.start - audio.start) s, source \(sourceOffset) s")
+        #expect(video.duration < 3.1, "the timeline holds the media only, not the clock: \(video.duration) s")
+        #expect(video.frames == 75)
+    }
+
+    @Test(arguments: ["640x480", "Passthrough"])
+    func twoJoinedCapturesPlayThroughTheTimestampJump(preset: String) async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let part = try Data(contentsOf: try Self.broadcastCapture(in: dir))
+        let joined = dir.appendingPathComponent("joined.ts")
+        try (part + part).write(to: joined)
+
+        let asset = Asset(url: joined)
+        let warnings = try await asset.load(.warnings)
+        #expect(warnings.contains { $0.contains("timestamps jump once") }, "\(warnings)")
+        let duration = try await asset.load(.duration).seconds
+        #expect(abs(duration - 6.03) < 0.05, "both halves count: \(duration) s")
+
+        let output = dir.appendingPathComponent("out.mp4")
+        let session = try #require(ExportSession(asset: asset, presetName: preset))
+        let result = try await session.export(to: output, as: .mp4)
+        #expect(result.warnings.contains { $0.contains("timestamps jump") }, "\(result.warnings)")
+        let video = try #require(try Self.streams(output)["video"])
+        #expect(video.frames == 150, "every frame of both halves")
+        #expect(abs(video.duration - 6.0) <= 0.04, "full length within a frame: \(video.duration) s")
+        let ffmpeg = try #require(which("ffmpeg"))
+        #expect(try run(ffmpeg, ["-v", "error", "-xerror", "-i", output.path, "-f", "null", "-"]).status == 0, "decodes without errors")
+    }
+
+    /// Whatever a damaged source makes the export do, no temporary file stays behind: repeated,
+    /// since the old race left one in about eight failures.
+    @Test func anExportFailingMidStreamLeavesNoFile() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let whole = dir.appendingPathComponent("whole.mp4")
+        let ffmpeg = try #require(which("ffmpeg"))
+        // The index first, so that a cut file opens and fails only once reading reaches the cut.
+        try #require(try run(ffmpeg, ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30", "-f", "lavfi", "-i", "sine",
+                                      "-t", "3", "-c:v", "libx264", "-c:a", "aac", "-movflags", "+faststart", whole.path]).status == 0)
+        let data = try Data(contentsOf: whole)
+        let cut = dir.appendingPathComponent("cut.mp4")
+        try data.prefix(data.count * 6 / 10).write(to: cut)
+        let outputs = dir.appendingPathComponent("out")
+        try FileManager.default.createDirectory(at: outputs, withIntermediateDirectories: true)
+        for attempt in 0..<8 {
+            let session = ExportSession(asset: Asset(url: cut), preset: .preset640x480)
+            let output = outputs.appendingPathComponent("cut\(attempt).mp4")
+            do {
+                _ = try await session.export(to: output, as: .mp4)
+            } catch let error as MediaError {
+                #expect(error.message.contains("failed") && error.path == cut.path, "\(error)")
+                #expect(!FileManager.default.fileExists(atPath: output.path))
+            }
+            let partial = try FileManager.default.contentsOfDirectory(atPath: outputs.path).filter { $0.contains("vaf-partial") }
+            #expect(partial.isEmpty, "attempt \(attempt) left \(partial)")
+        }
+    }
+}
