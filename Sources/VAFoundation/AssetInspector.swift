@@ -276,6 +276,11 @@ enum AssetInspector {
         let sortedIntervals = intervals.sorted()
         let declared = s.averageFrameRate.isPositive ? s.averageFrameRate : s.realFrameRate
         guard !sortedIntervals.isEmpty else {
+            // A track with no sample has no frame rate (AVFoundation reports 0), and a declared
+            // rate equal to the time base is FFmpeg's guess, not the stream's.
+            let samples = timing.sawData ? timing.count : Int(s.declaredFrameCount)
+            let guessed = declared.isPositive && declared.doubleValue * tb.doubleValue == 1
+            guard samples > 0, !guessed else { return (0, .invalid, false) }
             let rate = declared.isPositive ? Float(declared.doubleValue) : 0
             let minDuration = declared.isPositive ? MediaTime(value: Int64(declared.denominator), timescale: declared.numerator) : .invalid
             return (rate, minDuration, false)

@@ -413,6 +413,10 @@ public final class ExportSession: Sendable {
             let (usedDevice, cancelled) = run.withLock { ($0.usesDevice, $0.cancelled) }
             guard usedDevice, !cancelled, !Task.isCancelled, hardwarePolicy != .off else { throw error }
             let cause = (error as? MediaError).map { e in e.message + (e.underlying.map { " (\($0))" } ?? "") } ?? "\(error)"
+            guard hardwarePolicy != .require else {
+                throw MediaError(.hardwareFailed, "the device failed mid-export and the hardware policy 'require' rules out redoing it in software: \(cause)",
+                                 path: asset.url.path, underlying: (error as? MediaError)?.underlying)
+            }
             var result = try await performDroppingEmptyTracks(to: url, as: fileType, softwareOnly: true)
             result.fallbackReason = cause
             result.pathReason = "software after the device failed mid-export (\(cause)); restarted from the beginning"

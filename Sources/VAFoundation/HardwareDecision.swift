@@ -8,7 +8,8 @@ public enum HardwarePolicy: String, Sendable, Hashable, Codable, CaseIterable {
     /// The device for every stage it can take, software for the rest; never fails where
     /// software would succeed (a device failing mid-export restarts the output in software).
     case auto
-    /// Like `auto`, but an export that cannot put any stage on the device fails.
+    /// Like `auto`, but an export that cannot put any stage on the device fails, and so does
+    /// one whose device fails mid-export (it is not redone in software).
     case require
     /// Exactly one stage on the device: software decode + one upload + hardware encode, or
     /// hardware decode + one download + software encode (for comparing paths).

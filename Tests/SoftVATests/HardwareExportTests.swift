@@ -159,6 +159,28 @@ import VATestSupport
         }
     }
 
+    @Test func underRequireADeviceFailingMidStreamFailsTheExport() async throws {
+        let dir = try TemporaryDirectory()
+        let source = URL(fileURLWithPath: dir.file("source.mov"))
+        try await Self.writeMJPEGSource(to: source)
+        let options = SoftVAOptions(failAfter: 12, failStatus: "VA_STATUS_ERROR_HW_BUSY", failOn: "encode")
+        try await Self.withDevice(options) { device in
+            let output = URL(fileURLWithPath: dir.file("out.mov"))
+            do {
+                let result = try await Self.exportJPEG(source, to: output) {
+                    $0.hardwareDevice = device
+                    $0.hardwarePolicy = .require
+                }
+                Issue.record("a software file was written under require: \(result.pathReason)")
+            } catch let error as MediaError {
+                #expect(error.code == .hardwareFailed, "\(error)")
+                #expect(error.message.contains("require") && error.path == source.path, "\(error)")
+            }
+            let left = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix("out") || $0.contains("vaf-partial") }
+            #expect(left.isEmpty, "no output and no partial file: \(left)")
+        }
+    }
+
     @Test func concurrentExportsShareOneDeviceWithinItsSessionLimit() async throws {
         let dir = try TemporaryDirectory()
         let source = URL(fileURLWithPath: dir.file("source.mov"))

@@ -112,6 +112,17 @@ import Testing
         #expect(abs(fast.nominalFrameRate - precise.nominalFrameRate) < 0.01)
     }
 
+    /// AVFoundation reports 0 fps for a track without samples; FFmpeg's guess for it is its time base (90000 fps).
+    @Test func aVideoTrackWithoutSamplesHasNoFrameRate() async throws {
+        let media = try #require(TestFiles.sharedMedia, "CI always has ../shared/media")
+        let tracks = try await Asset(url: media.appendingPathComponent("mp4_with_empty_video_track.mp4")).loadTracks(withMediaType: .video)
+        try #require(tracks.count == 2)
+        #expect(tracks[1].sampleCount == 0)
+        #expect(tracks[1].nominalFrameRate == 0)
+        #expect(!tracks[1].minFrameDuration.isValid)
+        #expect(abs(tracks[0].nominalFrameRate - 31.004) < 0.001, "the track with samples keeps its rate: \(tracks[0].nominalFrameRate)")
+    }
+
     @Test func concurrentLoadsInspectOnce() async throws {
         let asset = Asset(url: TestFiles.fixture("vp9_profile2_10bit_240p.webm"))
         async let a = asset.load(.duration)
