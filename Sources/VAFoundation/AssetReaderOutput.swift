@@ -75,6 +75,28 @@ public class AssetReaderOutput: @unchecked Sendable {
     /// The samples as an async sequence; the blocking work runs on a dedicated queue.
     public var sampleBuffers: SampleBufferSequence { SampleBufferSequence(output: self) }
 
+    /// Up to `maximumCount` samples spanning at most `maximumSpan` of decode time, read in one
+    /// go on the output's queue, off the cooperative pool; empty at the end. For compressed
+    /// samples, which are many and small. The span keeps a sparse track from making the
+    /// shared demuxer queue far ahead for the others.
+    func nextBatchAsync(maximumCount: Int, maximumSpan: MediaTime) async throws -> [SampleBuffer] {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async {
+                continuation.resume(with: Result {
+                    var batch: [SampleBuffer] = []
+                    batch.reserveCapacity(maximumCount)
+                    while batch.count < maximumCount, let sample = try self.copyNextSampleBuffer() {
+                        batch.append(sample)
+                        let first = batch[0].decodeTimeStamp.isNumeric ? batch[0].decodeTimeStamp : batch[0].presentationTimeStamp
+                        let last = sample.decodeTimeStamp.isNumeric ? sample.decodeTimeStamp : sample.presentationTimeStamp
+                        if first.isNumeric && last.isNumeric && last - first >= maximumSpan { break }
+                    }
+                    return batch
+                })
+            }
+        }
+    }
+
     /// Runs `copyNextSampleBuffer` on the output's queue, off the cooperative pool.
     func nextAsync() async throws -> SampleBuffer? {
         try await withCheckedThrowingContinuation { continuation in

@@ -112,6 +112,13 @@ public final class AssetWriterInput: Sendable {
         try await core.append(sample, input: index)
     }
 
+    /// Waits until the input is ready, then queues `samples` in order as one job: for copied
+    /// packets, which are small and many, so that they cross to the writer's queue in batches.
+    func append(contentsOf samples: [SampleBuffer]) async throws(MediaError) {
+        let (core, index) = try writer()
+        try await core.append(samples, input: index)
+    }
+
     /// Calls `block` on `queue` whenever the input is ready for more samples, until it is
     /// marked finished or the writer stops (AVFoundation's pull model). `block` should append
     /// while `isReadyForMoreMediaData` is true, and call `markAsFinished()` when it runs out.

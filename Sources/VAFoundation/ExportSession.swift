@@ -543,7 +543,7 @@ public final class ExportSession: Sendable {
             let input = try AssetWriterInput(mediaType: track.mediaType, outputSettings: nil, sourceFormatHint: track.formatDescription)
             if track.mediaType == .video { input.transform = track.preferredTransform }
             if let language = track.languageCode { input.languageCode = language }
-            lanes.append(Lane(track: track, output: output, input: input, converter: nil))
+            lanes.append(Lane(track: track, output: output, input: input, converter: nil, copiesPackets: true))
         }
         if let video = plan.videoTrack, let videoSettings = plan.videoSettings {
             let hardware = plan.hardware
@@ -616,24 +616,38 @@ public final class ExportSession: Sendable {
                     var converter = lane.converter
                     var samples = lane.output.sampleBuffers.makeAsyncIterator()
                     while true {
+                        try Task.checkCancellation()
                         try await pacer.waitForTurn(i)
-                        guard let sample = try await samples.next() else { break }
-                        let retimed = converter != nil ? converter!.push(sample) : [sample]
-                        for out in retimed {
-                            try await lane.input.append(out)
-                            tally.counts.withLock { $0[i] += 1 }
+                        let batch: [SampleBuffer]
+                        if lane.copiesPackets {
+                            // Copied packets travel in batches (one sample at a time under a
+                            // file-length limit, which is checked per sample).
+                            batch = try await lane.output.nextBatchAsync(maximumCount: limit == nil ? Self.packetBatch : 1,
+                                                                         maximumSpan: Self.packetBatchSpan)
+                            if batch.isEmpty { break }
+                            try await lane.input.append(contentsOf: batch)
+                            tally.counts.withLock { $0[i] += batch.count }
+                        } else {
+                            guard let sample = try await samples.next() else { break }
+                            batch = [sample]
+                            for out in converter != nil ? converter!.push(sample) : [sample] {
+                                try await lane.input.append(out)
+                                tally.counts.withLock { $0[i] += 1 }
+                            }
                         }
+                        let last = batch[batch.count - 1]
                         // Bytes on disk lag behind the writer's queue: also count what was handed
                         // to it (exact for copied packets, the target rate for encoded media).
                         let handed = tally.bytes.withLock { b -> Int64 in
-                            if sample.totalSampleSize > 0 {
-                                b[i] += Int64(sample.totalSampleSize)
+                            if lane.copiesPackets {
+                                b[i] += batch.reduce(0) { $0 + Int64($1.totalSampleSize) }
                             } else {
-                                b[i] = Int64(max(0, sample.presentationTimeStamp.seconds - start.seconds) * Double(lane.bitRate) / 8)
+                                b[i] = Int64(max(0, last.presentationTimeStamp.seconds - start.seconds) * Double(lane.bitRate) / 8)
                             }
                             return b.reduce(0, +)
                         }
-                        let reached = pacer.advance(i, to: sample.presentationTimeStamp + sample.duration)
+                        let batchEnd = batch.map { $0.presentationTimeStamp + $0.duration }.filter(\.isNumeric).max() ?? last.presentationTimeStamp
+                        let reached = pacer.advance(i, to: batchEnd)
                         if let limit, max(writer.bytesWritten, handed) >= limit {
                             // End the file where every track has arrived, so a track running
                             // ahead in the writer's interleave window is cut there too.
@@ -811,7 +825,15 @@ public final class ExportSession: Sendable {
         let converter: FrameRateConverter?
         /// Target bits per second of an encoded lane, 0 for passthrough.
         var bitRate = 0
+        /// The lane copies compressed packets (passthrough): they cross threads in batches.
+        var copiesPackets = false
     }
+
+    /// Copied packets handed from reader to writer at once, and the most decode time one
+    /// batch may span: a thread hop per batch instead of per packet, with batches short enough
+    /// (a quarter second) to stay well inside the lanes' pacing window.
+    static let packetBatch = 64
+    static let packetBatchSpan = MediaTime(value: 1, timescale: 4)
 }
 
 /// What an export will do: the settings and encoder chosen, the path and why, and what is left out.

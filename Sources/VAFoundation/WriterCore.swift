@@ -81,9 +81,10 @@ final class WriterCore: Sendable {
         return true
     }
 
-    /// Decides, under the lock, whether sample time `time` of input `i` may be queued now,
-    /// and books it if so. `waiter` is parked when the input is not ready.
-    private func decide(_ i: Int, _ time: MediaTime, _ s: inout State) -> Decision {
+    /// Decides, under the lock, whether `count` samples of input `i`, the latest at `time`,
+    /// may be queued now, and books them if so. A batch is booked whole: the input is not
+    /// ready again until it has been written.
+    private func decide(_ i: Int, _ time: MediaTime, count: Int = 1, _ s: inout State) -> Decision {
         guard s.status == .writing, let engine = s.engine else {
             return .failed(s.error ?? MediaError(.invalidState, "cannot append: the writer is \(s.status), not writing", path: destinationPath))
         }
@@ -97,7 +98,7 @@ final class WriterCore: Sendable {
             return .failed(MediaError(.invalidArgument, "input \(i): the sample's presentation time is not numeric", path: destinationPath))
         }
         guard Self.ready(i, s) else { return .notReady }
-        s.inputs[i].queued += 1
+        s.inputs[i].queued += count
         if !s.inputs[i].latest.isNumeric || time > s.inputs[i].latest { s.inputs[i].latest = time }
         return .submit(engine)
     }
@@ -107,7 +108,7 @@ final class WriterCore: Sendable {
         let decision = state.withLock { decide(i, sample.presentationTimeStamp, &$0) }
         switch decision {
         case .submit(let engine):
-            submit(sample, input: i, engine: engine)
+            submit([sample], input: i, engine: engine)
             return true
         case .notReady, .retry: return false
         case .failed(let error): throw error
@@ -117,12 +118,20 @@ final class WriterCore: Sendable {
     /// Waits until input `i` is ready, then queues `sample`. A cancelled task stops waiting
     /// and throws `cancelled`.
     func append(_ sample: SampleBuffer, input i: Int) async throws(MediaError) {
+        try await append([sample], input: i)
+    }
+
+    /// Waits until input `i` is ready, then queues `samples` (in order) as one job for the
+    /// writer's queue: copied packets cross threads a batch at a time, not one by one.
+    func append(_ samples: [SampleBuffer], input i: Int) async throws(MediaError) {
+        guard let newest = samples.map(\.presentationTimeStamp).max() ?? samples.first?.presentationTimeStamp else { return }
+        let time = samples.contains { !$0.presentationTimeStamp.isNumeric } ? .invalid : newest
         while true {
             if Task.isCancelled { throw MediaError(.cancelled, "input \(i): the appending task was cancelled", path: destinationPath) }
             let decision = await withTaskCancellationHandler {
                 await withCheckedContinuation { (c: CheckedContinuation<Decision, Never>) in
                     let now = state.withLock { s -> Decision? in
-                        let d = decide(i, sample.presentationTimeStamp, &s)
+                        let d = decide(i, time, count: samples.count, &s)
                         // Checked under the lock: a cancellation after it finds this waiter parked.
                         if case .notReady = d, !Task.isCancelled {
                             s.waiters.append(c)
@@ -137,7 +146,7 @@ final class WriterCore: Sendable {
             }
             switch decision {
             case .submit(let engine):
-                submit(sample, input: i, engine: engine)
+                submit(samples, input: i, engine: engine)
                 return
             case .failed(let error): throw error
             case .notReady, .retry: continue
@@ -172,11 +181,13 @@ final class WriterCore: Sendable {
         }
     }
 
-    private func submit(_ sample: SampleBuffer, input i: Int, engine: WriterEngine) {
+    private func submit(_ samples: [SampleBuffer], input i: Int, engine: WriterEngine) {
         wakeWaiters()
         queue.async { [self] in
-            do { try engine.process(sample, input: i) } catch { fail(error, engine: engine) }
-            state.withLock { $0.inputs[i].queued -= 1 }
+            do {
+                for sample in samples { try engine.process(sample, input: i) }
+            } catch { fail(error, engine: engine) }
+            state.withLock { $0.inputs[i].queued -= samples.count }
             wakeWaiters()
         }
     }
