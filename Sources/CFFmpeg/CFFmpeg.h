@@ -38,4 +38,8 @@ static inline AVRational cffmpeg_AV_TIME_BASE_Q(void) { return AV_TIME_BASE_Q; }
 /// AV_ERROR_MAX_STRING_SIZE.
 static inline int cffmpeg_AV_ERROR_MAX_STRING_SIZE(void) { return AV_ERROR_MAX_STRING_SIZE; }
 
+/// glibc's mallopt(M_MMAP_THRESHOLD): <malloc.h> is not in Swift's Glibc module.
+#include <malloc.h>
+static inline int cffmpeg_set_mmap_threshold(int bytes) { return mallopt(M_MMAP_THRESHOLD, bytes); }
+
 #endif

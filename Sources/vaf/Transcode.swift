@@ -1,4 +1,5 @@
 import ArgumentParser
+import FFmpegSupport
 import Foundation
 import VAFoundation
 
@@ -131,6 +132,8 @@ extension Vaf {
                 if reports.contains(where: { $0.status == .failed }) { throw ExitCode(1) }
                 return
             }
+            // A batch is many exports in one process: keep its peak near one export's.
+            ProcessMemory.returnLargeBuffersToTheSystem()
             let runner = BatchRunner(jobs: plan, concurrency: jobs, progress: ProgressDisplay(enabled: true))
             let reports = await runner.run()
             emit(reports)
