@@ -41,7 +41,8 @@ let package = Package(
         .target(name: "MediaCore"),
         .target(name: "FFmpegSupport", dependencies: ["CFFmpeg", "MediaCore"]),
         .target(name: "HardwareAcceleration", dependencies: ["CVA", "CDRM", "MediaCore"]),
-        .target(name: "VAFoundation", dependencies: ["MediaCore", "FFmpegSupport", "HardwareAcceleration"]),
+        .target(name: "VAFoundation", dependencies: ["MediaCore", "FFmpegSupport", "HardwareAcceleration"],
+                exclude: ["Pipeline/README.md"]),
         // `vaf bench`'s arithmetic and reports (PSNR/SSIM, statistics, table/JSON/CSV/SVG): no C.
         .target(name: "BenchKit"),
         // Runs child programs with posix_spawn, a time limit and rusage: for the bench and tests.

@@ -1,0 +1,256 @@
+import FFmpegSupport
+import HardwareAcceleration
+import Foundation
+import Synchronization
+
+/// The planner: which tracks an export copies, encodes or leaves out, with which settings,
+/// encoders and hardware path, decided from the asset's tracks and the session's settings
+/// alone (no file is opened for writing).
+extension ExportSession {
+    // MARK: Presets and compatibility
+
+    /// Every preset name but Passthrough, as `allExportPresets()` lists them.
+    public static func allExportPresets() -> [String] { ExportPreset.all.filter { !$0.isPassthrough }.map(\.name) }
+
+    /// The presets that can export `asset` (those needing video are left out for audio-only assets).
+    public static func exportPresets(compatibleWith asset: Asset) async throws -> [String] {
+        var names: [String] = []
+        for preset in ExportPreset.all where !preset.isPassthrough {
+            if await compatibility(ofExportPreset: preset.name, with: asset, outputFileType: nil) { names.append(preset.name) }
+        }
+        return names
+    }
+
+    /// True when `preset` can export `asset` to `outputFileType` (nil: to any of its types).
+    public static func compatibility(ofExportPreset presetName: String, with asset: Asset, outputFileType: FileType?) async -> Bool {
+        guard let preset = ExportPreset(named: presetName), let tracks = try? await asset.load(.tracks) else { return false }
+        if let outputFileType, !preset.fileTypes.contains(outputFileType) { return false }
+        let hasVideo = tracks.contains { $0.mediaType == .video && !$0.isAttachedPicture && $0.sampleCount > 0 }
+        let hasAudio = tracks.contains { $0.mediaType == .audio }
+        if preset.isPassthrough { return !tracks.isEmpty }
+        if preset.videoCodec != nil { return hasVideo || hasAudio }
+        return hasAudio
+    }
+
+    /// The file types this preset writes, without looking at the asset.
+    public var supportedFileTypes: [FileType] { preset.fileTypes }
+
+    /// The file types that can hold this asset's tracks with this preset.
+    public var compatibleFileTypes: [FileType] {
+        get async {
+            var types: [FileType] = []
+            for type in preset.fileTypes where await Self.compatibility(ofExportPreset: preset.name, with: asset, outputFileType: type) {
+                types.append(type)
+            }
+            return types
+        }
+    }
+
+    /// Expected output size in bytes: table rates × duration for re-encodes, sample bytes for passthrough.
+    public var estimatedOutputFileLength: Int64 {
+        get async throws {
+            let (tracks, duration) = try await asset.load(.tracks, .duration)
+            let seconds = exportDuration(assetDuration: duration)
+            if preset.isPassthrough {
+                let rate = tracks.reduce(0.0) { $0 + Double($1.estimatedDataRate) }
+                return Int64(rate * seconds / 8)
+            }
+            let plan = try await makeAssistant(tracks: tracks)
+            let bits = Double(plan.videoSettings?.averageBitRate ?? 0) + Double(plan.audioSettings?.bitRate ?? 0)
+            return Int64(bits * seconds / 8)
+        }
+    }
+
+    /// How much of the asset fits in `fileLengthLimit` (the whole range when there is no limit).
+    public var estimatedMaximumDuration: MediaTime {
+        get async throws {
+            let duration = try await asset.load(.duration)
+            let seconds = exportDuration(assetDuration: duration)
+            guard let limit = fileLengthLimit else { return MediaTime(seconds: seconds, preferredTimescale: 600) }
+            let length = try await estimatedOutputFileLength
+            guard length > 0 else { return MediaTime(seconds: seconds, preferredTimescale: 600) }
+            return MediaTime(seconds: min(seconds, seconds * Double(limit) / Double(length)), preferredTimescale: 600)
+        }
+    }
+
+    private func exportDuration(assetDuration: MediaTime) -> Double {
+        let range = timeRange
+        let end = min(range.end.isNumeric ? range.end.seconds : .infinity, assetDuration.seconds)
+        return max(0, end - (range.start.isNumeric ? range.start.seconds : 0))
+    }
+
+    /// The settings assistant for this export, fed with the source's formats and the overrides.
+    func makeAssistant(tracks: [AssetTrack]) async throws -> OutputSettingsAssistant {
+        let s = settings.withLock { $0 }
+        var effectivePreset = preset
+        if let codec = s.videoCodec, codec != preset.videoCodec, preset.videoCodec != nil {
+            effectivePreset = preset.replacingVideoCodec(codec)
+        }
+        guard var assistant = OutputSettingsAssistant(preset: effectivePreset) else {
+            throw MediaError(.invalidArgument, "the \(preset.name) preset has no encoding settings", path: asset.url.path)
+        }
+        if let video = Self.primaryVideoTrack(tracks) {
+            assistant.sourceVideoFormat = video.formatDescription
+            assistant.sourceVideoTransform = video.preferredTransform
+            if video.nominalFrameRate > 0 {
+                assistant.sourceVideoAverageFrameDuration = MediaTime(seconds: 1 / Double(video.nominalFrameRate), preferredTimescale: 90000)
+            }
+            if video.minFrameDuration.isNumeric { assistant.sourceVideoMinFrameDuration = video.minFrameDuration }
+        }
+        assistant.sourceAudioFormat = Self.primaryAudioTrack(tracks)?.formatDescription
+        assistant.frameRatePolicy = s.frameRatePolicy
+        assistant.videoBitRateOverride = s.videoBitRate
+        if let size = s.outputSize { assistant.sizeOverride = size }
+        return assistant
+    }
+
+    /// The video track an export encodes: the first enabled one with samples that is not a cover picture.
+    public static func primaryVideoTrack(_ tracks: [AssetTrack]) -> AssetTrack? {
+        let video = tracks.filter { $0.mediaType == .video && !$0.isAttachedPicture && $0.sampleCount > 0 }
+        return video.first { $0.isEnabled } ?? video.first
+    }
+
+    static func primaryAudioTrack(_ tracks: [AssetTrack]) -> AssetTrack? {
+        let audio = tracks.filter { $0.mediaType == .audio && $0.sampleCount > 0 }
+        return audio.first { $0.isEnabled } ?? audio.first
+    }
+
+    /// What exporting to a `fileType` file would do, without doing it: the settings, encoder,
+    /// frame rate and path chosen, and the tracks left out with the reason (`vaf transcode --dry-run`).
+    public func plan(fileType: FileType) async throws -> ExportPlan {
+        guard preset.fileTypes.contains(fileType) else {
+            throw MediaError(.invalidArgument, "the \(preset.name) preset cannot write \(fileType) files", path: asset.url.path)
+        }
+        return try await makePlan(tracks: try await asset.load(.tracks), fileType: fileType, softwareOnly: false)
+    }
+
+    /// The device per the settings, or nil and why there is none.
+    private func resolveDevice(_ s: Settings) -> (device: VideoDevice?, problem: String?) {
+        if let device = s.hardwareDevice { return (device, nil) }
+        do { return (try VideoDevice.shared(s.hardwareDeviceName), nil) } catch { return (nil, error.message) }
+    }
+
+    func makePlan(tracks: [AssetTrack], fileType: FileType, softwareOnly: Bool) async throws -> ExportPlan {
+        let s = settings.withLock { $0 }
+        var plan = ExportPlan(frameRatePolicy: preset.isPassthrough ? .passthrough : s.frameRatePolicy)
+        if preset.isPassthrough {
+            for track in tracks {
+                if let reason = passthroughRefusal(track, fileType: fileType) {
+                    plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: track.mediaType.rawValue, reason: reason))
+                } else {
+                    plan.passthroughTracks.append(track)
+                }
+            }
+            plan.pathReason = "passthrough copies compressed samples; nothing is decoded or encoded"
+        } else {
+            let assistant = try await makeAssistant(tracks: tracks)
+            let video = preset.videoCodec == nil ? nil : Self.primaryVideoTrack(tracks)
+            if var videoSettings = assistant.videoSettings, let video {
+                if let codec = s.videoCodec { videoSettings.codec = codec }
+                // libx265 budgets bits per frame from the declared rate and ignores timestamps
+                // (libx264 follows them), so a variable-rate source declared at its fastest rate
+                // ends far below the target bit rate: declare the average rate to it.
+                if videoSettings.codec == .hevc, assistant.outputFrameRate == nil, video.nominalFrameRate > 0 {
+                    videoSettings.expectedSourceFrameRate = Double(video.nominalFrameRate)
+                }
+                plan.videoTrack = video
+                plan.videoSettings = videoSettings
+                plan.videoEncoder = assistant.videoEncoder
+                plan.frameRate = assistant.outputFrameRate
+                let policy = softwareOnly ? .off : s.hardwarePolicy
+                let (device, problem) = policy == .off ? (nil, nil) : resolveDevice(s)
+                let decision = try Self.hardwareJob(video, settings: videoSettings).decide(
+                    policy: policy, capabilities: device?.capabilities, problem: problem)
+                plan.hardware = decision
+                if decision.decodesOnDevice || decision.encodesOnDevice { plan.device = device }
+                if let encoder = decision.encoder {
+                    plan.videoEncoder = EncoderChoice(encoder: encoder, path: .hardware, reason: decision.reason)
+                }
+            }
+            for track in tracks where track.mediaType != .audio && track.trackID != plan.videoTrack?.trackID {
+                let reason: String
+                if track.mediaType != .video {
+                    reason = "\(track.mediaType) tracks are not re-encoded"
+                } else if preset.videoCodec == nil {
+                    reason = "the \(preset.name) preset is audio only"
+                } else {
+                    reason = track.isAttachedPicture ? "cover picture" : (track.sampleCount == 0 ? "the track has no samples" : "only the first video track is exported")
+                }
+                plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: track.mediaType.rawValue, reason: reason))
+            }
+            let audioTracks = Self.audioTracks(tracks, mix: s.audioMix)
+            if var audioSettings = assistant.audioSettings, !audioTracks.isEmpty {
+                if let codec = s.audioCodec { audioSettings.codec = codec }
+                if let bitRate = s.audioBitRate { audioSettings.bitRate = bitRate }
+                plan.audioSettings = audioSettings
+                plan.audioTracks = audioTracks
+            }
+            for track in tracks where track.mediaType == .audio && !audioTracks.contains(where: { $0 === track }) {
+                plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: "audio",
+                                                reason: track.sampleCount == 0 ? "the track has no samples" : "only the default audio track is exported without an audio mix"))
+            }
+            plan.path = plan.hardware?.path ?? .software
+            plan.pathReason = plan.hardware?.reason ?? "audio is encoded in software"
+        }
+        let videoTracks = plan.passthroughTracks.filter { $0.mediaType == .video } + (plan.videoTrack.map { [$0] } ?? [])
+        if fileType == .mkv || fileType == .webm, let rotated = videoTracks.first(where: { $0.preferredTransform != .identity }) {
+            plan.warnings.append("FFmpeg 5.1's Matroska muxer cannot store rotation: track \(rotated.trackID) (rotate \(rotated.preferredTransform.rotationDegrees)°) will play unrotated; use mp4 or mov to keep it")
+        }
+        return plan
+    }
+
+    /// The source and target facts the hardware decision needs for `track` encoded with `settings`.
+    static func hardwareJob(_ track: AssetTrack, settings: VideoSettings) -> HardwareJob {
+        let source = track.formatDescription.video
+        return HardwareJob(
+            sourceCodec: track.formatDescription.codec, sourceBitDepth: source?.bitDepth ?? 8,
+            sourceChroma: HardwareJob.chroma(ofPixelFormat: source?.pixelFormat),
+            sourceSize: PictureSize(width: source?.width ?? settings.width, height: source?.height ?? settings.height),
+            targetCodec: settings.codec,
+            targetBitDepth: settings.pixelFormat == .yuv420p10 || (settings.profile?.contains("10") ?? false) ? 10 : 8,
+            targetSize: PictureSize(width: settings.width, height: settings.height))
+    }
+
+    /// Why passthrough cannot copy `track` into a `fileType` file, nil when it can.
+    private func passthroughRefusal(_ track: AssetTrack, fileType: FileType) -> String? {
+        if track.sampleCount == 0 { return "the track has no samples" }
+        if track.mediaType == .data { return "data tracks (\(track.formatDescription.codecTag ?? "unknown")) are not copied" }
+        if track.isAttachedPicture { return "cover pictures are not copied" }
+        guard let codec = CodecID(name: track.formatDescription.codec) else { return "codec \(track.formatDescription.codec) is unknown" }
+        return WriterCodecs.incompatibility(of: codec, in: fileType, mediaType: track.mediaType)
+    }
+
+    /// The audio tracks to export: those the mix names (all audio if it names none), else the default one.
+    static func audioTracks(_ tracks: [AssetTrack], mix: AudioMix?) -> [AssetTrack] {
+        let audio = tracks.filter { $0.mediaType == .audio && $0.sampleCount > 0 }
+        guard let mix else { return primaryAudioTrack(tracks).map { [$0] } ?? [] }
+        let named = audio.filter { track in mix.inputParameters.contains { $0.trackID == track.trackID } }
+        return named.isEmpty ? audio : named
+    }
+}
+
+/// What an export will do: the settings and encoder chosen, the path and why, and what is left out.
+public struct ExportPlan: Sendable {
+    public var videoSettings: VideoSettings?
+    public var audioSettings: AudioSettings?
+    public var videoEncoder: EncoderChoice?
+    /// The constant output frame rate, nil when the source timing is kept.
+    public var frameRate: Double?
+    public var frameRatePolicy: FrameRatePolicy
+    public var path: ExportResult.Path = .software
+    public var pathReason = ""
+    /// Which video stages run on the device, nil when nothing is encoded.
+    public var hardware: HardwareDecision?
+    /// The device the hardware stages run on; nil when every stage runs in software.
+    public var device: VideoDevice?
+    public var droppedTracks: [ExportResult.DroppedTrack] = []
+    public var warnings: [String] = []
+    /// Tracks copied as stored (passthrough).
+    var passthroughTracks: [AssetTrack] = []
+    var videoTrack: AssetTrack?
+    var audioTracks: [AssetTrack] = []
+
+    init(frameRatePolicy: FrameRatePolicy) {
+        self.frameRatePolicy = frameRatePolicy
+    }
+}

@@ -1,0 +1,403 @@
+import FFmpegSupport
+import HardwareAcceleration
+import Foundation
+import Synchronization
+
+/// The runner: one attempt wires the reader's outputs to the writer's inputs lane by lane;
+/// around it, cancellation, the retry without unreadable tracks and the software fallback.
+extension ExportSession {
+    // MARK: Exporting
+
+    /// Exports to `url` as `fileType`, writing a temporary file beside it and renaming it on
+    /// success: a failed or cancelled export leaves nothing behind. Task cancellation cancels.
+    public func export(to url: URL, as fileType: FileType) async throws -> ExportResult {
+        try begin()
+        do {
+            try await ExportSlots.shared.acquire()
+        } catch {
+            finish(MediaError(.cancelled, "export cancelled while waiting", path: url.path))
+            throw MediaError(.cancelled, "export cancelled while waiting", path: url.path)
+        }
+        defer { Task { await ExportSlots.shared.release() } }
+        run.withLock { $0.status = .exporting }
+        publishState()
+        let started = ContinuousClock.now
+        let transfersBefore = HostTransferCounter.totals
+        do {
+            var result = try await withTaskCancellationHandler {
+                try await performWithFallback(to: url, as: fileType)
+            } onCancel: {
+                cancelExportWithoutWaiting()
+            }
+            let elapsed = ContinuousClock.now - started
+            result.elapsedSeconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let transfers = HostTransferCounter.totals
+            result.hostTransfers = transfers.count - transfersBefore.count
+            result.hostTransferBytes = transfers.bytes - transfersBefore.bytes
+            run.withLock {
+                $0.progress = 1
+                $0.status = .completed
+            }
+            publishState()
+            return result
+        } catch {
+            let cancelled = run.withLock { $0.cancelled } || Task.isCancelled
+            // The cancellation handler only started cancelling the writer: finish it here, so
+            // the partial file is gone before this returns.
+            if cancelled { run.withLock { $0.writer }?.cancelWriting() }
+            let mediaError = cancelled ? MediaError(.cancelled, "export cancelled", path: url.path)
+                : (error as? MediaError ?? MediaError(.encodeFailed, "\(error)", path: url.path))
+            finish(mediaError)
+            throw mediaError
+        }
+    }
+
+    /// Runs the export; when the device fails under a hardware or hybrid path, abandons that
+    /// attempt (its partial file is deleted) and restarts the output from the beginning in software.
+    private func performWithFallback(to url: URL, as fileType: FileType) async throws -> ExportResult {
+        do {
+            return try await performDroppingEmptyTracks(to: url, as: fileType, softwareOnly: false)
+        } catch {
+            let (usedDevice, cancelled) = run.withLock { ($0.usesDevice, $0.cancelled) }
+            guard usedDevice, !cancelled, !Task.isCancelled, hardwarePolicy != .off else { throw error }
+            let cause = (error as? MediaError).map { e in e.message + (e.underlying.map { " (\($0))" } ?? "") } ?? "\(error)"
+            guard hardwarePolicy != .require else {
+                throw MediaError(.hardwareFailed, "the device failed mid-export and the hardware policy 'require' rules out redoing it in software: \(cause)",
+                                 path: asset.url.path, underlying: (error as? MediaError)?.underlying)
+            }
+            var result = try await performDroppingEmptyTracks(to: url, as: fileType, softwareOnly: true)
+            result.fallbackReason = cause
+            result.pathReason = "software after the device failed mid-export (\(cause)); restarted from the beginning"
+            return result
+        }
+    }
+
+    /// Runs the export; when a track's data turns out unreadable (its index lists samples, but
+    /// not one can be read), redoes the export without that track and says so, as long as
+    /// another track is left to export. ffmpeg likewise writes what it can read.
+    private func performDroppingEmptyTracks(to url: URL, as fileType: FileType, softwareOnly: Bool) async throws -> ExportResult {
+        var unreadable: [ExportResult.DroppedTrack] = []
+        while true {
+            do {
+                var result = try await perform(to: url, as: fileType, softwareOnly: softwareOnly, leavingOut: unreadable)
+                result.warnings += unreadable.map { "track \($0.trackID) (\($0.mediaType)): \($0.reason); exported without it" }
+                return result
+            } catch let empty as TrackYieldedNothing {
+                guard empty.otherLanes > 0, !run.withLock({ $0.cancelled }), !Task.isCancelled else { throw empty.error }
+                unreadable.append(.init(trackID: empty.trackID, mediaType: empty.mediaType.rawValue,
+                                        reason: "no sample of it could be read (the file is damaged)"))
+            }
+        }
+    }
+
+    /// A lane ended without one sample although its track lists some.
+    private struct TrackYieldedNothing: Error {
+        var trackID: Int
+        var mediaType: MediaType
+        /// How many other lanes the export had: with none, there is nothing to export without this one.
+        var otherLanes: Int
+        var error: MediaError
+    }
+
+    private func begin() throws {
+        try run.withLock { r throws(MediaError) in
+            guard r.status == .unknown else {
+                throw MediaError(.invalidState, "an export session runs once; this one is \(r.status.rawValue)", path: asset.url.path)
+            }
+            r.status = .waiting
+        }
+        publishState()
+    }
+
+    private func finish(_ error: MediaError) {
+        run.withLock {
+            $0.status = error.code == .cancelled ? .cancelled : .failed
+            $0.error = error
+        }
+        publishState()
+    }
+
+    /// Raises the progress, never lowering it, and tells the `states()` streams.
+    func advance(to value: Double) {
+        let raised = run.withLock { r -> Bool in
+            let next = max(r.progress, min(value, 0.999))
+            defer { r.progress = next }
+            return next > r.progress
+        }
+        if raised { publishState() }
+    }
+
+    /// One attempt at the export. However it fails, its reader and writer are stopped and its
+    /// temporary file is deleted before it returns.
+    private func perform(to url: URL, as fileType: FileType, softwareOnly: Bool,
+                         leavingOut unreadable: [ExportResult.DroppedTrack]) async throws -> ExportResult {
+        do {
+            return try await attempt(to: url, as: fileType, softwareOnly: softwareOnly, leavingOut: unreadable)
+        } catch {
+            let (reader, writer) = run.withLock { ($0.reader, $0.writer) }
+            reader?.cancelReading()
+            writer?.cancelWriting()
+            throw error
+        }
+    }
+
+    private func attempt(to url: URL, as fileType: FileType, softwareOnly: Bool,
+                         leavingOut unreadable: [ExportResult.DroppedTrack]) async throws -> ExportResult {
+        guard preset.fileTypes.contains(fileType) else {
+            throw MediaError(.invalidArgument, "the \(preset.name) preset cannot write \(fileType) files (it writes \(preset.fileTypes.map(\.rawValue).joined(separator: ", ")))", path: url.path)
+        }
+        let (tracks, duration) = try await asset.load(.tracks, .duration)
+        let s = settings.withLock { $0 }
+        let range = s.timeRange
+        let start = range.start.isNumeric ? range.start : .zero
+        let endSeconds = min(range.end.isNumeric ? range.end.seconds : .infinity, duration.seconds)
+        let totalSeconds = max(endSeconds - start.seconds, 0.001)
+        guard endSeconds > start.seconds else {
+            throw MediaError(.invalidArgument, "the time range \(start.seconds)–\(endSeconds) s holds no media", path: asset.url.path)
+        }
+
+        let reader = AssetReader(asset: asset)
+        reader.timeRange = range
+        let writer = try AssetWriter(url: url, fileType: fileType, overwritesExistingFile: s.overwritesExistingFile)
+        writer.shouldOptimizeForNetworkUse = s.shouldOptimizeForNetworkUse
+        // Carry the source's metadata over, minus what the muxer writes itself.
+        let muxerKeys: Set<String> = ["major_brand", "minor_version", "compatible_brands", "encoder"]
+        let sourceMetadata = try await asset.load(.metadata)
+        writer.metadata = s.metadata ?? sourceMetadata.filter { !muxerKeys.contains($0.key) }
+        run.withLock {
+            $0.reader = reader
+            $0.writer = writer
+            $0.usesDevice = false
+        }
+        if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
+
+        let unreadableIDs = Set(unreadable.map(\.trackID))
+        var plan = try await makePlan(tracks: tracks.filter { !unreadableIDs.contains($0.trackID) }, fileType: fileType, softwareOnly: softwareOnly)
+        plan.droppedTracks += unreadable
+        var result = ExportResult(outputURL: url, fileType: fileType, preset: preset.name)
+        result.videoSettings = plan.videoSettings
+        result.audioSettings = plan.audioSettings
+        result.videoEncoder = plan.videoEncoder
+        result.frameRate = plan.frameRate
+        result.path = plan.path
+        result.pathReason = plan.pathReason
+        result.hardwareDevice = plan.device.map { "\($0.path) (\($0.driverName ?? $0.vendor))" }
+        result.droppedTracks = plan.droppedTracks
+        // What inspecting the source found wrong (damage, mended timestamp jumps) stays true of the output's source.
+        result.warnings = (try await asset.load(.warnings)).map { "source: \($0)" } + plan.warnings
+        var lanes: [Lane] = []
+        for track in plan.passthroughTracks {
+            let output = try AssetReaderTrackOutput(track: track, outputSettings: nil)
+            let input = try AssetWriterInput(mediaType: track.mediaType, outputSettings: nil, sourceFormatHint: track.formatDescription)
+            if track.mediaType == .video { input.transform = track.preferredTransform }
+            if let language = track.languageCode { input.languageCode = language }
+            lanes.append(Lane(track: track, output: output, input: input, converter: nil, copiesPackets: true))
+        }
+        if let video = plan.videoTrack, let videoSettings = plan.videoSettings {
+            let hardware = plan.hardware
+            let attributes = if hardware?.scalesOnDevice == true {
+                // Decoded, scaled and encoded on the device: the reader's video processor fits
+                // the picture, the encoder reads its surfaces.
+                PixelBufferAttributes(pixelFormat: .vaapiSurface, width: videoSettings.width, height: videoSettings.height,
+                                      scalingMode: videoSettings.scalingMode)
+            } else {
+                PixelBufferAttributes(pixelFormat: videoSettings.pixelFormat ?? .yuv420p)
+            }
+            let output = try AssetReaderTrackOutput(track: video, outputSettings: .video(attributes))
+            if hardware?.decodesOnDevice == true { output.hardwareDevice = plan.device }
+            let input = try AssetWriterInput(mediaType: .video, outputSettings: .video(videoSettings))
+            if hardware?.encodesOnDevice == true { input.hardwareDevice = plan.device }
+            input.transform = video.preferredTransform
+            let converter = plan.frameRate.map { FrameRateConverter(framesPerSecond: $0, start: start) }
+            lanes.append(Lane(track: video, output: output, input: input, converter: converter, bitRate: videoSettings.averageBitRate ?? 0))
+        }
+        if let audioSettings = plan.audioSettings, let first = plan.audioTracks.first {
+            let pcm = LinearPCMSettings(sampleRate: audioSettings.sampleRate, channelCount: audioSettings.channelCount,
+                                        channelLayout: audioSettings.channelLayout, bitDepth: 32, isFloat: true, isInterleaved: false)
+            let output: AssetReaderOutput
+            if plan.audioTracks.count == 1 && s.audioMix == nil {
+                output = try AssetReaderTrackOutput(track: first, outputSettings: .audio(pcm))
+            } else {
+                let mix = try AssetReaderAudioMixOutput(audioTracks: plan.audioTracks, audioSettings: pcm)
+                mix.audioMix = s.audioMix
+                output = mix
+            }
+            let input = try AssetWriterInput(mediaType: .audio, outputSettings: .audio(audioSettings))
+            if let language = first.languageCode { input.languageCode = language }
+            lanes.append(Lane(track: first, output: output, input: input, converter: nil, bitRate: audioSettings.bitRate ?? 128_000))
+        }
+        guard !lanes.isEmpty else {
+            throw MediaError(.noTracks, "nothing to export with \(preset.name): \(result.droppedTracks.map { "track \($0.trackID) (\($0.reason))" }.joined(separator: ", "))", path: asset.url.path)
+        }
+        for lane in lanes {
+            guard writer.canAdd(lane.input) else {
+                throw MediaError(.unsupported, "a \(fileType) file cannot hold track \(lane.track.trackID) as configured", path: url.path)
+            }
+            try writer.add(lane.input)
+            try reader.add(lane.output)
+        }
+        // Exports sharing a device wait for one of its session slots. The release task holds
+        // the slots only, not the device, so the device closes when its last user is done.
+        let slots = plan.device?.sessions
+        if let slots {
+            run.withLock { $0.usesDevice = true }
+            try await slots.acquire()
+        }
+        defer { if let slots { Task { await slots.release() } } }
+        // Progress counts what reached the file, not what was handed over: encoders hold back
+        // up to dozens of frames, written while finishing. The writer pushes each step.
+        writer.observeWrittenDuration { [weak self] seconds in self?.advance(to: 0.97 * seconds / totalSeconds) }
+        try reader.startReading()
+        try writer.startWriting()
+        try writer.startSession(atSourceTime: start)
+        if range.end.isNumeric && range.end.seconds < duration.seconds { try writer.endSession(atSourceTime: range.end) }
+
+        let limit = s.fileLengthLimit
+        let tally = LaneTally(lanes: lanes.count)
+        let pacer = LanePacer(lanes: lanes.count, start: start, window: Self.laneWindow)
+        let end = range.end
+        let laneCount = lanes.count
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (i, lane) in lanes.enumerated() {
+                group.addTask {
+                    defer { pacer.finish(i) }
+                    var converter = lane.converter
+                    var samples = lane.output.sampleBuffers.makeAsyncIterator()
+                    while true {
+                        try Task.checkCancellation()
+                        try await pacer.waitForTurn(i)
+                        let batch: [SampleBuffer]
+                        if lane.copiesPackets {
+                            // Copied packets travel in batches (one sample at a time under a
+                            // file-length limit, which is checked per sample).
+                            batch = try await lane.output.nextBatchAsync(maximumCount: limit == nil ? Self.packetBatch : 1,
+                                                                         maximumSpan: Self.packetBatchSpan)
+                            if batch.isEmpty { break }
+                            try await lane.input.append(contentsOf: batch)
+                            tally.counts.withLock { $0[i] += batch.count }
+                        } else {
+                            guard let sample = try await samples.next() else { break }
+                            batch = [sample]
+                            for out in converter != nil ? converter!.push(sample) : [sample] {
+                                try await lane.input.append(out)
+                                tally.counts.withLock { $0[i] += 1 }
+                            }
+                        }
+                        let last = batch[batch.count - 1]
+                        // Bytes on disk lag behind the writer's queue: also count what was handed
+                        // to it (exact for copied packets, the target rate for encoded media).
+                        let handed = tally.bytes.withLock { b -> Int64 in
+                            if lane.copiesPackets {
+                                b[i] += batch.reduce(0) { $0 + Int64($1.totalSampleSize) }
+                            } else {
+                                b[i] = Int64(max(0, last.presentationTimeStamp.seconds - start.seconds) * Double(lane.bitRate) / 8)
+                            }
+                            return b.reduce(0, +)
+                        }
+                        let batchEnd = batch.map { $0.presentationTimeStamp + $0.duration }.filter(\.isNumeric).max() ?? last.presentationTimeStamp
+                        let reached = pacer.advance(i, to: batchEnd)
+                        if let limit, max(writer.bytesWritten, handed) >= limit {
+                            // End the file where every track has arrived, so a track running
+                            // ahead in the writer's interleave window is cut there too.
+                            if reached > start { try? writer.endSession(atSourceTime: reached) }
+                            reader.cancelReading()
+                            break
+                        }
+                    }
+                    if var c = converter {
+                        let stop = end.isNumeric ? min(end.seconds, duration.seconds) : duration.seconds
+                        for out in c.finish(end: MediaTime(seconds: stop, preferredTimescale: 90000)) {
+                            try await lane.input.append(out)
+                            tally.counts.withLock { $0[i] += 1 }
+                        }
+                    }
+                    let stoppedForLimit = limit.map { l in tally.bytes.withLock { $0.reduce(0, +) } >= l } ?? false
+                    if tally.counts.withLock({ $0[i] }) == 0 && !stoppedForLimit && reader.status != .cancelled {
+                        let error = MediaError(.corruptOrTruncated, "track \(lane.track.trackID) (\(lane.track.mediaType)) yielded no samples: the file is truncated or its data unreadable",
+                                               path: self.asset.url.path)
+                        throw TrackYieldedNothing(trackID: lane.track.trackID, mediaType: lane.track.mediaType,
+                                                  otherLanes: laneCount - 1, error: error)
+                    }
+                    lane.input.markAsFinished()
+                }
+            }
+            // The first lane to fail ends the export: leaving the group cancels the other lanes,
+            // which may be waiting for the failed lane in the writer's interleaving window.
+            // (`waitForAll` would wait for them, and they would wait forever.)
+            while try await group.next() != nil {}
+        }
+        if let error = reader.error { throw error }
+        if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
+        try await writer.finishWriting()
+        let written = tally.counts.withLock { $0 }
+        for (i, lane) in lanes.enumerated() where lane.track.mediaType == .video { result.videoFrames = written[i] }
+        result.stoppedAtFileLengthLimit = limit.map { l in tally.bytes.withLock { $0.reduce(0, +) } >= l || writer.bytesWritten >= l } ?? false
+        result.outputBytes = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value ?? 0
+        result.durationSeconds = totalSeconds
+        return result
+    }
+
+    /// How far (media time) one lane may read ahead of the slowest: what the demuxer queues
+    /// for the slow lane meanwhile is what an export holds in compressed packets.
+    static let laneWindow = MediaTime(value: 1, timescale: 2)
+
+    /// Samples written and progress (0…1 of the range) per lane, shared by the lane tasks.
+    private final class LaneTally: Sendable {
+        let counts: Mutex<[Int]>
+        /// Bytes handed to the writer per lane (estimated from the bit rate for encoded lanes).
+        let bytes: Mutex<[Int64]>
+        init(lanes: Int) {
+            bytes = Mutex([Int64](repeating: 0, count: lanes))
+            counts = Mutex([Int](repeating: 0, count: lanes))
+        }
+    }
+
+    /// One track's way from reader to writer.
+    private struct Lane: @unchecked Sendable {
+        let track: AssetTrack
+        let output: AssetReaderOutput
+        let input: AssetWriterInput
+        let converter: FrameRateConverter?
+        /// Target bits per second of an encoded lane, 0 for passthrough.
+        var bitRate = 0
+        /// The lane copies compressed packets (passthrough): they cross threads in batches.
+        var copiesPackets = false
+    }
+
+    /// Copied packets handed from reader to writer at once, and the most decode time one
+    /// batch may span: a thread hop per batch instead of per packet, with batches short enough
+    /// (a quarter second) to stay well inside the lanes' pacing window.
+    static let packetBatch = 64
+    static let packetBatchSpan = MediaTime(value: 1, timescale: 4)
+}
+
+/// Bounds how many exports run at once in this process; the rest wait (`.waiting`).
+actor ExportSlots {
+    static let shared = ExportSlots(limit: max(1, ProcessInfo.processInfo.activeProcessorCount))
+    private let limit: Int
+    private var running = 0
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    init(limit: Int) { self.limit = limit }
+
+    func acquire() async throws {
+        try Task.checkCancellation()
+        if running < limit {
+            running += 1
+            return
+        }
+        await withCheckedContinuation { waiters.append($0) }
+        if Task.isCancelled {
+            release()
+            throw CancellationError()
+        }
+    }
+
+    func release() {
+        if waiters.isEmpty {
+            running = max(0, running - 1)
+        } else {
+            waiters.removeFirst().resume()
+        }
+    }
+}

@@ -1,0 +1,252 @@
+import FFmpegSupport
+import HardwareAcceleration
+import Foundation
+import Synchronization
+
+/// Exports an asset to a new file with a preset (`AVAssetExportSession`): passthrough (remux)
+/// or re-encode, trimmed to a time range, with a frame-rate policy, overrides of the preset's
+/// codec, size and bit rates, an audio mix, and progress that counts the final mux step.
+///
+/// ```swift
+/// let session = ExportSession(asset: asset, preset: .preset1280x720)
+/// session.timeRange = MediaTimeRange(start: .zero, duration: MediaTime(value: 10, timescale: 1))
+/// let result = try await session.export(to: url, as: .mp4)
+/// ```
+public final class ExportSession: Sendable {
+    /// `AVAssetExportSession.Status`.
+    public enum Status: String, Sendable { case unknown, waiting, exporting, completed, failed, cancelled }
+
+    /// What `states(updateInterval:)` reports.
+    public enum State: Sendable, Equatable {
+        case pending
+        /// Queued behind other exports (`maximumConcurrentExports`).
+        case waiting
+        /// Running; progress 0…1, the final mux step included.
+        case exporting(progress: Double)
+    }
+
+    public let asset: Asset
+    public let preset: ExportPreset
+    public var presetName: String { preset.name }
+
+    struct Settings {
+        var timeRange = MediaTimeRange(start: .zero, duration: .positiveInfinity)
+        var fileLengthLimit: Int64?
+        var shouldOptimizeForNetworkUse = true
+        var metadata: [MetadataItem]?
+        var audioMix: AudioMix?
+        var frameRatePolicy: FrameRatePolicy = .automatic
+        var videoCodec: VideoCodec?
+        var videoBitRate: Int?
+        var audioCodec: AudioCodec?
+        var audioBitRate: Int?
+        var outputSize: (width: Int, height: Int)?
+        var overwritesExistingFile = false
+        var hardwarePolicy: HardwarePolicy = .auto
+        var hardwareDeviceName: String?
+        var hardwareDevice: VideoDevice?
+    }
+
+    struct Run {
+        var status: Status = .unknown
+        var error: MediaError?
+        var progress: Double = 0
+        var reader: AssetReader?
+        var writer: AssetWriter?
+        var cancelled = false
+        /// The attempt under way puts a stage on the device (so a failure restarts in software).
+        var usesDevice = false
+    }
+
+    let settings = Mutex(Settings())
+    let run = Mutex(Run())
+
+    public init(asset: Asset, preset: ExportPreset) {
+        self.asset = asset
+        self.preset = preset
+    }
+
+    /// nil for an unknown preset name (case-insensitive; "1280x720", "AVAssetExportPresetHEVC1920x1080").
+    public convenience init?(asset: Asset, presetName: String) {
+        guard let preset = ExportPreset(named: presetName) else { return nil }
+        self.init(asset: asset, preset: preset)
+    }
+
+    // MARK: Settings
+
+    /// The part of the asset to export (default: all). Re-encoding is frame-accurate; passthrough
+    /// starts at the preceding keyframe and an edit list makes playback start exactly here.
+    public var timeRange: MediaTimeRange {
+        get { settings.withLock { $0.timeRange } }
+        set { settings.withLock { $0.timeRange = newValue } }
+    }
+    /// Stop cleanly, with a valid file, once the output reaches this many bytes (it may exceed
+    /// it by up to a second of media).
+    public var fileLengthLimit: Int64? {
+        get { settings.withLock { $0.fileLengthLimit } }
+        set { settings.withLock { $0.fileLengthLimit = newValue } }
+    }
+    /// Put the movie header first ("fast start") so playback can begin while downloading. Default true.
+    public var shouldOptimizeForNetworkUse: Bool {
+        get { settings.withLock { $0.shouldOptimizeForNetworkUse } }
+        set { settings.withLock { $0.shouldOptimizeForNetworkUse = newValue } }
+    }
+    /// Metadata for the output; nil carries the source's over.
+    public var metadata: [MetadataItem]? {
+        get { settings.withLock { $0.metadata } }
+        set { settings.withLock { $0.metadata = newValue } }
+    }
+    /// Volumes (and ramps) per audio track; the tracks it names are mixed. Ignored by passthrough.
+    public var audioMix: AudioMix? {
+        get { settings.withLock { $0.audioMix } }
+        set { settings.withLock { $0.audioMix = newValue } }
+    }
+    /// Keep the source's frame timing, or convert to a constant rate. Ignored by passthrough.
+    public var frameRatePolicy: FrameRatePolicy {
+        get { settings.withLock { $0.frameRatePolicy } }
+        set { settings.withLock { $0.frameRatePolicy = newValue } }
+    }
+    /// Replaces the preset's video codec.
+    public var videoCodec: VideoCodec? {
+        get { settings.withLock { $0.videoCodec } }
+        set { settings.withLock { $0.videoCodec = newValue } }
+    }
+    /// Replaces the preset's table bit rate (bits per second).
+    public var videoBitRate: Int? {
+        get { settings.withLock { $0.videoBitRate } }
+        set { settings.withLock { $0.videoBitRate = newValue } }
+    }
+    /// Replaces the preset's audio codec.
+    public var audioCodec: AudioCodec? {
+        get { settings.withLock { $0.audioCodec } }
+        set { settings.withLock { $0.audioCodec = newValue } }
+    }
+    public var audioBitRate: Int? {
+        get { settings.withLock { $0.audioBitRate } }
+        set { settings.withLock { $0.audioBitRate = newValue } }
+    }
+    /// Fit the output into this box instead of the preset's (never upscaled, even).
+    public var outputSize: (width: Int, height: Int)? {
+        get { settings.withLock { $0.outputSize } }
+        set { settings.withLock { $0.outputSize = newValue } }
+    }
+    /// Replace an existing file at the destination; otherwise its existence is an error.
+    public var overwritesExistingFile: Bool {
+        get { settings.withLock { $0.overwritesExistingFile } }
+        set { settings.withLock { $0.overwritesExistingFile = newValue } }
+    }
+
+    /// Whether the video may use a VA-API device (default `.auto`: decode, scale and encode on
+    /// the device where its probe says it can, software for the rest).
+    public var hardwarePolicy: HardwarePolicy {
+        get { settings.withLock { $0.hardwarePolicy } }
+        set { settings.withLock { $0.hardwarePolicy = newValue } }
+    }
+    /// The render node or X11 display to use (nil: the first render node), opened once per process.
+    public var hardwareDeviceName: String? {
+        get { settings.withLock { $0.hardwareDeviceName } }
+        set { settings.withLock { $0.hardwareDeviceName = newValue } }
+    }
+    /// A device already opened, used instead of `hardwareDeviceName`.
+    public var hardwareDevice: VideoDevice? {
+        get { settings.withLock { $0.hardwareDevice } }
+        set { settings.withLock { $0.hardwareDevice = newValue } }
+    }
+
+    // MARK: State
+
+    public var status: Status { run.withLock { $0.status } }
+    public var error: MediaError? { run.withLock { $0.error } }
+    /// 0…1; never goes backwards; reaches 1 only once the file is complete.
+    public var progress: Double { run.withLock { $0.progress } }
+
+    /// The export's state as it changes, at most once per `updateInterval` (every change of
+    /// phase at once), until it ends. Pushed by the export as its status and the written
+    /// duration change; nothing polls.
+    public func states(updateInterval: Duration = .milliseconds(500)) -> AsyncStream<State> {
+        let (stream, continuation) = AsyncStream.makeStream(of: State.self, bufferingPolicy: .bufferingNewest(8))
+        let id = observers.withLock { o -> Int in
+            o.nextID += 1
+            o.subscribers[o.nextID] = StateSubscriber(continuation: continuation, interval: updateInterval)
+            return o.nextID
+        }
+        continuation.onTermination = { [weak self] _ in self?.observers.withLock { _ = $0.subscribers.removeValue(forKey: id) } }
+        publishState()
+        return stream
+    }
+
+    /// One `states()` stream and what it was last given.
+    private struct StateSubscriber {
+        let continuation: AsyncStream<State>.Continuation
+        let interval: Duration
+        var last: State?
+        var lastYield: ContinuousClock.Instant?
+    }
+
+    private struct Observers {
+        var subscribers: [Int: StateSubscriber] = [:]
+        var nextID = 0
+    }
+
+    private let observers = Mutex(Observers())
+
+    /// Gives every `states()` stream the current state when it changed and its interval has
+    /// passed (a change of phase always passes); ends the streams once the export ended.
+    func publishState() {
+        let (status, progress) = run.withLock { ($0.status, $0.progress) }
+        let state: State = switch status {
+        case .unknown: .pending
+        case .waiting: .waiting
+        default: .exporting(progress: progress)
+        }
+        let ended = [.completed, .failed, .cancelled].contains(status)
+        let now = ContinuousClock.now
+        // Yielded and finished outside the lock: finishing runs the stream's termination
+        // handler, which takes the lock to remove its subscriber.
+        let due = observers.withLock { o -> [(AsyncStream<State>.Continuation, yield: Bool)] in
+            var actions: [(AsyncStream<State>.Continuation, yield: Bool)] = []
+            for (id, var subscriber) in o.subscribers {
+                let phaseChanged: Bool = switch (subscriber.last, state) {
+                case (.exporting?, .exporting): false
+                default: subscriber.last != state
+                }
+                let intervalPassed = subscriber.lastYield.map { now - $0 >= subscriber.interval } ?? true
+                let yield = state != subscriber.last && (phaseChanged || intervalPassed || ended)
+                if yield {
+                    subscriber.last = state
+                    subscriber.lastYield = now
+                }
+                if yield || ended { actions.append((subscriber.continuation, yield: yield)) }
+                o.subscribers[id] = ended ? nil : subscriber
+            }
+            return actions
+        }
+        for (continuation, yield) in due {
+            if yield { continuation.yield(state) }
+            if ended { continuation.finish() }
+        }
+    }
+
+    /// Stops the export; `export` throws a `.cancelled` error and leaves no file.
+    public func cancelExport() {
+        markCancelled()?.cancelWriting()
+    }
+
+    /// `cancelExport` for a task-cancellation handler, which must not block: the runtime holds
+    /// the task's status lock while it runs, and the writer's queue may be resuming that very
+    /// task (finishWriting), so waiting there for the queue deadlocks. The writer is cancelled
+    /// from another thread instead.
+    func cancelExportWithoutWaiting() {
+        if let writer = markCancelled() { DispatchQueue.global().async { writer.cancelWriting() } }
+    }
+
+    /// Flags the export cancelled and stops its reader; returns the writer, still to be cancelled.
+    private func markCancelled() -> AssetWriter? {
+        let (reader, writer) = run.withLock { r -> (AssetReader?, AssetWriter?) in
+            r.cancelled = true
+            return (r.reader, r.writer)
+        }
+        reader?.cancelReading()
+        return writer
+    }
+}
