@@ -148,6 +148,10 @@ extension Frame {
         return VASurfaceID(UInt(bitPattern: pointer))
     }
 
+    /// Bytes of pixel data in a host video frame (visible rows of every plane): what a copy
+    /// of it between host memory and a surface moves.
+    public var hostImageByteCount: Int { imageByteCount }
+
     /// Bytes of pixel data in a host video frame (visible rows of every plane).
     var imageByteCount: Int {
         var bytes = 0

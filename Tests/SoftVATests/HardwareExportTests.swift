@@ -140,6 +140,48 @@ import VATestSupport
         }
     }
 
+    /// Two hybrid exports at once each count only their own uploads (the count was process-wide).
+    @Test func concurrentExportsCountOnlyTheirOwnCopies() async throws {
+        let dir = try TemporaryDirectory()
+        let source = URL(fileURLWithPath: dir.file("h264.mov"))
+        try await Self.writeSource(to: source, settings: VideoSettings(codec: .h264, width: 640, height: 360, averageBitRate: 2_000_000))
+        try await Self.withDevice { device in
+            let (a, b) = (URL(fileURLWithPath: dir.file("a.mov")), URL(fileURLWithPath: dir.file("b.mov")))
+            async let first = Self.exportJPEG(source, to: a) { $0.hardwareDevice = device }
+            async let second = Self.exportJPEG(source, to: b) { $0.hardwareDevice = device }
+            for result in try await [first, second] {
+                #expect(result.path == .hybrid, "\(result.pathReason)")
+                #expect(result.hostTransfers == Self.frames, "one upload per frame of its own, \(result.hostTransfers) counted")
+                #expect(result.hostTransferBytes == Self.frames * 320 * 180 * 3 / 2)
+            }
+        }
+    }
+
+    /// Impersonating Tiger Lake, SoftVA lists H.264 decoding, so the plan decodes on the device;
+    /// SoftVA cannot decode H.264, libavcodec falls back to software, and the result says so.
+    @Test func theResultReportsThePathThatRanNotThePlan() async throws {
+        let dir = try TemporaryDirectory()
+        let source = URL(fileURLWithPath: dir.file("h264.mov"))
+        try await Self.writeSource(to: source, settings: VideoSettings(codec: .h264, width: 640, height: 360, averageBitRate: 2_000_000))
+        let counters = dir.file("counters.txt")
+        try await Self.withDevice(SoftVAOptions(profile: Fixtures.path("intel-ihd-tigerlake.profile"), countersPath: counters)) { device in
+            let session = ExportSession(asset: Asset(url: source), preset: .preset640x480)
+            session.videoCodec = .mjpeg
+            session.outputSize = (320, 240)
+            session.hardwareDevice = device
+            let plan = try await session.plan(fileType: .mov)
+            try #require(plan.path == .hardware, "the plan decodes and encodes on the device: \(plan.pathReason)")
+            let result = try await session.export(to: URL(fileURLWithPath: dir.file("out.mov")), as: .mov)
+            let driver = try SoftVACounters(path: counters)
+            #expect(driver["decodes"] == 0, "SoftVA decoded no H.264 picture")
+            #expect(result.path == .hybrid, "decoded on the host, encoded on the device: \(result.pathReason)")
+            #expect(result.pathReason.contains("decode on the host"), "\(result.pathReason)")
+            #expect(result.warnings.contains { $0.contains("planned the hardware path but ran the hybrid one") }, "\(result.warnings)")
+            #expect(result.hostTransfers == Self.frames, "one upload per frame: \(result.hostTransfers)")
+            #expect(try Self.frameCount(result.outputURL.path) == Self.frames)
+        }
+    }
+
     @Test(arguments: ["encode", "decode", "vpp"])
     func aDeviceFailingMidStreamRestartsTheOutputInSoftware(failingStage: String) async throws {
         let dir = try TemporaryDirectory()

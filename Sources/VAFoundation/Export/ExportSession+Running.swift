@@ -22,7 +22,6 @@ extension ExportSession {
         run.withLock { $0.status = .exporting }
         publishState()
         let started = ContinuousClock.now
-        let transfersBefore = HostTransferCounter.totals
         do {
             var result = try await withTaskCancellationHandler {
                 try await performWithFallback(to: url, as: fileType)
@@ -31,9 +30,6 @@ extension ExportSession {
             }
             let elapsed = ContinuousClock.now - started
             result.elapsedSeconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            let transfers = HostTransferCounter.totals
-            result.hostTransfers = transfers.count - transfersBefore.count
-            result.hostTransferBytes = transfers.bytes - transfersBefore.bytes
             run.withLock {
                 $0.progress = 1
                 $0.status = .completed
@@ -185,6 +181,8 @@ extension ExportSession {
         result.droppedTracks = plan.droppedTracks
         // What inspecting the source found wrong (damage, mended timestamp jumps) stays true of the output's source.
         result.warnings = (try await asset.load(.warnings)).map { "source: \($0)" } + plan.warnings
+        // What the video stages really do, reported instead of the plan where they differ.
+        let observations = StageObservations()
         var lanes: [Lane] = []
         for track in plan.passthroughTracks {
             let output = try AssetReaderTrackOutput(track: track, outputSettings: nil)
@@ -205,8 +203,10 @@ extension ExportSession {
             }
             let output = try AssetReaderTrackOutput(track: video, outputSettings: .video(attributes))
             if hardware?.decodesOnDevice == true { output.hardwareDevice = plan.device }
+            output.observations.withLock { $0 = observations }
             let input = try AssetWriterInput(mediaType: .video, outputSettings: .video(videoSettings))
             if hardware?.encodesOnDevice == true { input.hardwareDevice = plan.device }
+            input.observations = observations
             input.transform = video.preferredTransform
             let converter = plan.frameRate.map { FrameRateConverter(framesPerSecond: $0, start: start) }
             lanes.append(Lane(track: video, output: output, input: input, converter: converter, bitRate: videoSettings.averageBitRate ?? 0))
@@ -333,6 +333,14 @@ extension ExportSession {
         for (i, lane) in lanes.enumerated() where lane.track.mediaType == .video { result.videoFrames = written[i] }
         result.stoppedAtFileLengthLimit = limit.map { l in tally.bytes.withLock { $0.reduce(0, +) } >= l || writer.bytesWritten >= l } ?? false
         result.outputBytes = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value ?? 0
+        let ran = observations.snapshot
+        result.hostTransfers = ran.transfers
+        result.hostTransferBytes = ran.transferBytes
+        if let path = observations.path, path != plan.path {
+            result.warnings.append("planned the \(plan.path.rawValue) path but ran the \(path.rawValue) one: \(observations.summary)")
+            result.path = path
+            result.pathReason = "\(observations.summary) (the plan was: \(plan.pathReason))"
+        }
         result.durationSeconds = totalSeconds
         return result
     }

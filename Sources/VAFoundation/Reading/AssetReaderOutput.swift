@@ -137,6 +137,8 @@ public final class AssetReaderTrackOutput: AssetReaderOutput, @unchecked Sendabl
     public let outputSettings: ReaderOutputSettings?
     private nonisolated(unsafe) var pipeline: TrackPipeline?
     private let device = Mutex<VideoDevice?>(nil)
+    /// Where an export's stages record what they did (set by the export before reading starts).
+    let observations = Mutex<StageObservations?>(nil)
 
     /// Decode video on this VA-API device (set before `startReading()`). With
     /// `PixelBufferAttributes(pixelFormat: .vaapiSurface, …)` the pictures stay in GPU surfaces,
@@ -166,7 +168,7 @@ public final class AssetReaderTrackOutput: AssetReaderOutput, @unchecked Sendabl
         case nil: pipeline = PassthroughPipeline(session: session, track: track, timeRange: timeRange)
         case .video(let attributes):
             pipeline = try VideoDecodePipeline(session: session, track: track, attributes: attributes, timeRange: timeRange,
-                                               device: hardwareDevice)
+                                               device: hardwareDevice, observations: observations.withLock { $0 })
         case .audio(let pcm): pipeline = try AudioDecodePipeline(session: session, track: track, pcm: pcm, timeRange: timeRange)
         }
     }

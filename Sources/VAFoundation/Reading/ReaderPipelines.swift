@@ -142,6 +142,8 @@ final class VideoDecodePipeline: TrackPipeline {
     let timeBase: Rational
     let range: TickRange
     private let device: VideoDevice?
+    /// Told where pictures were decoded and scaled, and of each copy to host memory.
+    private let observations: StageObservations?
     private var scaler: Scaler?
     private var surfaceScaler: SurfaceScaler?
     private var lastEnd: Int64?
@@ -150,7 +152,8 @@ final class VideoDecodePipeline: TrackPipeline {
     static let surfacePoolCapacity = 16
 
     init(session: DemuxSession, track: AssetTrack, attributes: PixelBufferAttributes, timeRange: MediaTimeRange,
-         device: VideoDevice? = nil) throws(MediaError) {
+         device: VideoDevice? = nil, observations: StageObservations? = nil) throws(MediaError) {
+        self.observations = observations
         wantsSurfaces = attributes.pixelFormat == .vaapiSurface
         let deep = (track.formatDescription.video?.bitDepth ?? 8) > 8
         let format: PixelFormatID
@@ -213,13 +216,16 @@ final class VideoDecodePipeline: TrackPipeline {
         let width = attributes.width ?? decoded.width
         let height = attributes.height ?? decoded.height
         var frame = decoded
+        observations?.decoded(on: decoded.surfaceSoftwareFormat == nil ? .host : .device)
         do {
             if let layout = decoded.surfaceSoftwareFormat {
                 if wantsSurfaces {
                     if layout == targetFormat && decoded.width == width && decoded.height == height { return PixelBuffer(frame: decoded) }
+                    observations?.scaled(on: .device)
                     return PixelBuffer(frame: try scaleOnDevice(decoded, width: width, height: height))
                 }
                 frame = try decoded.transferToHost()
+                observations?.transferred(frame)
             }
         } catch {
             throw MediaError(.hardwareFailed, "cannot \(wantsSurfaces ? "scale" : "download") a \(decoded.width)x\(decoded.height) surface on the device",
@@ -228,6 +234,7 @@ final class VideoDecodePipeline: TrackPipeline {
         if frame.pixelFormat == targetFormat && frame.width == width && frame.height == height {
             return PixelBuffer(frame: frame)
         }
+        observations?.scaled(on: .host)
         do {
             let output = try Frame(width: width, height: height, pixelFormat: targetFormat)
             var source = frame

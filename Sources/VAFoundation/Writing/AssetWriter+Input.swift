@@ -28,8 +28,15 @@ public final class AssetWriterInput: Sendable {
         var mediaTimeScale: Int32 = 0
         var expectsMediaDataInRealTime = false
         var hardwareDevice: VideoDevice?
+        var observations: StageObservations?
     }
     private let properties = Mutex(Properties())
+
+    /// Where an export's stages record what they did (set by the export before writing starts).
+    var observations: StageObservations? {
+        get { properties.withLock { $0.observations } }
+        set { properties.withLock { $0.observations = newValue } }
+    }
     private let attachment = Mutex<(core: WriterCore, index: Int)?>(nil)
 
     /// An input for `mediaType`. Throws `invalidArgument` when the settings are for another media type.
@@ -164,7 +171,8 @@ public final class AssetWriterInput: Sendable {
         let p = properties.withLock { $0 }
         return WriterInputConfiguration(mediaType: mediaType, settings: outputSettings, sourceFormatHint: sourceFormatHint,
                                         transform: p.transform, languageCode: p.languageCode, mediaTimeScale: p.mediaTimeScale,
-                                        expectsMediaDataInRealTime: p.expectsMediaDataInRealTime, hardwareDevice: p.hardwareDevice)
+                                        expectsMediaDataInRealTime: p.expectsMediaDataInRealTime, hardwareDevice: p.hardwareDevice,
+                                        observations: p.observations)
     }
 
     private func writer() throws(MediaError) -> (core: WriterCore, index: Int) {

@@ -13,6 +13,8 @@ struct WriterInputConfiguration: Sendable {
     var expectsMediaDataInRealTime: Bool
     /// Encode on this VA-API device instead of in software.
     var hardwareDevice: VideoDevice?
+    /// Told where the video stage encoded and scaled, and of each surface/host copy.
+    var observations: StageObservations?
 }
 
 /// What the writer was configured with when writing started.
@@ -122,7 +124,7 @@ final class WriterEngine: @unchecked Sendable {
                 let encoder = try openEncoder(plan.name, plan.configuration, input: i)
                 do {
                     pipeline.video = try WriterVideoStage(encoder: encoder, scalingMode: settings.scalingMode,
-                                                          fullRange: settings.colorProperties?.fullRange)
+                                                          fullRange: settings.colorProperties?.fullRange, observations: input.observations)
                 } catch {
                     throw MediaError(.encodeFailed, "cannot prepare frames for \(plan.name)", path: path, underlying: error)
                 }

@@ -18,10 +18,14 @@ final class WriterVideoStage {
     /// range are converted by the video processor.
     let fullRange: Bool?
 
-    init(encoder: Encoder, scalingMode: ScalingMode, fullRange: Bool? = nil) throws(FFmpegError) {
+    /// Told where this stage encoded and scaled, and of each copy it made.
+    private let observations: StageObservations?
+
+    init(encoder: Encoder, scalingMode: ScalingMode, fullRange: Bool? = nil, observations: StageObservations? = nil) throws(FFmpegError) {
         self.encoder = encoder
         self.scalingMode = scalingMode
         self.fullRange = fullRange
+        self.observations = observations
         hostFormat = encoder.hardwareFrames?.softwareFormat ?? encoder.pixelFormat
         outputFrames = try FramePool(width: encoder.width, height: encoder.height, pixelFormat: hostFormat, capacity: 8)
     }
@@ -55,14 +59,24 @@ final class WriterVideoStage {
     /// host memory for a software one.
     private func prepare(_ source: Frame) throws(FFmpegError) -> Frame {
         guard let surfaces = encoder.hardwareFrames else {
-            return try fit(source.surfaceSoftwareFormat == nil ? source : source.transferToHost())
+            observations?.encoded(on: .host)
+            guard source.surfaceSoftwareFormat != nil else { return try fit(source) }
+            let host = try source.transferToHost()
+            observations?.transferred(host)
+            return try fit(host)
         }
-        guard let layout = source.surfaceSoftwareFormat else { return try surfaces.upload(try fit(source)) }
+        observations?.encoded(on: .device)
+        guard let layout = source.surfaceSoftwareFormat else {
+            let host = try fit(source)
+            observations?.transferred(host)
+            return try surfaces.upload(host)
+        }
         let rangeMatches = fullRange.map { $0 == (source.isFullRange == true) } ?? true
         if layout == surfaces.softwareFormat && source.width == encoder.width && source.height == encoder.height && rangeMatches {
             return try source.reference()
         }
         if surfaceScaler == nil { surfaceScaler = try SurfaceScaler(output: surfaces) }
+        observations?.scaled(on: .device)
         return try surfaceScaler!.scale(source, placement: scalingMode.placement, outputFullRange: fullRange)
     }
 
@@ -72,6 +86,7 @@ final class WriterVideoStage {
         if source.width == W && source.height == H && source.pixelFormat == hostFormat {
             return try source.reference()
         }
+        observations?.scaled(on: .host)
         let destination: Frame
         if let recycled = try outputFrames.makeFrame() {
             destination = recycled

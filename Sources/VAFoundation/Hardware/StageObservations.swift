@@ -1,0 +1,57 @@
+import FFmpegSupport
+import Synchronization
+
+/// What the video stages of one export actually did, recorded by the stages as they run:
+/// where pictures were decoded, scaled and encoded, and every copy between GPU surfaces and
+/// host memory. The export reports its path from this, not from its plan, and counts only
+/// its own copies (a process running several exports keeps them apart).
+final class StageObservations: Sendable {
+    /// Where a stage ran.
+    enum Place: String, Sendable { case device, host }
+
+    struct Record: Sendable {
+        var decode: Place?
+        var scale: Place?
+        var encode: Place?
+        var transfers = 0
+        var transferBytes = 0
+    }
+
+    private let record = Mutex(Record())
+
+    var snapshot: Record { record.withLock { $0 } }
+
+    func decoded(on place: Place) { record.withLock { if $0.decode == nil { $0.decode = place } } }
+    func scaled(on place: Place) { record.withLock { if $0.scale == nil || place == .host { $0.scale = place } } }
+    func encoded(on place: Place) { record.withLock { if $0.encode == nil { $0.encode = place } } }
+
+    /// One copy of `frame` (the host side of the copy) between a surface and host memory.
+    func transferred(_ frame: Frame) {
+        record.withLock {
+            $0.transfers += 1
+            $0.transferBytes += frame.hostImageByteCount
+        }
+    }
+
+    /// The path that ran, from what the stages saw; nil when no picture was decoded or encoded.
+    var path: ExportResult.Path? {
+        let r = snapshot
+        guard let decode = r.decode, let encode = r.encode else { return nil }
+        switch (decode, encode) {
+        case (.device, .device) where r.scale != .host && r.transfers == 0: return .hardware
+        case (.host, .host): return .software
+        default: return .hybrid
+        }
+    }
+
+    /// The stages in words: "decode on the device, scale on the host, encode on the host, 30 copies".
+    var summary: String {
+        let r = snapshot
+        var parts: [String] = []
+        if let d = r.decode { parts.append("decode on the \(d == .device ? "device" : "host")") }
+        if let s = r.scale { parts.append("scale on the \(s == .device ? "device" : "host")") }
+        if let e = r.encode { parts.append("encode on the \(e == .device ? "device" : "host")") }
+        parts.append(r.transfers == 0 ? "no copy between surfaces and host memory" : "\(r.transfers) copies between surfaces and host memory")
+        return parts.joined(separator: ", ")
+    }
+}
