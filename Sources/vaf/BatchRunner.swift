@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 import Foundation
 import VAFoundation
 
@@ -245,13 +246,19 @@ struct JobReport: Encodable, Sendable {
     }
 }
 
-/// Runs a batch's jobs, `concurrency` at a time; Ctrl-C cancels the running ones.
+/// Runs a batch's jobs, `concurrency` at a time. SIGINT (Ctrl-C), SIGTERM (Kubernetes,
+/// Slurm, systemd) and SIGHUP (a closed terminal) cancel the running ones: their partial
+/// files are removed, jobs not yet started are reported cancelled, and the summary is printed.
 struct BatchRunner {
     let jobs: [BatchJob]
     let concurrency: Int
     let progress: ProgressDisplay
 
-    func run() async -> [JobReport] {
+    /// The signals that stop a batch.
+    static let stoppingSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP]
+
+    /// Every job's report, and the first stopping signal received, if any.
+    func run() async -> (reports: [JobReport], signal: Int32?) {
         let batch = Task { () -> [JobReport] in
             await withTaskGroup(of: (Int, JobReport).self) { group in
                 var reports = [JobReport?](repeating: nil, count: jobs.count)
@@ -278,14 +285,21 @@ struct BatchRunner {
                 }
             }
         }
-        signal(SIGINT, SIG_IGN)
-        let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        interrupt.setEventHandler { batch.cancel() }
-        interrupt.resume()
-        defer { interrupt.cancel() }
+        let received = Mutex<Int32?>(nil)
+        let sources = Self.stoppingSignals.map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                received.withLock { if $0 == nil { $0 = number } }
+                batch.cancel()
+            }
+            source.resume()
+            return source
+        }
+        defer { sources.forEach { $0.cancel() } }
         let reports = await batch.value
         await progress.finish()
-        return reports
+        return (reports, received.withLock { $0 })
     }
 }
 

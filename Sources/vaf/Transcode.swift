@@ -22,9 +22,9 @@ extension Vaf {
                 comes from JOB_COMPLETION_INDEX/JOB_COMPLETIONS (Kubernetes Indexed Jobs) or \
                 SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT (Slurm arrays) when they are set.
 
-                Exit status: 0 when every input completed or was skipped; 1 when any failed; 130 when \
-                interrupted (Ctrl-C cancels running exports and removes their partial files; finished \
-                outputs are kept); 64 for a usage error.
+                Exit status: 0 when every input completed or was skipped; 1 when any failed; 130 after \
+                Ctrl-C (SIGINT), 143 after SIGTERM, 129 after SIGHUP (each cancels running exports and \
+                removes their partial files; finished outputs are kept); 64 for a usage error.
                 """
         )
 
@@ -135,8 +135,10 @@ extension Vaf {
             // A batch is many exports in one process: keep its peak near one export's.
             ProcessMemory.returnLargeBuffersToTheSystem()
             let runner = BatchRunner(jobs: plan, concurrency: jobs, progress: ProgressDisplay(enabled: true))
-            let reports = await runner.run()
+            let (reports, signal) = await runner.run()
             emit(reports)
+            // 128 + the signal, as shells report a process it stopped: 130 SIGINT, 143 SIGTERM, 129 SIGHUP.
+            if let signal { throw ExitCode(128 + signal) }
             if reports.contains(where: { $0.status == .cancelled }) { throw ExitCode(130) }
             if reports.contains(where: { $0.status == .failed }) { throw ExitCode(1) }
         }

@@ -40,6 +40,38 @@ import Testing
         #expect(again.filter { $0["status"] as? String == "skipped" }.count == 17, "a re-run resumes: finished files are skipped")
     }
 
+    /// Kubernetes and Slurm stop jobs with SIGTERM: the batch stops like Ctrl-C, within 2 s,
+    /// with a JSON row per input, and every file left is a complete output.
+    @Test func sigtermStopsTheBatchCleanlyWith143() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-sigterm-\(UUID().uuidString)")
+        let inputs = dir.appendingPathComponent("in"), outputs = dir.appendingPathComponent("out")
+        try FileManager.default.createDirectory(at: inputs, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let clip = try Data(contentsOf: URL(fileURLWithPath: Self.clip))
+        for i in 0..<40 { try clip.write(to: inputs.appendingPathComponent(String(format: "clip%02d.mp4", i))) }
+        // The signal goes as soon as the first output is complete, so some exports finished,
+        // two are running and the rest have not started.
+        let script = """
+            "$0" transcode "$1" --preset 640x480 --output-dir "$2" --jobs 2 --json > "$3/rows.json" 2>/dev/null & p=$!
+            until [ -e "$2/clip00.mp4" ] || ! kill -0 $p 2>/dev/null; do sleep 0.02; done
+            t0=$(date +%s%N); kill -TERM $p; wait $p; status=$?
+            echo "$status $(( ($(date +%s%N) - t0) / 1000000 ))"
+            """
+        let run = try Vaf.run(executable: "/bin/bash", ["-c", script, Vaf.binary, inputs.path, outputs.path, dir.path])
+        let fields = run.stdout.split(separator: " ").compactMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        try #require(fields.count == 2, "\(run.stdout) \(run.stderr)")
+        #expect(fields[0] == 143, "exit status after SIGTERM")
+        #expect(fields[1] < 2000, "stopped \(fields[1]) ms after the signal")
+        let rows = try report(String(decoding: try Data(contentsOf: dir.appendingPathComponent("rows.json")), as: UTF8.self))
+        #expect(rows.count == 40, "a row per input")
+        let written = Set(try FileManager.default.contentsOfDirectory(atPath: outputs.path))
+        #expect(!written.contains { $0.hasPrefix(".") }, "no partial file: \(written)")
+        let completed = Set(rows.filter { $0["status"] as? String == "completed" }.compactMap { ($0["output"] as? String).map { URL(fileURLWithPath: $0).lastPathComponent } })
+        #expect(completed == written, "exactly the completed outputs exist")
+        #expect(rows.allSatisfy { ["completed", "cancelled"].contains($0["status"] as? String ?? "") })
+        #expect(rows.contains { $0["status"] as? String == "cancelled" }, "the signal came mid-batch")
+    }
+
     @Test func dryRunPrintsThePlanAndWritesNothing() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-dry-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -1,4 +1,7 @@
 import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 
 /// The shared state of one writer: its status, the inputs' back-pressure bookkeeping and the
@@ -306,6 +309,10 @@ final class WriterCore: Sendable {
                         s.engine = nil
                         return false
                     }
+                    // Cancelled while the file was being finished and moved into place: a
+                    // cancelled writer leaves no file, so the one just moved there goes too.
+                    // (`cancel` waits for this block, so it returns with the file gone.)
+                    if cancelled { unlink(destinationPath) }
                     c.resume(returning: cancelled ? .failure(error ?? MediaError(.cancelled, "the writer was cancelled", path: destinationPath)) : .success(()))
                 } catch {
                     fail(error, engine: engine)
