@@ -131,11 +131,10 @@ final class DemuxSession: Sendable {
         do { demuxer = try Demuxer(path: path) } catch { throw AssetInspector.openFailure(error, path: path) }
         self.streams = demuxer.streams
         demuxer.selectStreams(wanted)
-        if timeRange.start.isNumeric && timeRange.start.seconds > 0 {
+        if timeRange.start.isNumeric && timeRange.start > .zero {
             // Seek on the lowest-numbered video stream (or the first wanted one) to its keyframe at or before the start.
             let anchor = wanted.sorted().first { demuxer.streams[$0].kind == .video } ?? wanted.min() ?? 0
-            let tb = demuxer.streams[anchor].timeBase
-            let target = tb.rescaleSeconds(timeRange.start.seconds)
+            let target = TickRange(timeRange, timeBase: demuxer.streams[anchor].timeBase).start
             do { try demuxer.seek(stream: anchor, toKeyframeAtOrBefore: target) } catch {
                 throw MediaError(.corruptOrTruncated, "cannot seek to \(timeRange.start.seconds) s", path: path, underlying: error)
             }
@@ -208,12 +207,5 @@ struct PacketQueue {
             head = 0
         }
         return packet
-    }
-}
-
-extension Rational {
-    /// `seconds` expressed in units of this time base, rounded down.
-    func rescaleSeconds(_ seconds: Double) -> Int64 {
-        Int64((seconds * Double(denominator) / Double(max(numerator, 1))).rounded(.down))
     }
 }

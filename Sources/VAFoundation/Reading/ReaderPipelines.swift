@@ -354,7 +354,7 @@ final class AudioDecodePipeline: TrackPipeline {
                 }
                 if let input, nextSample == nil {
                     let pts = input.bestEffortTimestamp ?? input.pts ?? 0
-                    nextSample = Int64((time(pts, timeBase).seconds * Double(outputRate)).rounded())
+                    nextSample = time(pts, timeBase).convertScale(Int32(clamping: outputRate), rounding: .roundHalfAwayFromZero).value
                 }
                 if input == nil { drained = true }
                 guard let output = try resampler!.convert(input) else { continue }
@@ -370,9 +370,9 @@ final class AudioDecodePipeline: TrackPipeline {
 
     /// The block cut to the reading range, or nil when it lies wholly outside it.
     private func trimmed(_ frame: Frame, at position: Int64) throws(MediaError) -> SampleBuffer? {
-        let rate = Double(outputRate)
-        let first = range.start.isNumeric ? Int64((range.start.seconds * rate).rounded()) : Int64.min
-        let last = range.end.isNumeric ? Int64((range.end.seconds * rate).rounded()) : Int64.max
+        let rate = Int32(clamping: outputRate)
+        let first = range.start.isNumeric ? range.start.convertScale(rate, rounding: .roundHalfAwayFromZero).value : Int64.min
+        let last = range.end.isNumeric ? range.end.convertScale(rate, rounding: .roundHalfAwayFromZero).value : Int64.max
         let count = Int64(frame.sampleCount)
         if position + count <= first { return nil }
         if position >= last {

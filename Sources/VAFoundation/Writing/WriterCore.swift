@@ -18,7 +18,7 @@ final class WriterCore: Sendable {
     /// How far (seconds) an input may run ahead of the slowest unfinished input. Camera files
     /// store about a second of one track before the next (an iPhone movie opens with 1.02 s of
     /// audio), so a program copying such a file in file order must fit in the window.
-    static let interleavingWindow = 2.0
+    static let interleavingWindow = MediaTime(value: 2, timescale: 1)
 
     struct InputState {
         var mediaType: MediaType
@@ -79,7 +79,7 @@ final class WriterCore: Sendable {
         for (j, other) in s.inputs.enumerated() where j != i && !other.finished {
             let position = other.latest.isNumeric ? other.latest : s.sessionStart
             guard position.isNumeric else { continue }
-            if (input.latest - position).seconds > interleavingWindow { return false }
+            if input.latest - position > interleavingWindow { return false }
         }
         return true
     }
