@@ -12,6 +12,9 @@ packages=(
   # Tests: ffmpeg/ffprobe as an independent oracle, Xvfb to give libva an X11 display,
   # vainfo as an independent VA client.
   ffmpeg xvfb xauth vainfo
+  # A real VA driver with no GPU behind it: the forced-driver test (ProbeCommandTests) loads it
+  # and checks that vaInitialize fails the way it does on a machine without the Intel GPU.
+  i965-va-driver
   # Benchmarks/*.sh compute their ratios with bc.
   bc
   # Hardware/watchdog.sh prints the stacks of a hung test run with gdb.

@@ -252,11 +252,11 @@ struct BenchMatrixRunner {
         }
     }
 
-    /// Stops a path after a failed run: FFmpeg failing before it ever succeeded means the
-    /// baseline cannot run here (skipped); anything else is a failure of the job.
+    /// Stops a path after a failed run. A failing FFmpeg baseline is a failure too, not a skip:
+    /// a comparison whose baseline did not run must not read as one that was not asked for.
     private func fail(_ run: inout PathRun, _ reason: String) {
         run.active = false
-        run.result.status = run.path.tool == "ffmpeg" && !run.succeededOnce ? .skipped : .failed
+        run.result.status = .failed
         run.result.reason = reason
     }
 

@@ -1,7 +1,7 @@
 import HardwareAcceleration
 import Testing
 
-@Suite(.enabled(if: Fixtures.vainfoDirectory != nil, Fixtures.vainfoMissing))
+@Suite
 struct CodecSupportTests {
     func capabilities(_ file: String) throws -> DeviceCapabilities {
         try #require(try Fixtures.capture(file).capabilities)

@@ -1,5 +1,6 @@
 import Foundation
 @testable import HardwareAcceleration
+import VATestSupport
 import Testing
 
 struct DeviceDiscoveryTests {
@@ -81,6 +82,24 @@ struct DeviceDiscoveryTests {
         _ = FileManager.default.createFile(atPath: node, contents: nil, attributes: [.posixPermissions: 0])
         let reports = HardwareProbe(discovery: DeviceDiscovery(root: dir.path)).run(device: nil)
         #expect(reports.first?.diagnosis?.kind == .permissionDenied)
+    }
+
+    /// As root the test above cannot deny anything: `vaf probe` runs as the unprivileged user
+    /// nobody (uid 65534) on a mode-000 node, with the real open call.
+    @Test(.enabled(if: getuid() == 0, "runs as root only; the test above covers other users"))
+    func permissionDeniedOnARealUnreadableNodeForAnUnprivilegedUser() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: dir.path)
+        let node = dir.appendingPathComponent("renderD128").path
+        _ = FileManager.default.createFile(atPath: node, contents: nil, attributes: [.posixPermissions: 0])
+        let vaf = try #require(VafBinary.url, "vaf is not built").path
+        let child = try ProcessResult.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", vaf, "probe", "--device", node, "--json"])
+        #expect(child.status == 0, "\(child.stderr)")
+        let report = try JSONDecoder().decode(ProbeReport.self, from: Data(child.stdout.utf8))
+        let diagnosis = try #require(report.devices.first?.diagnosis, "\(child.stdout.prefix(400))")
+        #expect(diagnosis.kind == .permissionDenied)
+        #expect(diagnosis.message == "permission denied opening \(node) (owned by group 'root')")
     }
 
     @Test func aNamedDeviceThatDoesNotExist() {

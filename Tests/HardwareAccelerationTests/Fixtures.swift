@@ -14,21 +14,27 @@ enum Fixtures {
         return FileManager.default.fileExists(atPath: url.path) ? url : nil
     }()
 
-    /// Why vainfo tests are skipped, for `.enabled(if:)`.
-    static let vainfoMissing: Comment = "../shared/hardware/vainfo is not beside this checkout"
+    /// The shared vainfo directory, which CI always has: its absence fails the calling test.
+    static func requireVainfoDirectory() throws -> URL {
+        try #require(vainfoDirectory, "CI always has ../shared/hardware/vainfo beside the checkout")
+    }
+
+    /// How many vainfo captures `../shared/hardware/vainfo` holds.
+    static let vainfoFileCount = 10
 
     /// The committed device profiles.
     static let profilesDirectory = packageRoot.appendingPathComponent("Hardware/Profiles")
 
-    /// Every vainfo fixture's file name.
-    static func vainfoFiles() -> [String] {
-        guard let dir = vainfoDirectory,
-              let names = try? FileManager.default.contentsOfDirectory(atPath: dir.path) else { return [] }
-        return names.filter { $0.hasSuffix(".txt") }.sorted()
+    /// Every vainfo fixture's file name; fails the calling test unless there are `vainfoFileCount`.
+    static func vainfoFiles() throws -> [String] {
+        let dir = try requireVainfoDirectory()
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".txt") }.sorted()
+        try #require(names.count == vainfoFileCount, "\(names.count) vainfo captures in \(dir.path), expected \(vainfoFileCount)")
+        return names
     }
 
     static func vainfoText(_ name: String) throws -> String {
-        guard let dir = vainfoDirectory else { throw FixtureMissing(name: name) }
+        let dir = try requireVainfoDirectory()
         return try String(contentsOf: dir.appendingPathComponent(name), encoding: .utf8)
     }
 

@@ -38,9 +38,9 @@ enum VafBinary {
 
 @Suite(.enabled(if: VafBinary.url != nil, "the vaf binary is not built"))
 struct ProbeCommandTests {
-    @Test(.enabled(if: Fixtures.vainfoDirectory != nil, Fixtures.vainfoMissing))
+    @Test
     func fromVainfoJSONCarriesTheConfigsAndVerdicts() throws {
-        let path = Fixtures.vainfoDirectory!.appendingPathComponent("intel-ihd-arc-dg2.txt").path
+        let path = try Fixtures.requireVainfoDirectory().appendingPathComponent("intel-ihd-arc-dg2.txt").path
         let report = try VafBinary.report(["probe", "--from-vainfo", path])
         #expect(report.schemaVersion == 1)
         #expect(report.source == "vainfo")
@@ -54,9 +54,9 @@ struct ProbeCommandTests {
         #expect(device.capabilities == (try Fixtures.capture("intel-ihd-arc-dg2.txt").capabilities))
     }
 
-    @Test(.enabled(if: Fixtures.vainfoDirectory != nil, Fixtures.vainfoMissing))
+    @Test
     func fromVainfoTextShowsTheTableAndVerdicts() throws {
-        let path = Fixtures.vainfoDirectory!.appendingPathComponent("intel-ihd-arc-dg2.txt").path
+        let path = try Fixtures.requireVainfoDirectory().appendingPathComponent("intel-ihd-arc-dg2.txt").path
         let result = try VafBinary.run(["probe", "--from-vainfo", path])
         #expect(result.status == 0)
         #expect(result.stdout.contains("H.264   8-bit 4:2:0"))
@@ -64,9 +64,9 @@ struct ProbeCommandTests {
         #expect(result.stdout.contains("AV1 encode: software (device lists AV1 encode (EncSliceLP) but FFmpeg 5.1 has no VA-API AV1 encoder)"))
     }
 
-    @Test(.enabled(if: Fixtures.vainfoDirectory != nil, Fixtures.vainfoMissing))
+    @Test
     func failingVainfoIsDiagnosedAndRequireHardwareFails() throws {
-        let path = Fixtures.vainfoDirectory!.appendingPathComponent("failing-nvidia-vagetdrivernames.txt").path
+        let path = try Fixtures.requireVainfoDirectory().appendingPathComponent("failing-nvidia-vagetdrivernames.txt").path
         let report = try VafBinary.report(["probe", "--from-vainfo", path])
         #expect(!report.hardwareAvailable)
         #expect(report.devices.first?.diagnosis?.kind == .driverUnknown)
@@ -75,9 +75,9 @@ struct ProbeCommandTests {
         #expect(strict.stdout.contains("fix: set LIBVA_DRIVER_NAME"))
     }
 
-    @Test(.enabled(if: Fixtures.vainfoDirectory != nil, Fixtures.vainfoMissing))
+    @Test
     func emitProfileMatchesTheCommittedProfile() throws {
-        let path = Fixtures.vainfoDirectory!.appendingPathComponent("intel-ihd-tigerlake.txt").path
+        let path = try Fixtures.requireVainfoDirectory().appendingPathComponent("intel-ihd-tigerlake.txt").path
         let result = try VafBinary.run(["probe", "--from-vainfo", path, "--emit-profile"])
         let committed = try String(contentsOf: Fixtures.profilesDirectory.appendingPathComponent("intel-ihd-tigerlake.profile"),
                                    encoding: .utf8)

@@ -11,7 +11,7 @@ struct FFmpegClientTests {
          "-hwaccel", "vaapi", "-hwaccel_device", "va", "-hwaccel_output_format", "vaapi"]
     }
 
-    @Test("JPEG decode through the mjpeg hwaccel matches libavcodec within ±2 per sample",
+    @Test("JPEG decode through the mjpeg hwaccel matches libavcodec within ±1 per sample",
           arguments: [Fixtures.path("kodak_frame0.jpg"), Fixtures.kodakAVI])
     func jpegDecodeMatchesLibavcodec(input: String) throws {
         let env = try SoftVAEnvironment.start()
@@ -30,19 +30,21 @@ struct FFmpegClientTests {
         #expect(!hw.isEmpty)
         let diff = SampleDifference(hw, sw)
         print("softva: JPEG decode \((input as NSString).lastPathComponent) vs libavcodec: \(diff)")
-        #expect(diff.maximum <= 2, "\(diff)")
+        // Measured: max 1, mean 0.020–0.022 (was ≤ 2).
+        #expect(diff.maximum <= 1, "\(diff)")
         let c = try SoftVACounters(path: counters)
         #expect(c["decodes"] == UInt64(hw.count / (320 * 240 * 2)))
         #expect(c["failed_operations"] == 0)
     }
 
-    @Test("JPEG decode of 4:2:0 (into NV12), 4:4:4 and greyscale JPEGs at an odd size matches libavcodec within ±2",
+    @Test("JPEG decode of 4:2:0 (into NV12), 4:4:4 and greyscale JPEGs at an odd size (1917x1077) matches libavcodec within ±1",
           arguments: ["yuvj420p", "yuvj444p", "gray"])
     func jpegDecodeSamplings(pixelFormat: String) throws {
         let env = try SoftVAEnvironment.start()
         defer { env.stop() }
         let tmp = try TemporaryDirectory()
-        let (w, h) = (1918, 1078)
+        // Odd in both directions: the last chroma column and row cover one luma sample.
+        let (w, h) = (1917, 1077)
         // A real picture, written as a JPEG with this sampling by libavcodec's own encoder.
         try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", Fixtures.picture1080p, "-frames:v", "1",
                                       "-vf", "scale=\(w):\(h),format=\(pixelFormat)", "-c:v", "mjpeg", "-q:v", "3",
@@ -67,10 +69,11 @@ struct FFmpegClientTests {
         #expect(!sw.isEmpty)
         let diff = SampleDifference(hw, sw)
         print("softva: JPEG decode \(pixelFormat) \(w)x\(h) vs libavcodec: \(diff)")
-        #expect(diff.maximum <= 2, "\(diff)")
+        // Measured: max 1, mean 0.020–0.022 (was ≤ 2).
+        #expect(diff.maximum <= 1, "\(diff)")
     }
 
-    @Test("JPEG decode with a restart interval (DRI, RST markers) matches libavcodec within ±2")
+    @Test("JPEG decode with a restart interval (DRI, RST markers) matches libavcodec within ±1")
     func jpegDecodeRestartInterval() throws {
         let env = try SoftVAEnvironment.start()
         defer { env.stop() }
@@ -90,10 +93,11 @@ struct FFmpegClientTests {
             + Swift.stride(from: 1, to: uv.count, by: 2).map { uv[$0] }
         let diff = SampleDifference(planar, sw)
         print("softva: JPEG decode with restart interval vs libavcodec: \(diff)")
-        #expect(diff.maximum <= 2, "\(diff)")
+        // Measured: max 1, mean 0.020–0.022 (was ≤ 2).
+        #expect(diff.maximum <= 1, "\(diff)")
     }
 
-    @Test("mjpeg_vaapi at quality 90 encodes a real frame that software decodes at PSNR ≥ 38 dB")
+    @Test("mjpeg_vaapi at quality 90 encodes a real frame that software decodes at PSNR ≥ 53 dB (luma)")
     func jpegEncodePSNR() throws {
         let env = try SoftVAEnvironment.start()
         defer { env.stop() }
@@ -123,11 +127,12 @@ struct FFmpegClientTests {
         let luma = psnr(Array(planar[0..<y]), Array(back[0..<y]))
         let all = psnr(planar, back)
         print("softva: mjpeg_vaapi q90 1080p: PSNR luma \(luma) dB, all planes \(all) dB")
-        #expect(luma >= 38, "luma PSNR \(luma) dB")
-        #expect(all >= 38, "PSNR \(all) dB")
+        // Measured: luma 53.42 dB, all planes 51.92 dB (the bound was 38 dB).
+        #expect(luma >= 53.0, "luma PSNR \(luma) dB")
+        #expect(all >= 51.5, "PSNR \(all) dB")
     }
 
-    @Test("mjpeg_vaapi encodes I420, 422H, 444P and Y800 surfaces; luma PSNR ≥ 38 dB at quality 90",
+    @Test("mjpeg_vaapi encodes I420, 422H, 444P and Y800 surfaces; at quality 90 luma PSNR ≥ 52.5 dB, chroma ≥ 49.5 dB",
           arguments: [("yuv420p", "yuvj420p"), ("yuv422p", "yuvj422p"), ("yuv444p", "yuvj444p"), ("gray", "gray")])
     func jpegEncodeSurfaceFormats(upload: String, expected: String) throws {
         let env = try SoftVAEnvironment.start()
@@ -156,8 +161,14 @@ struct FFmpegClientTests {
         let y = 1920 * 1080
         try #require(src.count >= y && back.count >= y)
         let value = psnr(Array(src[0..<y]), Array(back[0..<y]))
-        print("softva: mjpeg_vaapi q90 from \(upload) surface: luma PSNR \(value) dB")
-        #expect(value >= 38, "PSNR \(value) dB")
+        // Chroma: the JPEG keeps the surface's sampling, so the planes line up byte for byte.
+        try #require(back.count == src.count, "\(upload): \(back.count) bytes back, \(src.count) uploaded")
+        let chroma = upload == "gray" ? Double.infinity : psnr(Array(src[y...]), Array(back[y...]))
+        print("softva: mjpeg_vaapi q90 from \(upload) surface: luma PSNR \(value) dB, chroma \(chroma) dB")
+        // Measured: luma 53.42 dB from colour surfaces, 52.70 dB from Y800; chroma 49.92 (4:2:0),
+        // 50.72 (4:2:2), 50.47 (4:4:4) dB. The bound was luma ≥ 38 dB, chroma unchecked.
+        #expect(value >= 52.5, "luma PSNR \(value) dB")
+        #expect(chroma >= 49.5, "chroma PSNR \(chroma) dB")
     }
 
     @Test("Decode → encode with -hwaccel_output_format vaapi keeps frames on surfaces: zero host transfer")
@@ -223,8 +234,9 @@ struct FFmpegClientTests {
         let y = SampleDifference(a, b, range: 0..<(1280 * 720))
         let uv = SampleDifference(a, b, range: (1280 * 720)..<a.count)
         print("softva: scale_vaapi 1080p->720p NV12 vs swscale bilinear: luma \(y); chroma \(uv)")
-        #expect(y.maximum <= 4 && y.mean <= 0.05, "luma \(y)")
-        #expect(uv.maximum <= 4 && uv.mean <= 0.05, "chroma \(uv)")
+        // Measured: luma max 2, mean 0.0012; chroma max 1, mean 0.0008 (was max 4, mean 0.05).
+        #expect(y.maximum <= 2 && y.mean <= 0.005, "luma \(y)")
+        #expect(uv.maximum <= 2 && uv.mean <= 0.005, "chroma \(uv)")
     }
 
     @Test("scale_vaapi converts NV12 to BGRA (BT.601, limited range) like swscale")
@@ -258,8 +270,9 @@ struct FFmpegClientTests {
         let mean = Double(total) / Double(samples), farShare = Double(far) / Double(samples)
         print("softva: NV12->BGRA vs swscale: mean \(mean), share > 8: \(farShare)")
         // Chroma upsampling differs at sharp edges (swscale's filter is not SoftVA's), the matrix must not.
-        #expect(mean <= 1.0, "mean \(mean)")
-        #expect(farShare < 0.01, "share of samples off by more than 8: \(farShare)")
+        // Measured: mean 0.764, share off by more than 8: 0.0017 (was mean ≤ 1.0, share < 0.01).
+        #expect(mean <= 0.8, "mean \(mean)")
+        #expect(farShare < 0.002, "share of samples off by more than 8: \(farShare)")
         #expect(alphaNot255 == 0)
     }
 
@@ -293,7 +306,8 @@ struct FFmpegClientTests {
         }
         let mean = Double(total) / Double(a.count / 2)
         print("softva: NV12->P010 1080p->720p vs swscale: max \(maximum), mean \(mean) (10-bit units)")
-        #expect(maximum <= 16 && mean <= 0.2, "max \(maximum), mean \(mean)")
+        // Measured: max 10, mean 0.0141 (was max 16, mean 0.2).
+        #expect(maximum <= 10 && mean <= 0.015, "max \(maximum), mean \(mean)")
         #expect(lowBits == 0)
     }
 

@@ -277,8 +277,9 @@ struct LibVATests {
         let luma = SampleDifference(result, oracle, range: 0..<(1280 * 720))
         let chroma = SampleDifference(result, oracle, range: (1280 * 720)..<result.count)
         print("softva: libva VPP 1080p->720p NV12 vs swscale bilinear: luma \(luma); chroma \(chroma)")
-        #expect(luma.maximum <= 4 && luma.mean <= 0.05, "luma \(luma)")
-        #expect(chroma.maximum <= 4 && chroma.mean <= 0.05, "chroma \(chroma)")
+        // Measured: luma max 2, mean 0.0012; chroma max 1, mean 0.0008 (was max 4, mean 0.05).
+        #expect(luma.maximum <= 2 && luma.mean <= 0.005, "luma \(luma)")
+        #expect(chroma.maximum <= 2 && chroma.mean <= 0.005, "chroma \(chroma)")
         let c = try SoftVACounters(path: tmp.file("counters.txt"))
         #expect(c["vpp_ops"] == 1)
     }
@@ -365,7 +366,7 @@ struct LibVATests {
         va.terminate()
     }
 
-    @Test("JPEG decode through libva alone (buffers filled from the parsed file) matches libavcodec within ±2",
+    @Test("JPEG decode through libva alone (buffers filled from the parsed file) matches libavcodec within ±1",
           arguments: ["kodak_frame0.jpg", "kodak_frame0_rst7.jpg"]) // 4:2:2 into 422H; 4:2:0 with RST into NV12
     func jpegDecodeThroughLibVA(name: String) throws {
         let env = try SoftVAEnvironment.start()
@@ -474,12 +475,13 @@ struct LibVATests {
         #expect(decoded.count == sw.count)
         let diff = SampleDifference(decoded, sw)
         print("softva: libva-only JPEG decode \(name) (restart interval \(jpeg.restartInterval)) vs libavcodec: \(diff)")
-        #expect(diff.maximum <= 2, "\(diff)")
+        // Measured: max 1, mean 0.020–0.021 (was ≤ 2).
+        #expect(diff.maximum <= 1, "\(diff)")
         let c = try SoftVACounters(path: tmp.file("counters.txt"))
         #expect(c["decodes"] == 1)
     }
 
-    @Test("JPEG encode through libva alone (no packed header: SoftVA writes the headers) decodes at PSNR ≥ 38 dB")
+    @Test("JPEG encode through libva alone (no packed header: SoftVA writes the headers) decodes at luma PSNR ≥ 52.5 dB")
     func jpegEncodeWithoutPackedHeader() throws {
         let env = try SoftVAEnvironment.start()
         defer { env.stop() }
@@ -569,7 +571,8 @@ struct LibVATests {
         try #require(back.count == w * h * 3 / 2) // yuvj420p
         let value = psnr(Array(src[0..<(w * h)]), Array(back[0..<(w * h)]))
         print("softva: libva-only JPEG encode q90 1080p (driver-written headers): \(jpeg.count) bytes, luma PSNR \(value) dB")
-        #expect(value >= 38, "PSNR \(value) dB")
+        // Measured: 53.00 dB (was ≥ 38 dB).
+        #expect(value >= 52.5, "PSNR \(value) dB")
         let c = try SoftVACounters(path: tmp.file("counters.txt"))
         #expect(c["encodes"] == 1)
         #expect(c["coded_bytes"] == UInt64(jpeg.count))

@@ -53,6 +53,12 @@ func name(of value: UnsafePointer<CChar>?) -> String { value.map { String(cStrin
 
 @Suite("SoftVA impersonates every Hardware/Profiles file", .serialized)
 struct ProfileFileTests {
+    @Test("every committed profile is impersonated (a list that came out empty would run no case)")
+    func everyProfileIsListed() {
+        // Ten real-device profiles plus SoftVA's own.
+        #expect(DeviceProfileFile.all.count == 11, "\(DeviceProfileFile.all)")
+    }
+
     @Test("vainfo lists the profile's configs and vendor; vaGetConfigAttributes returns its attr values",
           arguments: DeviceProfileFile.all)
     func impersonates(path: String) throws {

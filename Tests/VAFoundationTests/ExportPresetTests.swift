@@ -4,8 +4,7 @@ import Testing
 
 /// Every preset on real clips: the codec, the fitted size (portrait stays portrait), the table
 /// bit rate within 20% for clips longer than 5 s, and the duration within one frame.
-@Suite(.serialized, .disabled(if: TestFiles.sharedMedia == nil, "../shared/media is not beside this checkout"),
-       .disabled(if: which("ffprobe") == nil, "ffprobe is not installed"))
+@Suite(.serialized)
 struct ExportPresetTests {
     /// A portrait phone clip (1080x1440, 11.4 s, variable frame rate) and a rotated 720p one.
     static let clips = ["h264_aac_vfr_iphone_flir_gps.mp4", "h264_aac_iphone6_rot90_gps_metadata.mov"]
@@ -15,7 +14,7 @@ struct ExportPresetTests {
     func presetOnARealClip(_ preset: ExportPreset, _ clip: String) async throws {
         let dir = try TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let source = TestFiles.sharedMedia!.appendingPathComponent(clip)
+        let source = try TestFiles.requireSharedMedia().appendingPathComponent(clip)
         let asset = Asset(url: source)
         let sourceVideo = try await asset.loadTracks(withMediaType: .video).first
         let type: FileType = preset == .appleM4A ? .m4a : .mp4

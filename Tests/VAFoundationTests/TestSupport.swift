@@ -18,9 +18,19 @@ enum TestFiles {
         return FileManager.default.fileExists(atPath: url.path) ? url : nil
     }
 
-    /// Every media file of the shared corpus, or none when it is absent.
+    /// The shared media corpus, which CI always has: its absence fails the calling test.
+    static func requireSharedMedia() throws -> URL {
+        let url = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/media")
+        try #require(FileManager.default.fileExists(atPath: url.path), "CI always has ../shared/media; missing: \(url.path)")
+        return url
+    }
+
+    /// Every media file of the shared corpus. When it is absent the list holds one placeholder name,
+    /// so the parameterised tests run a case that fails on `requireSharedMedia()` instead of none.
     static var sharedMediaFiles: [String] {
-        guard let dir = sharedMedia, let names = try? FileManager.default.contentsOfDirectory(atPath: dir.path) else { return [] }
+        guard let dir = sharedMedia, let names = try? FileManager.default.contentsOfDirectory(atPath: dir.path) else {
+            return ["(../shared/media is missing)"]
+        }
         return names.filter { !$0.hasSuffix(".md") }.sorted()
     }
 
