@@ -1,6 +1,7 @@
 import BenchKit
 import Foundation
 import HardwareAcceleration
+import VAFoundation
 
 /// The VA-API device the device paths use, found by the same probe as `vaf probe`.
 struct BenchDevice: Sendable {
@@ -22,6 +23,12 @@ struct BenchDevice: Sendable {
         }
         let diagnosis = reports.first?.diagnosis
         return BenchDevice(path: nil, driver: nil, vendor: nil, problem: diagnosis?.message ?? "no VA-API device found", remedy: diagnosis?.remedy)
+    }
+
+    /// Whether the device's probe lists an encode entry point for `codec`.
+    func encodes(_ codec: VideoCodec) -> Bool {
+        let probed = codec == .mjpeg ? Codec.jpeg : Codec(rawValue: codec.rawValue)
+        return codecs.contains { $0.codec == probed && $0.encode != nil }
     }
 
     /// True when the device is SoftVA: its "hardware" is libjpeg and loops on the CPU.

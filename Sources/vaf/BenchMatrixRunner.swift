@@ -125,6 +125,8 @@ struct BenchMatrixRunner {
                 command = .failure(BenchSkip("no usable VA-API device: \(c.device.problem ?? "none found")"))
             } else if path.usesDevice && target == .remux {
                 command = .failure(BenchSkip("a remux decodes and encodes nothing: there is no device work"))
+            } else if path == .ffmpegVAAPI, let codec = settings.videoCodec, !c.device.encodes(codec) {
+                command = .failure(BenchSkip("the device lists no \(codec.rawValue) encode entry point, so ffmpeg has no *_vaapi encoder to run"))
             } else if path.tool == "vaf" {
                 command = commands.ours(path, source: source, target: target, directory: directory, name: path.rawValue)
             } else {
