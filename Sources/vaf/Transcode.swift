@@ -132,8 +132,9 @@ extension Vaf {
                 if reports.contains(where: { $0.status == .failed }) { throw ExitCode(1) }
                 return
             }
-            // A batch is many exports in one process: keep its peak near one export's.
-            ProcessMemory.returnLargeBuffersToTheSystem()
+            // A batch is many exports in one process: keep its peak near one export's. (One
+            // export gains nothing from it and would pay a mapping per large packet.)
+            if plan.count > 1 { ProcessMemory.returnLargeBuffersToTheSystem() }
             let runner = BatchRunner(jobs: plan, concurrency: jobs, progress: ProgressDisplay(enabled: true))
             let (reports, signal) = await runner.run()
             emit(reports)
