@@ -57,10 +57,11 @@ import Testing
             } else {
                 #expect(audio.isEmpty, "\(name): \(streams)")
             }
-        case .declined(let reason):
+        case .declined(let reason, let alternatives):
             try #require(result.status == 1, "\(name) should be declined (\(reason)); status \(result.status)")
             let lines = result.stderr.split(separator: "\n").filter { !$0.hasPrefix("libva") && !$0.hasPrefix("Svt") }
-            #expect(lines.count == 1 && lines[0].contains(name) && lines[0].contains(reason), "\(name): \(result.stderr)")
+            #expect(lines.count == 1 && lines[0].contains(name) && ([reason] + alternatives).contains { lines[0].contains($0) },
+                    "\(name): \(result.stderr)")
             #expect(leftovers.isEmpty, "\(name): a declined file leaves nothing behind")
         }
     }
@@ -70,8 +71,9 @@ enum ReencodeCorpus {
     enum Outcome {
         /// Written: this many video frames (0: no video stream) and audio channels (0: no audio stream).
         case reencoded(videoFrames: Int, audioChannels: Int)
-        /// Refused with a one-line error containing this text.
-        case declined(String)
+        /// Refused with a one-line error containing one of these texts: a file damaged in two
+        /// tracks is refused for whichever track's reader fails first, which is a race.
+        case declined(String, or: [String] = [])
     }
 
     /// What the example does with each file of `../shared/media`. Video frame counts equal ffprobe's
@@ -89,7 +91,8 @@ enum ReencodeCorpus {
         // ffmpeg: "Invalid sync code", "Invalid frame marker".
         "broken_vp9_invalid_bitstream.webm": .declined("decoding vp9 (stream 0) failed"),
         // ffmpeg -xerror fails too ("Invalid NAL unit size", "partial file").
-        "broken_zero_empty_stsc_partial.mp4": .declined("no audio samples could be read"),
+        // Both tracks are damaged: the audio has no readable sample and the video fails to decode.
+        "broken_zero_empty_stsc_partial.mp4": .declined("no audio samples could be read", or: ["decoding h264 (stream 0) failed"]),
         "eac3_joc_51.mp4": .reencoded(videoFrames: 0, audioChannels: 2),
         "flac_stereo_with_picture.flac": .reencoded(videoFrames: 0, audioChannels: 2),
         "h264_1080i50_ac3_pgs_sony_a7m3_avchd.mts": .reencoded(videoFrames: 13, audioChannels: 2),
