@@ -1,6 +1,7 @@
 internal import CFFmpeg
 
 /// An owned copy of a stream's codec parameters, safe to keep after its demuxer is gone.
+// @unchecked: an owned copy that nothing mutates after init; readers only copy from it.
 public final class CodecParameters: @unchecked Sendable {
     let pointer: UnsafeMutablePointer<AVCodecParameters>
 

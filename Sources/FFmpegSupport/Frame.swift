@@ -3,6 +3,7 @@ internal import CFFmpeg
 /// A decoded video picture or block of audio samples: reference-counted buffers plus timing.
 ///
 /// A frame is owned by one task at a time; handing it to another task transfers it.
+// @unchecked: owned by one task at a time (see above); a frame is handed over, not shared.
 public final class Frame: @unchecked Sendable {
     let pointer: UnsafeMutablePointer<AVFrame>
 

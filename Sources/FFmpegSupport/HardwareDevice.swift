@@ -3,6 +3,7 @@ import Synchronization
 
 /// libavutil's handle on a VA-API device (`AVHWDeviceContext`), shared by decoders, filters and
 /// encoders so they exchange GPU surfaces without copying.
+// @unchecked: the device context is immutable after init; libva serialises calls on its display.
 public final class HardwareDevice: @unchecked Sendable {
     let reference: UnsafeMutablePointer<AVBufferRef>
 

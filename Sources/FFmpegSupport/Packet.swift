@@ -3,6 +3,7 @@ internal import CFFmpeg
 /// A compressed packet: reference-counted data plus timestamps in its stream's time base.
 ///
 /// A packet is owned by one task at a time; handing it to another task transfers it.
+// @unchecked: owned by one task at a time (see above); a packet is handed over, not shared.
 public final class Packet: @unchecked Sendable {
     let pointer: UnsafeMutablePointer<AVPacket>
 

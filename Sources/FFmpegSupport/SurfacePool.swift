@@ -7,6 +7,7 @@ import Glibc
 /// libavutil's `AVHWFramesContext` with a fixed surface count. Decoders, the VPP and encoders
 /// share its surfaces without copying; a surface returns to the pool when its last frame
 /// reference is dropped. Thread-safe (libavutil's buffer pool locks).
+// @unchecked: the frames context is immutable after init and libavutil's buffer pool locks; `released` is thread-safe.
 public final class SurfacePool: @unchecked Sendable {
     let reference: UnsafeMutablePointer<AVBufferRef>
     public let device: HardwareDevice

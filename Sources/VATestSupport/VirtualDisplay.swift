@@ -7,6 +7,7 @@ import Foundation
 ///
 /// The server is started with `-nolisten tcp`; the display is ready when its socket
 /// `/tmp/.X11-unix/X<n>` exists. ``stop()`` (or deinit) terminates it.
+// @unchecked: `number` and `pid` are set in init; `stopped`, the only mutable state, is guarded by `lock`.
 public final class VirtualDisplay: @unchecked Sendable {
     /// The display number, as in `:<number>`.
     public let number: Int

@@ -2,6 +2,7 @@ import FFmpegSupport
 
 /// A block of decoded audio samples for every channel (`AudioBufferList`'s role).
 /// Reference-counted like `PixelBuffer`; sample bytes are reached inside scoped accessors.
+// @unchecked: the frame is written only by its creator before it is handed on, then read by any number of holders.
 public final class AudioBuffer: @unchecked Sendable {
     let frame: Frame
 

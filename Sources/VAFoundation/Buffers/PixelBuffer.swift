@@ -4,6 +4,7 @@ import FFmpegSupport
 ///
 /// Reference-counted: handing a pixel buffer on shares its pixels, it never copies them
 /// (`copy()` does, on request). Pixel bytes are reached only inside scoped accessors.
+// @unchecked: the frame is written only by its creator (or the pool's one taker) before it is handed on, then read.
 public final class PixelBuffer: @unchecked Sendable {
     let frame: Frame
 

@@ -2,6 +2,7 @@ import FFmpegSupport
 
 /// One timed unit of media (`CMSampleBuffer`'s role): a compressed packet as stored in the file,
 /// or a decoded picture or block of audio, with its timing and format.
+// @unchecked: immutable once handed on (the producer sets `attachments` first); its packet and parameters are never mutated through it.
 public final class SampleBuffer: @unchecked Sendable {
     /// What the sample holds.
     public enum Content {

@@ -361,6 +361,7 @@ extension ExportSession {
     }
 
     /// One track's way from reader to writer.
+    // @unchecked: the frame-rate converter it carries is copied into its lane's task and used there alone.
     private struct Lane: @unchecked Sendable {
         let track: AssetTrack
         let output: AssetReaderOutput

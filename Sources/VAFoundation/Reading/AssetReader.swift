@@ -15,6 +15,7 @@ public final class AssetReader: Sendable {
     public let asset: Asset
     private let state = Mutex(State())
 
+    // @unchecked: reached only through `state`'s mutex.
     private struct State: @unchecked Sendable {
         var status: Status = .unknown
         var error: MediaError?
@@ -113,6 +114,7 @@ public final class AssetReader: Sendable {
 ///
 /// Thread-safe: outputs on different tasks pull packets through the lock.
 final class DemuxSession: Sendable {
+    // @unchecked: the demuxer (not thread-safe) and the queues are reached only through `state`'s mutex.
     private struct State: @unchecked Sendable {
         var demuxer: Demuxer
         var queues: [Int: PacketQueue]

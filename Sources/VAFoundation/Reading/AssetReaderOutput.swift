@@ -6,6 +6,7 @@ import Synchronization
 ///
 /// `copyNextSampleBuffer()` blocks while it reads and decodes; `sampleBuffers` does the same
 /// work off Swift's cooperative pool. One consumer at a time per output.
+// @unchecked: open for subclassing (so not checkable); its own state is behind `state`'s mutex and the blocking work runs on `queue`.
 public class AssetReaderOutput: @unchecked Sendable {
     public let mediaType: MediaType
     /// Hand out deep copies instead of shared references to decoded pictures and audio
@@ -132,6 +133,7 @@ public enum ReaderOutputSettings: Sendable, Hashable {
 
 /// The samples of one track (`AVAssetReaderTrackOutput`): compressed as stored when
 /// `outputSettings` is nil, else decoded and converted.
+// @unchecked: `pipeline` is set by `prepare` before reading and then used by the output's one consumer, serialised by its queue.
 public final class AssetReaderTrackOutput: AssetReaderOutput, @unchecked Sendable {
     public let track: AssetTrack
     public let outputSettings: ReaderOutputSettings?
