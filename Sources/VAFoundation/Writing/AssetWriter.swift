@@ -196,12 +196,41 @@ public final class AssetWriter: Sendable {
     /// nothing once the writer completed or failed.
     public func cancelWriting() { core.cancel() }
 
-    /// `.name.vaf-partial-XXXXXX.ext` in the destination's directory.
+    /// `.name.vaf-partial-PID-XXXXXX.ext` in the destination's directory: the writing process's
+    /// ID in the name lets a later run tell a file it may remove (its writer is gone) from one
+    /// still being written.
     static func temporaryURL(beside url: URL) -> URL {
         let ext = url.pathExtension
         let base = url.deletingPathExtension().lastPathComponent
         let random = String(UInt32.random(in: 0...UInt32.max), radix: 16)
-        let name = ".\(base).vaf-partial-\(random)" + (ext.isEmpty ? "" : ".\(ext)")
+        let name = ".\(base).vaf-partial-\(getpid())-\(random)" + (ext.isEmpty ? "" : ".\(ext)")
         return url.deletingLastPathComponent().appendingPathComponent(name)
+    }
+
+    /// Removes the temporary files that writers of processes no longer running left in
+    /// `directory` and below (a process killed with SIGKILL, by the OOM killer or a power cut
+    /// cannot remove its own). Only files named as this writer names them are touched, and only
+    /// when the process in the name does not exist. Returns the files removed and their writer's PID.
+    @discardableResult
+    public static func removeStalePartialFiles(in directory: URL) -> [(file: URL, pid: Int32)] {
+        guard let walker = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: [.isRegularFileKey]) else { return [] }
+        var removed: [(URL, Int32)] = []
+        for case let file as URL in walker {
+            guard let pid = partialFileOwner(file.lastPathComponent),
+                  (try? file.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true else { continue }
+            // kill(pid, 0) probes without signalling: ESRCH means no such process.
+            guard kill(pid, 0) != 0 && errno == ESRCH else { continue }
+            if unlink(file.path) == 0 { removed.append((file, pid)) }
+        }
+        return removed
+    }
+
+    /// The writer's PID in a temporary file's name (`.name.vaf-partial-PID-XXXXXX.ext`), nil for any other name.
+    static func partialFileOwner(_ name: String) -> Int32? {
+        guard name.hasPrefix("."), let marker = name.range(of: ".vaf-partial-") else { return nil }
+        let fields = name[marker.upperBound...].split(separator: "-", maxSplits: 1)
+        guard fields.count == 2, let pid = Int32(fields[0]), pid > 0,
+              fields[1].prefix { $0 != "." }.allSatisfy(\.isHexDigit) else { return nil }
+        return pid
     }
 }
