@@ -41,7 +41,9 @@ public final class Resampler {
     }
 
     private static func makeLayout(_ layout: inout AVChannelLayout, _ text: String?, _ count: Int) throws(FFmpegError) {
-        if let text, av_channel_layout_from_string(&layout, text) >= 0, layout.nb_channels == Int32(count) { return }
+        // An unordered layout ("2 channels") says only the count: take that count's default, as ffmpeg does.
+        if let text, av_channel_layout_from_string(&layout, text) >= 0, layout.nb_channels == Int32(count),
+           layout.order != AV_CHANNEL_ORDER_UNSPEC { return }
         av_channel_layout_uninit(&layout)
         av_channel_layout_default(&layout, Int32(count))
     }

@@ -182,6 +182,17 @@ extension ExportSession {
             if var audioSettings = assistant.audioSettings, !audioTracks.isEmpty {
                 if let codec = s.audioCodec { audioSettings.codec = codec }
                 if let bitRate = s.audioBitRate { audioSettings.bitRate = bitRate }
+                if let encoder = try? WriterCodecs.audioEncoderName(audioSettings) {
+                    // The nearest layout the encoder takes; the reader remixes to it.
+                    let source = audioSettings.channelLayout
+                    let layout = ChannelLayouts.closest(to: source, channelCount: audioSettings.channelCount, forEncoder: encoder)
+                    if let source, layout.name != source, !source.hasSuffix(" channels") {
+                        plan.warnings.append("the \(source) channel layout is written as \(layout.name), the nearest that \(encoder) stores as a standard layout")
+                    }
+                    audioSettings.channelLayout = layout.name
+                    audioSettings.channelCount = layout.channelCount
+                    if let rate = audioSettings.bitRate { audioSettings.bitRate = min(rate, min(64_000 * layout.channelCount, 512_000)) }
+                }
                 plan.audioSettings = audioSettings
                 plan.audioTracks = audioTracks
             }

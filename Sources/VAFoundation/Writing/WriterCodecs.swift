@@ -246,8 +246,11 @@ enum WriterCodecs {
         }
         var c = Encoder.Configuration()
         c.sampleRate = s.sampleRate
-        c.channelCount = s.channelCount
-        c.channelLayout = s.channelLayout
+        // Encoders take only some layouts (AAC refuses an unordered "1 channels" or an unusual
+        // 6-channel order): open it with the nearest one it takes; the audio stage remixes.
+        let layout = ChannelLayouts.closest(to: s.channelLayout, channelCount: s.channelCount, forEncoder: name)
+        c.channelCount = layout.channelCount
+        c.channelLayout = layout.name
         c.sampleFormat = Encoder.sampleFormats(ofEncoder: name).first ?? .s16
         c.timeBase = Rational(1, Int32(s.sampleRate))
         c.globalHeader = globalHeader
