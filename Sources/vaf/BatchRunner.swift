@@ -77,7 +77,7 @@ struct BatchJob: Sendable {
         let tracks = (try? await asset.load(.tracks)) ?? []
         let assetSeconds = (try? await asset.load(.duration).seconds) ?? 0
         let range = timeRange.map { min($0.end.seconds, assetSeconds) - $0.start.seconds } ?? assetSeconds
-        let fps = frameRate.outputFrameRate(sourceMaxFrameRate: Double(ExportSession.primaryVideoTrack(tracks)?.nominalFrameRate ?? 0))
+        let fps = frameRate.outputFrameRate(sourceFrameRate: Double(ExportSession.primaryVideoTrack(tracks)?.nominalFrameRate ?? 0))
             ?? Double(ExportSession.primaryVideoTrack(tracks)?.nominalFrameRate ?? 0)
         let id = await display.begin(name: URL(fileURLWithPath: input).lastPathComponent, seconds: max(range, 0), frameRate: fps)
         let watcher = Task {

@@ -7,10 +7,17 @@ public enum FrameRatePolicy: Sendable, Hashable, CustomStringConvertible {
     /// Convert to this constant rate, dropping or repeating frames by timestamp (audio untouched).
     case constant(Double)
     /// Keep rates up to 60 fps; convert faster sources (slow-motion captures) to 30 fps.
+    /// Decided on the source's typical rate (its average frame duration), never its shortest
+    /// interval: 1 ms time bases (Matroska, WebM) make 60 fps alternate 16 and 17 ms, and phones
+    /// record at 60.06 fps. A rate counts as above 60 only beyond `automaticTolerance`.
     case automatic
 
     /// The largest rate `.automatic` passes through.
     public static let automaticCeiling = 60.0
+    /// How far (as a fraction) above the ceiling a typical rate may read and still be the
+    /// ceiling: timestamp rounding (a 1 ms time base puts 60 fps at 62.5 between some frames)
+    /// and phones' 60.06 fps, while 90, 120 and 240 fps captures stay well beyond it.
+    public static let automaticTolerance = 0.05
 
     public var description: String {
         switch self {
@@ -20,13 +27,13 @@ public enum FrameRatePolicy: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// The constant output rate, or nil when source timing is kept, for a source whose fastest
-    /// frames come at `sourceMaxFrameRate`.
-    public func outputFrameRate(sourceMaxFrameRate: Double) -> Double? {
+    /// The constant output rate, or nil when source timing is kept, for a source whose frames
+    /// typically come at `sourceFrameRate` (its average rate; 0 when unknown).
+    public func outputFrameRate(sourceFrameRate: Double) -> Double? {
         switch self {
         case .passthrough: return nil
         case .constant(let fps): return fps
-        case .automatic: return sourceMaxFrameRate > Self.automaticCeiling + 0.5 ? 30 : nil
+        case .automatic: return sourceFrameRate > Self.automaticCeiling * (1 + Self.automaticTolerance) ? 30 : nil
         }
     }
 }
@@ -77,7 +84,7 @@ public struct OutputSettingsAssistant: Sendable {
 
     /// The constant output frame rate, or nil when the source's timing is kept.
     public var outputFrameRate: Double? {
-        frameRatePolicy.outputFrameRate(sourceMaxFrameRate: rate(sourceVideoMinFrameDuration))
+        frameRatePolicy.outputFrameRate(sourceFrameRate: rate(sourceVideoAverageFrameDuration))
     }
 
     /// The output picture size: the source fitted into the preset box (turned for portrait
