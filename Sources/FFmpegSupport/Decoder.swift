@@ -55,6 +55,10 @@ public final class Decoder {
 
     deinit { var p: UnsafeMutablePointer<AVCodecContext>? = context; avcodec_free_context(&p) }
 
+    /// Whether the decoder was given a VA device (it may still decode in software when the
+    /// driver refused the stream).
+    public var usesDevice: Bool { hardware != nil }
+
     /// The decoder's name in FFmpeg ("h264", "libdav1d").
     public var name: String { String(cString: context.pointee.codec.pointee.name) }
     public var pixelFormat: PixelFormatID { PixelFormatID(rawValue: context.pointee.pix_fmt.rawValue) }

@@ -333,6 +333,11 @@ extension ExportSession {
         for (i, lane) in lanes.enumerated() where lane.track.mediaType == .video { result.videoFrames = written[i] }
         result.stoppedAtFileLengthLimit = limit.map { l in tally.bytes.withLock { $0.reduce(0, +) } >= l || writer.bytesWritten >= l } ?? false
         result.outputBytes = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value ?? 0
+        for lane in lanes {
+            if let damage = (lane.output as? AssetReaderTrackOutput)?.damageReport {
+                result.warnings.append("track \(lane.track.trackID) (\(lane.track.mediaType)): \(damage)")
+            }
+        }
         let ran = observations.snapshot
         result.hostTransfers = ran.transfers
         result.hostTransferBytes = ran.transferBytes

@@ -176,6 +176,10 @@ public final class AssetReaderTrackOutput: AssetReaderOutput, @unchecked Sendabl
     }
 
     override func produceNext() throws(MediaError) -> SampleBuffer? { try pipeline?.next() }
+
+    /// The damaged packets decoding skipped (and concealed), in words; nil when none. Read it
+    /// once reading is done (the pipeline is its consumer's).
+    var damageReport: String? { pipeline?.damageReport }
 }
 
 extension SampleBuffer {

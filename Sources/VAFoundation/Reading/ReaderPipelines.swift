@@ -3,6 +3,12 @@ import FFmpegSupport
 /// Produces one track's samples for a reader output.
 protocol TrackPipeline: AnyObject {
     func next() throws(MediaError) -> SampleBuffer?
+    /// Damaged packets skipped so far, in words; nil when none.
+    var damageReport: String? { get }
+}
+
+extension TrackPipeline {
+    var damageReport: String? { nil }
 }
 
 /// A reading range in one stream's time base: `start ..< end` ticks, end nil when open.
@@ -65,6 +71,15 @@ final class DecodeLoop {
     let path: String
     private var pending: Packet?
     private var inputEnded = false
+    /// Frames decoded, and the presentation times (stream ticks; nil when unknown) of the
+    /// packets the decoder refused as damaged and skipped.
+    private(set) var framesDecoded = 0
+    private(set) var damagedPackets: [Int64?] = []
+    /// The decode time of the packet last sent: where a refusal at receive time happened.
+    private var lastSentTime: Int64?
+    /// Above this share of damaged packets the stream counts as undecodable (ffmpeg's
+    /// `-max_error_rate` default, 2/3).
+    static let maximumErrorRate = 2.0 / 3.0
 
     /// Surfaces a hardware decoder keeps beyond its references: every picture the VPP, the
     /// writer's queue and a VA encoder may hold (FFmpeg 5.1's decoder pools cannot grow).
@@ -86,21 +101,37 @@ final class DecodeLoop {
     }
 
     /// The next decoded frame, or nil when the stream is exhausted or reading was cancelled.
+    ///
+    /// Like ffmpeg, a damaged packet is skipped (the decoder conceals what it can) and counted;
+    /// the stream fails only when more than `maximumErrorRate` of its packets were damaged, or
+    /// when none decoded. A decoder on a VA device rethrows at once, so the export can redo the
+    /// work in software, which then tolerates the damage.
     func nextFrame() throws(MediaError) -> Frame? {
         while true {
             let result: Decoder.ReceiveResult
-            do { result = try decoder.receiveFrame() } catch { throw decodeFailure(error) }
+            do { result = try decoder.receiveFrame() } catch {
+                try skipDamage(error, at: lastSentTime)
+                continue
+            }
             switch result {
             case .frame(let frame):
+                framesDecoded += 1
                 return frame
             case .endOfStream:
                 session.finish(stream: stream)
+                try checkErrorRate()
                 return nil
             case .needsInput:
                 if let packet = pending {
                     do {
-                        if try decoder.send(packet) == .accepted { pending = nil }
-                    } catch { throw decodeFailure(error) }
+                        if try decoder.send(packet) == .accepted {
+                            pending = nil
+                            lastSentTime = packet.pts ?? packet.dts
+                        }
+                    } catch {
+                        pending = nil
+                        try skipDamage(error, at: packet.pts ?? packet.dts)
+                    }
                     continue
                 }
                 guard !inputEnded else { return nil }
@@ -109,7 +140,17 @@ final class DecodeLoop {
                     pending = packet
                 case .endOfStream:
                     inputEnded = true
-                    do { try decoder.sendEndOfStream() } catch { throw decodeFailure(error) }
+                    // A threaded decoder reports an earlier packet's damage on a later send,
+                    // this one included: count it and ask again to drain.
+                    do { try decoder.sendEndOfStream() } catch {
+                        try skipDamage(error, at: lastSentTime)
+                        do { try decoder.sendEndOfStream() } catch {
+                            try skipDamage(error, at: lastSentTime)
+                            session.finish(stream: stream)
+                            try checkErrorRate()
+                            return nil
+                        }
+                    }
                 case .cancelled:
                     return nil
                 }
@@ -124,6 +165,39 @@ final class DecodeLoop {
         MediaError(.decodeFailed, "decoding \(session.streams[stream].codecName) (stream \(stream)) failed: \(error.message)",
                    path: path, underlying: error)
     }
+
+    /// Counts a packet the decoder refused, or rethrows when the refusal is not about damage
+    /// (memory, a device) or the stream is mostly damage.
+    private func skipDamage(_ error: FFmpegError, at time: Int64?) throws(MediaError) {
+        guard error.code != .outOfMemory, !decoder.usesDevice else { throw decodeFailure(error) }
+        damagedPackets.append(time)
+        // Fail early on a stream that is all damage, not only at its end.
+        if damagedPackets.count >= 32 && framesDecoded == 0 { throw undecodable(error) }
+        lastError = error
+    }
+
+    private var lastError: FFmpegError?
+
+    /// Throws when the share of damaged packets exceeds `maximumErrorRate`, or nothing decoded.
+    private func checkErrorRate() throws(MediaError) {
+        guard let error = lastError, !damagedPackets.isEmpty else { return }
+        let share = Double(damagedPackets.count) / Double(damagedPackets.count + framesDecoded)
+        if framesDecoded == 0 || share > Self.maximumErrorRate { throw undecodable(error) }
+    }
+
+    private func undecodable(_ error: FFmpegError) -> MediaError {
+        MediaError(.decodeFailed, "decoding \(session.streams[stream].codecName) (stream \(stream)) failed: \(damagedPackets.count) damaged packets against \(framesDecoded) decoded frames (last: \(error.message))",
+                   path: path, underlying: error)
+    }
+
+    /// The damaged packets in words, nil when there were none: "3 damaged packets skipped, at 1.2 s, 4.8 s, …".
+    var damageReport: String? {
+        guard !damagedPackets.isEmpty else { return nil }
+        let timeBase = session.streams[stream].timeBase
+        let times = damagedPackets.prefix(5).map { $0.map { String(format: "%.2f s", time($0, timeBase).seconds) } ?? "?" }
+        return "\(damagedPackets.count) damaged packet\(damagedPackets.count == 1 ? "" : "s") skipped (decoder concealment) at " + times.joined(separator: ", ")
+            + (damagedPackets.count > 5 ? ", …" : "")
+    }
 }
 
 /// Decoded pictures in the requested format and size, frame-accurate within the range.
@@ -134,6 +208,7 @@ final class DecodeLoop {
 /// decoder in host memory; surface output then vends host NV12/P010 for the writer to upload.
 final class VideoDecodePipeline: TrackPipeline {
     let loop: DecodeLoop
+    var damageReport: String? { loop.damageReport }
     let track: AssetTrack
     let attributes: PixelBufferAttributes
     /// The host format pictures are converted to (NV12 or P010 when surfaces were asked for).
@@ -305,6 +380,7 @@ func evenRounded(_ value: Double) -> Int { max(2, Int((value / 2).rounded()) * 2
 /// Decoded audio as linear PCM in the requested layout, trimmed exactly to the range.
 final class AudioDecodePipeline: TrackPipeline {
     let loop: DecodeLoop
+    var damageReport: String? { loop.damageReport }
     let track: AssetTrack
     let pcm: LinearPCMSettings
     let targetFormat: SampleFormatID
