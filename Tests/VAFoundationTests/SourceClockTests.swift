@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 import Testing
 @testable import VAFoundation
@@ -79,6 +80,33 @@ import Testing
         #expect(abs(video.duration - 6.0) <= 0.04, "full length within a frame: \(video.duration) s")
         let ffmpeg = try #require(which("ffmpeg"))
         #expect(try run(ffmpeg, ["-v", "error", "-xerror", "-i", output.path, "-f", "null", "-"]).status == 0, "decodes without errors")
+    }
+
+    /// Matroska stores no decode times; the first packets of a B-frame stream come without
+    /// one. Copied into MP4, MOV or MKV they get increasing decode times before their pictures.
+    @Test(arguments: [FileType.mp4, .mov, .mkv])
+    func matroskaWithBFramesRemuxesWithIncreasingDecodeTimes(to fileType: FileType) async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let ffmpeg = try #require(which("ffmpeg"))
+        let source = dir.appendingPathComponent("bframes.mkv")
+        try #require(try run(ffmpeg, ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-f", "lavfi", "-i", "sine",
+                                      "-t", "3", "-c:v", "libx264", "-bf", "3", "-c:a", "aac", source.path]).status == 0)
+        let output = dir.appendingPathComponent("out.\(fileType.fileExtension)")
+        let session = ExportSession(asset: Asset(url: source), preset: .passthrough)
+        _ = try await session.export(to: output, as: fileType)
+        let probe = try #require(which("ffprobe"))
+        let packets = String(decoding: try run(probe, ["-v", "error", "-select_streams", "v", "-show_entries", "packet=pts,dts", "-of", "csv=p=0", output.path]).stdout,
+                             as: UTF8.self).split(separator: "\n").map { $0.split(separator: ",").compactMap { Int64($0) } }
+        #expect(packets.count == 90)
+        if fileType != .mkv {  // Matroska stores no decode times to read back
+            #expect(packets.allSatisfy { $0.count == 2 }, "every packet has both times")
+            let dts = packets.map { $0.count == 2 ? $0[1] : 0 }
+            #expect(zip(dts, dts.dropFirst()).allSatisfy { $0 < $1 }, "decode times increase")
+            #expect(packets.allSatisfy { $0.count != 2 || $0[1] <= $0[0] }, "no picture is decoded after it is shown")
+        }
+        let decode = try await ChildProcess.run(ffmpeg, ["-v", "error", "-i", output.path, "-f", "null", "-"], timeLimit: 120)
+        #expect(decode.shellStatus == 0 && decode.stderr.isEmpty, "ffmpeg reads it without a complaint: \(decode.stderr)")
     }
 
     /// Whatever a damaged source makes the export do, no temporary file stays behind: repeated,

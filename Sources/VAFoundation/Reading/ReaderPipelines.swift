@@ -31,6 +31,10 @@ final class PassthroughPipeline: TrackPipeline {
     let timeBase: Rational
     let range: TickRange
     private var parameters: CodecParameters?
+    /// Video packets read without a decode time, waiting for the first that has one.
+    private var withoutDTS: [Packet] = []
+    /// Packets whose decode time is settled, to hand out before reading more.
+    private var settled: [Packet] = []
 
     init(session: DemuxSession, track: AssetTrack, timeRange: MediaTimeRange) {
         self.session = session
@@ -42,7 +46,7 @@ final class PassthroughPipeline: TrackPipeline {
     func next() throws(MediaError) -> SampleBuffer? {
         if parameters == nil { parameters = try session.codecParameters(stream: track.streamIndex) }
         while true {
-            guard case .packet(let packet) = try session.nextPacket(stream: track.streamIndex) else { return nil }
+            guard let packet = try nextPacketWithDecodeTime() else { return nil }
             let pts = packet.pts ?? packet.dts
             if let end = range.end, let pts, pts >= end, packet.isKeyframe || track.mediaType != .video {
                 session.finish(stream: track.streamIndex)
@@ -60,6 +64,43 @@ final class PassthroughPipeline: TrackPipeline {
                 duration: time(packet.duration, timeBase), formatDescription: track.formatDescription,
                 attachments: attachments)
         }
+    }
+
+    /// The next packet, with a decode time. Matroska stores none: FFmpeg derives one from the
+    /// presentation times once a stream's reorder delay has passed, so the first few B-frame
+    /// stream packets come without one, and muxers need increasing decode times. Those take
+    /// the first derived time, one frame earlier per packet back (as ffmpeg's own remux does).
+    private func nextPacketWithDecodeTime() throws(MediaError) -> Packet? {
+        if !settled.isEmpty { return settled.removeFirst() }
+        while true {
+            guard case .packet(let packet) = try session.nextPacket(stream: track.streamIndex) else {
+                // No packet with a decode time came: the held ones go in presentation order.
+                let held = withoutDTS.sorted { ($0.pts ?? 0) < ($1.pts ?? 0) }.map(\.pts)
+                for (packet, time) in zip(withoutDTS, held) { packet.dts = time }
+                settled = withoutDTS
+                withoutDTS = []
+                return settled.isEmpty ? nil : settled.removeFirst()
+            }
+            guard track.mediaType == .video, packet.pts != nil else { return packet }
+            guard let dts = packet.dts else {
+                withoutDTS.append(packet)
+                continue
+            }
+            if withoutDTS.isEmpty { return packet }
+            let step = max(packet.duration, frameDurationTicks, 1)
+            for (k, held) in withoutDTS.enumerated() {
+                held.dts = min(dts - Int64(withoutDTS.count - k) * step, held.pts ?? .max)
+            }
+            settled = withoutDTS + [packet]
+            withoutDTS = []
+            return settled.removeFirst()
+        }
+    }
+
+    /// The track's shortest frame duration in its time base, 0 when unknown.
+    private var frameDurationTicks: Int64 {
+        guard track.minFrameDuration.isNumeric else { return 0 }
+        return Rational(1, track.minFrameDuration.timescale).rescale(track.minFrameDuration.value, to: timeBase)
     }
 }
 
