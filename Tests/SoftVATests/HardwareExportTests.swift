@@ -116,7 +116,11 @@ import VATestSupport
             #expect(try Self.frameCount(hardware.outputURL.path) == Self.frames)
             #expect(hardware.videoSettings.map { ($0.width, $0.height) } ?? (0, 0) == (320, 180))
             let quality = try Self.psnr(hardware.outputURL.path, software.outputURL.path)
-            #expect(quality >= 35, "PSNR of the hardware export against the software one: \(quality) dB")
+            print("softva: PSNR of the hardware JPEG export against the software one: \(quality) dB")
+            // Measured: 38.24 dB (the bound was 35): SoftVA scales with a tent filter and encodes with
+            // libjpeg at its own quality mapping, our software path scales bicubic and encodes with
+            // libavcodec's mjpeg, so the two differ by more than rounding.
+            #expect(quality >= 38.0, "PSNR of the hardware export against the software one: \(quality) dB")
         }
     }
 
