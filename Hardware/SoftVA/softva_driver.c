@@ -4,7 +4,8 @@
  *
  * Environment:
  *   SOFTVA_PROFILE=<file>      personality (device profile) to advertise instead of the native one
- *   SOFTVA_COUNTERS=<file>     key=value counters, rewritten after every vaEndPicture and at vaTerminate
+ *   SOFTVA_COUNTERS=<file>     key=value counters, rewritten after every vaEndPicture, vaCreateContext,
+ *                              vaDestroyContext and at vaTerminate
  *   SOFTVA_FAIL_AFTER=<N>      vaEndPicture fails from the (N+1)th frame on
  *   SOFTVA_FAIL_STATUS=<name>  VA_STATUS_ERROR_HW_BUSY (default) or VA_STATUS_ERROR_OPERATION_FAILED, ...
  *   SOFTVA_FAIL_ON=<list>      comma-separated subset of decode,encode,vpp the fault applies to (default all)
@@ -175,6 +176,12 @@ void sva_counters_write(sva_driver *drv)
     fprintf(f, "surfaces_created=%llu\n", (unsigned long long)c->surfaces_created);
     fprintf(f, "surfaces_destroyed=%llu\n", (unsigned long long)c->surfaces_destroyed);
     fprintf(f, "contexts_created=%llu\n", (unsigned long long)c->contexts_created);
+    fprintf(f, "contexts_destroyed=%llu\n", (unsigned long long)c->contexts_destroyed);
+    static const char *const kinds[3] = { "decode", "encode", "vpp" };
+    for (int k = 0; k < 3; k++) {
+        fprintf(f, "%s_contexts_live=%llu\n", kinds[k], (unsigned long long)c->live_contexts[k]);
+        fprintf(f, "%s_contexts_peak=%llu\n", kinds[k], (unsigned long long)c->peak_live_contexts[k]);
+    }
     fprintf(f, "images_created=%llu\n", (unsigned long long)c->images_created);
     fprintf(f, "images_derived=%llu\n", (unsigned long long)c->images_derived);
     fprintf(f, "images_mapped=%llu\n", (unsigned long long)c->images_mapped);
@@ -581,6 +588,10 @@ static VAStatus sva_CreateContext(VADriverContextP ctx, VAConfigID config, int w
         RETURN(VA_STATUS_ERROR_MAX_NUM_EXCEEDED);
     }
     drv->counters.contexts_created++;
+    int kind = sva_op_index(sva_config_op(cfg));
+    if (++drv->counters.live_contexts[kind] > drv->counters.peak_live_contexts[kind])
+        drv->counters.peak_live_contexts[kind] = drv->counters.live_contexts[kind];
+    sva_counters_write(drv);
     *out = c->id;
     RETURN(VA_STATUS_SUCCESS);
 }
@@ -591,6 +602,9 @@ static VAStatus sva_DestroyContext(VADriverContextP ctx, VAContextID id)
     sva_context *c = sva_table_take(&drv->contexts, id);
     if (!c)
         RETURN(VA_STATUS_ERROR_INVALID_CONTEXT);
+    drv->counters.contexts_destroyed++;
+    drv->counters.live_contexts[sva_op_index(sva_config_op(&c->config))]--;
+    sva_counters_write(drv);
     free_context_state(c);
     free(c);
     RETURN(VA_STATUS_SUCCESS);
@@ -998,8 +1012,7 @@ static VAStatus sva_EndPicture(VADriverContextP ctx, VAContextID context)
     if (!target)
         RETURN(VA_STATUS_ERROR_INVALID_SURFACE);
     drv->counters.end_pictures++;
-    unsigned op = c->config.entrypoint == VAEntrypointVLD ? SVA_OP_DECODE
-                : c->config.entrypoint == VAEntrypointEncPicture ? SVA_OP_ENCODE : SVA_OP_VPP;
+    unsigned op = sva_config_op(&c->config);
     VAStatus st;
     if (drv->fail_after >= 0 && (drv->fail_ops & op) &&
         ++drv->frames_counted > (uint64_t)drv->fail_after) {

@@ -123,6 +123,19 @@ typedef struct sva_config {
 
 enum { SVA_OP_DECODE = 1, SVA_OP_ENCODE = 2, SVA_OP_VPP = 4 };
 
+/* The SVA_OP_* kind of work a configuration's entrypoint does. */
+static inline unsigned sva_config_op(const sva_config *c)
+{
+    return c->entrypoint == VAEntrypointVLD ? SVA_OP_DECODE
+         : c->entrypoint == VAEntrypointEncPicture ? SVA_OP_ENCODE : SVA_OP_VPP;
+}
+
+/* The index of an SVA_OP_* kind in per-kind counters: 0 decode, 1 encode, 2 vpp. */
+static inline int sva_op_index(unsigned op)
+{
+    return op == SVA_OP_DECODE ? 0 : op == SVA_OP_ENCODE ? 1 : 2;
+}
+
 typedef struct sva_jpeg_decode {
     int have_picture, have_iq, have_huffman, num_slices;
     VAPictureParameterBufferJPEGBaseline picture;
@@ -193,7 +206,9 @@ const char *sva_status_name(VAStatus s);
 
 typedef struct sva_counters {
     uint64_t surfaces_created, surfaces_destroyed;
-    uint64_t contexts_created;
+    uint64_t contexts_created, contexts_destroyed;
+    /* Contexts alive now and the most alive at once, by kind (decode, encode, vpp). */
+    uint64_t live_contexts[3], peak_live_contexts[3];
     uint64_t images_created, images_derived, images_mapped, derived_images_mapped;
     uint64_t get_image_calls, put_image_calls;
     uint64_t get_image_bytes, put_image_bytes, derived_map_bytes;

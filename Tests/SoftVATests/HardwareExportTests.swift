@@ -116,7 +116,11 @@ import VATestSupport
             #expect(try Self.frameCount(hardware.outputURL.path) == Self.frames)
             #expect(hardware.videoSettings.map { ($0.width, $0.height) } ?? (0, 0) == (320, 180))
             let quality = try Self.psnr(hardware.outputURL.path, software.outputURL.path)
-            #expect(quality >= 35, "PSNR of the hardware export against the software one: \(quality) dB")
+            print("softva: PSNR of the hardware JPEG export against the software one: \(quality) dB")
+            // Measured: 38.24 dB (the bound was 35): SoftVA scales with a tent filter and encodes with
+            // libjpeg at its own quality mapping, our software path scales bicubic and encodes with
+            // libavcodec's mjpeg, so the two differ by more than rounding.
+            #expect(quality >= 38.0, "PSNR of the hardware export against the software one: \(quality) dB")
         }
     }
 
@@ -223,12 +227,17 @@ import VATestSupport
         }
     }
 
-    @Test func concurrentExportsShareOneDeviceWithinItsSessionLimit() async throws {
+    /// Three exports on a device that allows `limit` sessions at once: SoftVA's peak count of
+    /// live contexts of each kind shows how many ran on it at once. The process's own export
+    /// slots (one per core) also bound it, so the limit of 1 is the one that bites on a 2-core
+    /// machine; the limit of 2 shows two exports really share the device.
+    @Test(arguments: [1, 2])
+    func concurrentExportsShareOneDeviceWithinItsSessionLimit(limit: Int) async throws {
         let dir = try TemporaryDirectory()
         let source = URL(fileURLWithPath: dir.file("source.mov"))
         try await Self.writeMJPEGSource(to: source)
         let counters = dir.file("counters.txt")
-        try await Self.withDevice(SoftVAOptions(countersPath: counters), maximumConcurrentSessions: 2) { device in
+        try await Self.withDevice(SoftVAOptions(countersPath: counters), maximumConcurrentSessions: limit) { device in
             let results = try await withThrowingTaskGroup(of: ExportResult.self) { group in
                 for i in 0..<3 {
                     let output = URL(fileURLWithPath: dir.file("out\(i).mov"))
@@ -241,7 +250,22 @@ import VATestSupport
             #expect(results.count == 3)
             #expect(results.allSatisfy { $0.path == .hardware && $0.hostTransfers == 0 && $0.videoFrames == Self.frames })
             let driver = try SoftVACounters(path: counters)
+            print("softva: limit \(limit): " + ["decode", "encode", "vpp"].map { kind in
+                "\(kind) contexts peak \(driver["\(kind)_contexts_peak"]), live \(driver["\(kind)_contexts_live"])"
+            }.joined(separator: "; ") + "; created \(driver["contexts_created"]), destroyed \(driver["contexts_destroyed"])")
             #expect(driver["encodes"] == UInt64(3 * Self.frames), "all three exports encoded on the one display")
+            #expect(driver["decodes"] == UInt64(3 * Self.frames))
+            // Measured: peaks of 1 (limit 1) and 2 (limit 2) for every kind, none left alive. With the
+            // device's limit ignored, limit 1 would see 2 of each (the process runs two exports at once).
+            for kind in ["decode", "encode", "vpp"] {
+                let peak = try #require(driver.values["\(kind)_contexts_peak"], "SoftVA counts live \(kind) contexts")
+                #expect(peak >= 1 && peak <= UInt64(limit), "at most \(limit) exports on the device at once: \(peak) \(kind) contexts were alive")
+                #expect(driver["\(kind)_contexts_live"] == 0, "every \(kind) context was destroyed")
+            }
+            // Three 30-frame exports started together overlap for most of their run, so the
+            // device is shared up to its limit (or the process's one export per core).
+            let sharing = min(limit, ProcessInfo.processInfo.activeProcessorCount)
+            #expect(driver["encode_contexts_peak"] == UInt64(sharing), "\(sharing) exports encoded on the device at once")
             for result in results { #expect(try Self.frameCount(result.outputURL.path) == Self.frames) }
         }
     }

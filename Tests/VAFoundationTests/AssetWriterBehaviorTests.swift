@@ -467,9 +467,23 @@ import FFmpegSupport
             try await adaptor.append(buffer, withPresentationTime: MediaTime(value: Int64(i), timescale: 30))
         }
         try await writer.finishWriting()
-        let luma = try WriterTestSupport.firstLumaPlane(url, width: 128, height: 72)
-        // Pure red is Y ≈ 63 in BT.709 limited range and ≈ 81 in BT.601: either way far from black and white.
-        let centre = Int(luma[36 * 128 + 64])
-        #expect((55...90).contains(centre), "luma \(centre)")
+        // The file carries no colour matrix (or BT.601's), so every decoder reads it as BT.601, the
+        // SD default: the writer must have converted with BT.601 in limited range. Pure red is then
+        // Y 81.5, Cb 90, Cr 240 (BT.709 would give 63, 102, 240; full range 76, 85, 255).
+        let stream = try WriterTestSupport.probeStream(url, "v:0")
+        let matrix = stream["color_space"] as? String
+        #expect(matrix == nil || ["smpte170m", "bt470bg"].contains(matrix!), "tagged \(matrix ?? "-"): the check below assumes BT.601")
+        #expect(stream["color_range"] as? String != "pc", "tagged full range")
+        let arguments: [String] = ["-v", "error", "-i", url.path, "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "yuv420p", "-"]
+        let picture = [UInt8](try run(ffmpegPath!, arguments).stdout)
+        let (lumaBytes, chromaBytes): (Int, Int) = (128 * 72, 64 * 36)
+        try #require(picture.count == lumaBytes + 2 * chromaBytes)
+        // The centre sample of each plane.
+        let y = Int(picture[36 * 128 + 64])
+        let cb = Int(picture[lumaBytes + 18 * 64 + 32])
+        let cr = Int(picture[lumaBytes + chromaBytes + 18 * 64 + 32])
+        print("writer: pure red BGRA → Y \(y), Cb \(cb), Cr \(cr)")
+        // Measured: Y 81, Cb 90, Cr 240 (the bound was 55–90 on luma alone, accepting either matrix).
+        #expect((81...82).contains(y) && (89...91).contains(cb) && (239...240).contains(cr), "Y \(y), Cb \(cb), Cr \(cr)")
     }
 }

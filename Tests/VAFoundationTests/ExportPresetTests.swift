@@ -3,7 +3,7 @@ import Testing
 @testable import VAFoundation
 
 /// Every preset on real clips: the codec, the fitted size (portrait stays portrait), the table
-/// bit rate within 20% for clips longer than 5 s, and the duration within one frame.
+/// bit rate within 15% for clips longer than 3.5 s (both), and the duration within one frame.
 @Suite(.serialized)
 struct ExportPresetTests {
     /// A portrait phone clip (1080x1440, 11.4 s, variable frame rate) and a rotated 720p one.
@@ -45,9 +45,12 @@ struct ExportPresetTests {
             let (long, short) = (max(box.width, box.height), min(box.width, box.height))
             #expect(max(w, h) <= long && min(w, h) <= short, "fits \(box)")
         }
-        if sourceDuration.seconds > 5, let target = result.videoSettings?.averageBitRate {
+        if sourceDuration.seconds > 3.5, let target = result.videoSettings?.averageBitRate {
             let actual = Double(video.estimatedDataRate)
-            #expect(abs(actual - Double(target)) / Double(target) <= 0.2, "\(preset): \(Int(actual)) bit/s vs table \(target)")
+            print("preset: \(preset) \(clip): \(Int(actual)) bit/s vs target \(target): \(String(format: "%+.1f", 100 * (actual - Double(target)) / Double(target)))%")
+            // Measured against the target: the 11.4 s phone clip +0.2% to +13.3% (HEVC 1280x720),
+            // the 4.0 s rotated clip -10.1% to -2.6% (it was checked only on the first, within 20%).
+            #expect(abs(actual - Double(target)) / Double(target) <= 0.15, "\(preset): \(Int(actual)) bit/s vs table \(target)")
         }
     }
 }
