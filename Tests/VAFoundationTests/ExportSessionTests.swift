@@ -162,16 +162,12 @@ struct ExportSessionTests {
         let duration = try WriterTestSupport.probeDuration(url)
         let size = try #require(try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int)
         print("export: file-length limit 60000: \(size) bytes, \(duration) s")
-        // 60 kB of a 145 kB, 3 s clip: about 1.24 s, plus what the tracks hand over between checks.
-        // Measured over four runs: 1.334–1.434 s (the bound was 0.5–2.3 s).
-        #expect(duration >= 1.2 && duration <= 1.6, "\(duration) s")
-        // The limit is what the file must not exceed. Measured: 62,734–64,246 bytes, up to 7% over
-        // (a product bug: the limit is checked after each handed batch, and the moov box comes on
-        // top). The bound holds what is measured; the known issue records the limit itself.
-        #expect(size <= 65_000, "\(size) bytes")
-        withKnownIssue("the export overshoots its file-length limit by up to 7%") {
-            #expect(size <= 60_000, "\(size) bytes for a limit of 60,000")
-        }
+        // 60 kB of a 145 kB, 3 s clip, less the index the limit keeps room for: about 1.1 s.
+        // Measured: 1.134 s, 54,168 bytes (before the fix 1.334–1.434 s and up to 64,246 bytes).
+        #expect(duration >= 1.0 && duration <= 1.3, "\(duration) s")
+        // The limit is what the file must not exceed, its index included. Measured before the
+        // fix: 62,734–64,246 bytes (checked after each packet, index on top).
+        #expect(size <= 60_000 && size >= 50_000, "\(size) bytes for a limit of 60,000")
         #expect(try run(which("ffmpeg")!, ["-v", "error", "-i", url.path, "-f", "null", "-"]).status == 0, "decodes cleanly")
     }
 

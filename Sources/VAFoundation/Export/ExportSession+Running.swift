@@ -273,6 +273,19 @@ extension ExportSession {
                             batch = try await lane.output.nextBatchAsync(maximumCount: limit == nil ? Self.packetBatch : 1,
                                                                          maximumSpan: Self.packetBatchSpan)
                             if batch.isEmpty { break }
+                            // Under a limit, a packet that would take the file past it (its index
+                            // included) is not written: the file ends where every track has arrived.
+                            if let limit {
+                                let adding = batch.reduce(Int64(0)) { $0 + Int64($1.totalSampleSize) }
+                                let (handed, samples) = (tally.bytes.withLock { $0.reduce(0, +) }, tally.counts.withLock { $0.reduce(0, +) })
+                                if handed + adding + Self.indexBytes(samples: samples + batch.count, tracks: laneCount) > limit {
+                                    let reached = pacer.advance(i, to: batch[0].presentationTimeStamp)
+                                    if reached > start { try? writer.endSession(atSourceTime: reached) }
+                                    tally.limitReached.withLock { $0 = true }
+                                    reader.cancelReading()
+                                    break
+                                }
+                            }
                             try await lane.input.append(contentsOf: batch)
                             tally.counts.withLock { $0[i] += batch.count }
                         } else {
@@ -311,7 +324,7 @@ extension ExportSession {
                             tally.counts.withLock { $0[i] += 1 }
                         }
                     }
-                    let stoppedForLimit = limit.map { l in tally.bytes.withLock { $0.reduce(0, +) } >= l } ?? false
+                    let stoppedForLimit = tally.limitReached.withLock { $0 } || (limit.map { l in tally.bytes.withLock { $0.reduce(0, +) } >= l } ?? false)
                     if tally.counts.withLock({ $0[i] }) == 0 && !stoppedForLimit && reader.status != .cancelled {
                         let error = MediaError(.corruptOrTruncated, "track \(lane.track.trackID) (\(lane.track.mediaType)) yielded no samples: the file is truncated or its data unreadable",
                                                path: self.asset.url.path)
@@ -331,7 +344,8 @@ extension ExportSession {
         try await writer.finishWriting()
         let written = tally.counts.withLock { $0 }
         for (i, lane) in lanes.enumerated() where lane.track.mediaType == .video { result.videoFrames = written[i] }
-        result.stoppedAtFileLengthLimit = limit.map { l in tally.bytes.withLock { $0.reduce(0, +) } >= l || writer.bytesWritten >= l } ?? false
+        result.stoppedAtFileLengthLimit = tally.limitReached.withLock { $0 }
+            || (limit.map { l in tally.bytes.withLock { $0.reduce(0, +) } >= l || writer.bytesWritten >= l } ?? false)
         result.outputBytes = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value ?? 0
         for lane in lanes {
             if let damage = (lane.output as? AssetReaderTrackOutput)?.damageReport {
@@ -354,8 +368,17 @@ extension ExportSession {
     /// for the slow lane meanwhile is what an export holds in compressed packets.
     static let laneWindow = MediaTime(value: 1, timescale: 2)
 
+    /// What a file's index (the MP4 movie box: sample sizes, times, chunk offsets, sync
+    /// samples) may take for `samples` samples in `tracks` tracks: a little more than FFmpeg's
+    /// muxer writes, so a file-length limit holds with the index included.
+    static func indexBytes(samples: Int, tracks: Int) -> Int64 {
+        Int64(4096 + 1024 * tracks + 20 * samples)
+    }
+
     /// Samples written and progress (0…1 of the range) per lane, shared by the lane tasks.
     private final class LaneTally: Sendable {
+        /// A copying lane stopped short of the file-length limit.
+        let limitReached = Mutex(false)
         let counts: Mutex<[Int]>
         /// Bytes handed to the writer per lane (estimated from the bit rate for encoded lanes).
         let bytes: Mutex<[Int64]>

@@ -80,8 +80,9 @@ public final class ExportSession: Sendable {
         get { settings.withLock { $0.timeRange } }
         set { settings.withLock { $0.timeRange = newValue } }
     }
-    /// Stop cleanly, with a valid file, once the output reaches this many bytes (it may exceed
-    /// it by up to a second of media).
+    /// Stop cleanly, with a valid file, at this many bytes. A passthrough export never exceeds
+    /// it (room is kept for the file's index); a re-encoding one counts its media at the target
+    /// bit rates, so it may exceed it by up to a second of media.
     public var fileLengthLimit: Int64? {
         get { settings.withLock { $0.fileLengthLimit } }
         set { settings.withLock { $0.fileLengthLimit = newValue } }
