@@ -21,18 +21,26 @@ enum InputCollector {
     ]
 
     /// Expands `arguments` in order; directories are walked in sorted order so plans are stable.
-    static func collect(_ arguments: [String], manifests: [String]) throws -> [BatchInput] {
+    /// A directory never contributes what lies under `outputDirectory` (a batch run twice in
+    /// the same folder must not transcode its own outputs), and one that contributes nothing is
+    /// an error, not an empty batch.
+    static func collect(_ arguments: [String], manifests: [String], outputDirectory: String? = nil) throws -> [BatchInput] {
         var inputs: [BatchInput] = []
         let files = FileManager.default
+        let outputs = outputDirectory.map { URL(fileURLWithPath: $0).standardizedFileURL.resolvingSymlinksInPath().path + "/" }
         for argument in arguments {
             var isDirectory: ObjCBool = false
             if files.fileExists(atPath: argument, isDirectory: &isDirectory), isDirectory.boolValue {
                 let root = URL(fileURLWithPath: argument).standardizedFileURL
                 let found = (files.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey])?.allObjects as? [URL]) ?? []
-                inputs += found
+                let media = found
                     .filter { mediaExtensions.contains($0.pathExtension.lowercased()) && !$0.lastPathComponent.hasPrefix(".") }
+                    .filter { file in outputs.map { !file.standardizedFileURL.resolvingSymlinksInPath().path.hasPrefix($0) } ?? true }
                     .map(\.standardizedFileURL.path).sorted()
-                    .map { BatchInput(path: $0, root: root.path) }
+                guard !media.isEmpty else {
+                    throw MediaError(.fileNotFound, "no media files found in this directory (looked for \(mediaExtensions.count) extensions, outside the output directory)", path: argument)
+                }
+                inputs += media.map { BatchInput(path: $0, root: root.path) }
             } else {
                 // Missing files stay in the batch: they are reported as failed with their cause.
                 inputs.append(BatchInput(path: argument))

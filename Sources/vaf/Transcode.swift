@@ -50,11 +50,11 @@ extension Vaf {
         var container: String?
 
         @Option(name: .customLong("frame-rate"),
-                help: ArgumentHelp("passthrough (keep every frame and its timing), auto (keep up to 60 fps, convert faster to 30), or a constant rate such as 30 or 60.", valueName: "policy"))
+                help: ArgumentHelp("passthrough (keep every frame and its timing), auto (keep up to 60 fps, convert faster to 30), or a constant rate such as 30, 29.97 or 30000/1001.", valueName: "policy"))
         var frameRate: String = "auto"
 
         @Option(name: .customLong("time-range"),
-                help: ArgumentHelp("Export only START-END or START+DURATION (seconds, e.g. 5-15 or 5+10).", valueName: "range"))
+                help: ArgumentHelp("Export only START-END or START+DURATION, in seconds or [HH:]MM:SS(.fff) (5-15, 5+10, 00:01:30.5-00:02:00).", valueName: "range"))
         var timeRange: String?
 
         @Option(help: ArgumentHelp("Replace the preset's video codec: h264, hevc, av1, vp9, mjpeg.", valueName: "codec"))
@@ -156,7 +156,7 @@ extension Vaf {
 
         /// Every job of this shard, with its output path decided over the whole batch.
         func makePlan() throws -> [BatchJob] {
-            let all = try InputCollector.collect(inputs, manifests: manifest)
+            let all = try InputCollector.collect(inputs, manifests: manifest, outputDirectory: outputDir)
             let defaultPreset = ExportPreset(named: preset)!
             let namer = OutputNamer(directory: outputDir, template: name)
             var taken: [String: Int] = [:]
@@ -193,25 +193,54 @@ extension Vaf {
             case "passthrough", "keep": return .passthrough
             case "auto", "automatic": return .automatic
             default:
-                guard let fps = Double(frameRate), fps > 0, fps <= 240 else {
-                    throw ValidationError("--frame-rate takes passthrough, auto or a rate in frames per second (0–240).")
+                // 30, 29.97 or 30000/1001.
+                let parts = frameRate.split(separator: "/", omittingEmptySubsequences: false).map { Double($0) }
+                let fps: Double? = switch parts.count {
+                case 1: parts[0]
+                case 2: parts[0].flatMap { n in parts[1].flatMap { d in d > 0 ? n / d : nil } }
+                default: nil
+                }
+                guard let fps, fps > 0, fps <= 240 else {
+                    throw ValidationError("--frame-rate takes passthrough, auto or a rate in frames per second (0–240): 30, 29.97 or 30000/1001.")
                 }
                 return .constant(fps)
             }
+        }
+
+        /// A time as people type it: seconds (`90`, `90.5`), `MM:SS(.fff)` or `HH:MM:SS(.fff)`,
+        /// converted exactly (decimal fractions become a power-of-ten time scale).
+        static func parseTime(_ text: String) -> MediaTime? {
+            let fields = text.split(separator: ":", omittingEmptySubsequences: false)
+            guard (1...3).contains(fields.count) else { return nil }
+            var seconds: Int64 = 0
+            for field in fields.dropLast() {
+                guard let whole = Int64(field), whole >= 0 else { return nil }
+                seconds = seconds * 60 + whole
+            }
+            let last = fields.last!.split(separator: ".", omittingEmptySubsequences: false)
+            guard (1...2).contains(last.count), let whole = Int64(last[0]), whole >= 0 else { return nil }
+            if fields.count > 1 && whole >= 60 { return nil }
+            seconds = seconds * 60 + whole
+            guard last.count == 2 else { return MediaTime(value: seconds, timescale: 1) }
+            let digits = last[1]
+            guard !digits.isEmpty, digits.count <= 6, let fraction = Int64(digits) else { return nil }
+            var scale: Int64 = 1
+            for _ in 0..<digits.count { scale *= 10 }
+            return MediaTime(value: seconds * scale + fraction, timescale: Int32(scale))
         }
 
         func parsedTimeRange() throws -> MediaTimeRange? {
             guard let timeRange else { return nil }
             let plus = timeRange.split(separator: "+").map(String.init)
             let dash = timeRange.split(separator: "-").map(String.init)
-            let (start, end): (Double?, Double?)
-            if plus.count == 2, let s = Double(plus[0]), let d = Double(plus[1]) { (start, end) = (s, s + d) }
-            else if dash.count == 2, let s = Double(dash[0]), let e = Double(dash[1]) { (start, end) = (s, e) }
+            let (start, end): (MediaTime?, MediaTime?)
+            if plus.count == 2, let s = Self.parseTime(plus[0]), let d = Self.parseTime(plus[1]) { (start, end) = (s, s + d) }
+            else if dash.count == 2, let s = Self.parseTime(dash[0]), let e = Self.parseTime(dash[1]) { (start, end) = (s, e) }
             else { (start, end) = (nil, nil) }
-            guard let start, let end, start >= 0, end > start else {
-                throw ValidationError("--time-range takes START-END or START+DURATION in seconds, with END after START.")
+            guard let start, let end, end > start else {
+                throw ValidationError("--time-range takes START-END or START+DURATION, each in seconds (90.5) or as MM:SS or HH:MM:SS(.fff), with END after START.")
             }
-            return MediaTimeRange(start: MediaTime(seconds: start, preferredTimescale: 90000), end: MediaTime(seconds: end, preferredTimescale: 90000))
+            return MediaTimeRange(start: start, end: end)
         }
 
         func parsedSize() throws -> (width: Int, height: Int)? {

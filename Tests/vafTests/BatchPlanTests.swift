@@ -1,8 +1,34 @@
 import Foundation
 import Testing
+import VAFoundation
 @testable import vaf
 
 @Suite struct BatchPlanTests {
+    @Test(arguments: [
+        ("90", MediaTime(value: 90, timescale: 1)), ("90.5", MediaTime(value: 905, timescale: 10)),
+        ("01:30.5", MediaTime(value: 905, timescale: 10)), ("00:01:30.25", MediaTime(value: 9025, timescale: 100)),
+        ("1:00:00", MediaTime(value: 3600, timescale: 1)), ("0.000001", MediaTime(value: 1, timescale: 1_000_000)),
+    ] as [(String, MediaTime)])
+    func timesAsPeopleTypeThem(text: String, expected: MediaTime) {
+        #expect(vaf.Vaf.Transcode.parseTime(text) == expected, "\(text)")
+    }
+
+    @Test(arguments: ["", "1:75", "a:10", "1.", "-3", "1:2:3:4", "0.1234567"])
+    func timesThatAreNotTimes(text: String) {
+        #expect(vaf.Vaf.Transcode.parseTime(text) == nil, "\(text)")
+    }
+
+    @Test func timeRangesAndRatesInTheFormsPeopleType() throws {
+        let range = try #require(try vaf.Vaf.Transcode.parse(["x.mp4", "--time-range", "00:01:30.5-00:02:00", "--frame-rate", "30000/1001"]).parsedTimeRange())
+        #expect(range.start == MediaTime(value: 905, timescale: 10) && range.end == MediaTime(value: 120, timescale: 1))
+        let plus = try #require(try vaf.Vaf.Transcode.parse(["x.mp4", "--time-range", "5+00:10"]).parsedTimeRange())
+        #expect(plus.end == MediaTime(value: 15, timescale: 1))
+        #expect(try vaf.Vaf.Transcode.parse(["x.mp4", "--frame-rate", "30000/1001"]).parsedFrameRate() == .constant(30000.0 / 1001))
+        #expect(try vaf.Vaf.Transcode.parse(["x.mp4", "--frame-rate", "29.97"]).parsedFrameRate() == .constant(29.97))
+        #expect(throws: (any Error).self) { try vaf.Vaf.Transcode.parse(["x.mp4", "--frame-rate", "30/0"]).parsedFrameRate() }
+        #expect(throws: (any Error).self) { try vaf.Vaf.Transcode.parse(["x.mp4", "--time-range", "2-1"]).parsedTimeRange() }
+    }
+
     @Test func outputPathsNeverEscapeTheOutputDirectory() {
         let namer = OutputNamer(directory: "/out", template: "{dir}/{name}.{ext}")
         let hostile = [

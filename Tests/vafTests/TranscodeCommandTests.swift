@@ -96,6 +96,26 @@ import Testing
         for file in kept { #expect(FileManager.default.fileExists(atPath: file.path), "\(file.lastPathComponent) kept") }
     }
 
+    /// An empty folder is an error, and a folder transcoded twice into its own output folder
+    /// does not take its outputs as inputs.
+    @Test func emptyFoldersFailAndOutputsAreNeverInputs() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-folder-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("empty"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let empty = try Vaf.run(["transcode", dir.appendingPathComponent("empty").path, "--output-dir", dir.appendingPathComponent("o").path])
+        #expect(empty.status == 1)
+        #expect(empty.stderr.contains("no media files found") && empty.stderr.contains("empty"), "\(empty.stderr)")
+        try Data(contentsOf: URL(fileURLWithPath: Self.clip)).write(to: dir.appendingPathComponent("clip.mp4"))
+        let out = dir.appendingPathComponent("vaf-out")
+        for _ in 0..<2 {
+            let run = try Vaf.run(["transcode", dir.path, "--preset", "640x480", "--output-dir", out.path, "--json"])
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(try report(run.stdout).count == 1, "one input, the clip, not its output")
+        }
+        let written = FileManager.default.enumerator(atPath: out.path)?.allObjects as? [String] ?? []
+        #expect(written == ["clip.mp4"], "\(written)")
+    }
+
     @Test func dryRunPrintsThePlanAndWritesNothing() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-dry-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: dir) }
