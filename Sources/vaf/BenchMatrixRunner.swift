@@ -247,7 +247,8 @@ struct BenchMatrixRunner {
         run.result.runs.append(measurement)
         if run.result.runs.count == 1 && c.quality {
             do {
-                run.result.quality = try await BenchQuality.measure(output: output, source: URL(fileURLWithPath: source.path))
+                run.result.quality = try await BenchQuality.measure(output: output, source: URL(fileURLWithPath: source.path),
+                                                                    ffmpeg: c.ffmpeg, scratch: scratch)
             } catch {
                 run.result.qualityProblem = "\(error)"
             }

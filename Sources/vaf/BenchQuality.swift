@@ -1,11 +1,13 @@
 import BenchKit
+import ChildProcess
 import Dispatch
 import Foundation
 import VAFoundation
 
 /// Quality of a job's output against its source, computed by our own code (BenchKit's
-/// QualityMeter) on frames decoded by our AssetReader: the output at its own size, the source
-/// scaled to that size by the same scaler the export uses, both as 8-bit yuv420p.
+/// QualityMeter) on frames decoded by our AssetReader as 8-bit yuv420p: the output at its own
+/// size against a reference that ffmpeg scaled to that size (bicubic, losslessly stored as
+/// FFV1), so our own scaler is never its own judge.
 enum BenchQuality {
     /// Why quality could not be measured.
     struct Failure: Error, CustomStringConvertible {
@@ -15,10 +17,18 @@ enum BenchQuality {
     /// PSNR and SSIM of `output` against `source`. Frames are paired by timestamp (each clip's
     /// first frame at 0): each output frame meets the source frame on screen at its time, so a
     /// 60 → 30 conversion is compared with the frames it kept.
-    static func measure(output: URL, source: URL) async throws -> QualitySummary {
+    static func measure(output: URL, source original: URL, ffmpeg: String?, scratch: URL) async throws -> QualitySummary {
+        guard let ffmpeg else { throw Failure(description: "quality needs ffmpeg to make an independent reference") }
         let outputTrack = try await primaryVideoTrack(output)
-        let sourceTrack = try await primaryVideoTrack(source)
         let width = Int(outputTrack.naturalSize.width), height = Int(outputTrack.naturalSize.height)
+        let source = scratch.appendingPathComponent("reference-\(UUID().uuidString).mkv")
+        defer { try? FileManager.default.removeItem(at: source) }
+        let made = try await ChildProcess.run(ffmpeg, ["-v", "error", "-y", "-i", original.path, "-map", "0:v:0",
+                                                      "-vf", "scale=\(width):\(height):flags=bicubic,format=yuv420p",
+                                                      "-fps_mode", "passthrough", "-c:v", "ffv1", source.path],
+                                             scratchDirectory: scratch, timeLimit: 600)
+        guard made.shellStatus == 0 else { throw Failure(description: "ffmpeg could not scale the reference: \(made.lastErrorLine ?? "status \(made.shellStatus)")") }
+        let sourceTrack = try await primaryVideoTrack(source)
         let attributes = PixelBufferAttributes(pixelFormat: .yuv420p, width: width, height: height, scalingMode: .resize)
         let outputReader = AssetReader(asset: Asset(url: output))
         let outputFrames = try AssetReaderTrackOutput(track: outputTrack, outputSettings: .video(attributes))
