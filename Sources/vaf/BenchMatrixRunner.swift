@@ -216,7 +216,10 @@ struct BenchMatrixRunner {
                 return
             }
             frames = row["frames"] as? Int
-            hostBytes = (row["hostTransferBytes"] as? Int).map(Int64.init)
+            // On SoftVA the driver's own count of host image bytes is the independent witness;
+            // our report's count is taken only where no driver counts.
+            hostBytes = c.device.isSoftVA && run.path.usesDevice ? Self.softVAHostBytes(counters)
+                : (row["hostTransferBytes"] as? Int).map(Int64.init)
             if let path = row["output"] as? String { output = URL(fileURLWithPath: path) }
             run.output = output
             run.result.encoder = row["encoder"] as? String
@@ -236,7 +239,9 @@ struct BenchMatrixRunner {
             if c.device.isSoftVA && run.path.usesDevice { hostBytes = Self.softVAHostBytes(counters) }
             if hostBytes != nil { run.result.hostTransferSource = "softva" }
         }
-        if run.path.tool == "vaf" && hostBytes != nil { run.result.hostTransferSource = "vaf" }
+        if run.path.tool == "vaf" && hostBytes != nil {
+            run.result.hostTransferSource = c.device.isSoftVA && run.path.usesDevice ? "softva" : "vaf"
+        }
         run.succeededOnce = true
         guard let round else { return }
         let outputBytes = (try? FileManager.default.attributesOfItem(atPath: output.path)[.size] as? NSNumber)?.int64Value ?? 0
