@@ -94,6 +94,13 @@ public final class Frame: @unchecked Sendable {
 
     // MARK: Video
 
+    /// How much wider than tall each pixel is (the sample aspect ratio; 1 for square pixels,
+    /// 4/3 for 1440x1080 shown as 1920x1080), 1 when the frame does not say.
+    public var pixelAspect: Double {
+        let sar = pointer.pointee.sample_aspect_ratio
+        return sar.num > 0 && sar.den > 0 ? Double(sar.num) / Double(sar.den) : 1
+    }
+
     public var width: Int { Int(pointer.pointee.width) }
     public var height: Int { Int(pointer.pointee.height) }
     public var pixelFormat: PixelFormatID { PixelFormatID(rawValue: pointer.pointee.format) }

@@ -50,7 +50,8 @@ public final class SurfaceScaler {
         guard let input = source.vaSurface else { throw FFmpegError(code: .invalidArgument, function: "SurfaceScaler.scale (host frame)") }
         let destination = try output.waitForSurface()
         guard let target = destination.vaSurface else { throw FFmpegError(code: .invalidArgument, function: "SurfaceScaler.scale (pool frame)") }
-        let regions = Self.regions(source: (source.width, source.height), output: (output.width, output.height), placement: placement)
+        let regions = Self.regions(source: (source.width, source.height), output: (output.width, output.height), placement: placement,
+                                   pixelAspect: source.pixelAspect)
         var sourceRegion = regions.source
         var outputRegion = regions.output
         var parameters = VAProcPipelineParameterBuffer()
@@ -88,10 +89,11 @@ public final class SurfaceScaler {
     }
 
     /// The source rectangle read and the output rectangle written for `placement`, with even
-    /// offsets and sizes so 4:2:0 chroma stays aligned.
+    /// offsets and sizes so 4:2:0 chroma stays aligned. Aspect is the source's displayed one
+    /// (`pixelAspect` wide pixels); the output's pixels are square.
     static func regions(source: (width: Int, height: Int), output: (width: Int, height: Int),
-                        placement: Placement) -> (source: VARectangle, output: VARectangle) {
-        let (sw, sh, ow, oh) = (Double(source.width), Double(source.height), output.width, output.height)
+                        placement: Placement, pixelAspect: Double = 1) -> (source: VARectangle, output: VARectangle) {
+        let (sw, sh, ow, oh) = (Double(source.width) * pixelAspect, Double(source.height), output.width, output.height)
         var src = (x: 0, y: 0, w: source.width, h: source.height)
         var dst = (x: 0, y: 0, w: ow, h: oh)
         switch placement {
@@ -105,7 +107,7 @@ public final class SurfaceScaler {
             dst.y = ((oh - dst.h) / 2) & ~1
         case .crop:
             let s = max(Double(ow) / sw, Double(oh) / sh)
-            src.w = min(source.width, max(2, Int((Double(ow) / s / 2).rounded()) * 2))
+            src.w = min(source.width, max(2, Int((Double(ow) / s / pixelAspect / 2).rounded()) * 2))
             src.h = min(source.height, max(2, Int((Double(oh) / s / 2).rounded()) * 2))
             src.x = ((source.width - src.w) / 2) & ~1
             src.y = ((source.height - src.h) / 2) & ~1

@@ -351,6 +351,8 @@ extension ExportSession {
             if let damage = (lane.output as? AssetReaderTrackOutput)?.damageReport {
                 result.warnings.append("track \(lane.track.trackID) (\(lane.track.mediaType)): \(damage)")
             }
+            // Decoders close before the device's session slot is handed on (on return).
+            lane.output.releaseResources()
         }
         let ran = observations.snapshot
         result.hostTransfers = ran.transfers

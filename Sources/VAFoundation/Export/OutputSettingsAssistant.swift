@@ -87,11 +87,15 @@ public struct OutputSettingsAssistant: Sendable {
         frameRatePolicy.outputFrameRate(sourceFrameRate: rate(sourceVideoAverageFrameDuration))
     }
 
-    /// The output picture size: the source fitted into the preset box (turned for portrait
+    /// The output picture size, in square pixels: the source's displayed size (anamorphic
+    /// pixels widened by their aspect ratio) fitted into the preset box (turned for portrait
     /// pictures), never upscaled, even.
     public var outputSize: (width: Int, height: Int)? {
         guard preset.videoCodec != nil else { return nil }
-        let source = sourceVideoFormat?.video.map { (width: $0.width, height: $0.height) }
+        let source = sourceVideoFormat?.video.map { video -> (width: Int, height: Int) in
+            guard let par = video.pixelAspectRatio, par.count == 2, par[0] > 0, par[1] > 0 else { return (video.width, video.height) }
+            return (Int((Double(video.width) * Double(par[0]) / Double(par[1])).rounded()), video.height)
+        }
         if let (w, h) = sizeOverride {
             guard let source else { return (w & ~1, h & ~1) }
             return fit(source, into: (w, h), turn: false)

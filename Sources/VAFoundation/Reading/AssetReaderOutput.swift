@@ -73,6 +73,19 @@ public class AssetReaderOutput: @unchecked Sendable {
         return alwaysCopiesSampleData ? try sample.deepCopy() : sample
     }
 
+    /// Closes the decoders and converters (and the device contexts under them) now, on the
+    /// output's queue: called once the output's consumer is done, so that the device can be
+    /// handed on at once. The output returns nil from then on.
+    func releaseResources() {
+        queue.sync {
+            state.withLock { $0.finished = true }
+            dropPipeline()
+        }
+    }
+
+    /// Lets go of what `prepare` made; overridden by outputs that hold a pipeline.
+    func dropPipeline() {}
+
     /// The samples as an async sequence; the blocking work runs on a dedicated queue.
     public var sampleBuffers: SampleBufferSequence { SampleBufferSequence(output: self) }
 
@@ -178,8 +191,10 @@ public final class AssetReaderTrackOutput: AssetReaderOutput, @unchecked Sendabl
     override func produceNext() throws(MediaError) -> SampleBuffer? { try pipeline?.next() }
 
     /// The damaged packets decoding skipped (and concealed), in words; nil when none. Read it
-    /// once reading is done (the pipeline is its consumer's).
+    /// once reading is done (the pipeline is its consumer's), before `releaseResources()`.
     var damageReport: String? { pipeline?.damageReport }
+
+    override func dropPipeline() { pipeline = nil }
 }
 
 extension SampleBuffer {

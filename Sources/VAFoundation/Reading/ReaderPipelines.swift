@@ -359,15 +359,17 @@ final class VideoDecodePipeline: TrackPipeline {
             case .resize:
                 break
             case .resizeAspect:
-                let fit = min(Double(width) / Double(frame.width), Double(height) / Double(frame.height))
-                w = min(width, evenRounded(Double(frame.width) * fit))
+                // Fitted on the displayed aspect: anamorphic pixels come out square.
+                let displayWidth = Double(frame.width) * frame.pixelAspect
+                let fit = min(Double(width) / displayWidth, Double(height) / Double(frame.height))
+                w = min(width, evenRounded(displayWidth * fit))
                 h = min(height, evenRounded(Double(frame.height) * fit))
                 x = ((width - w) / 2) & ~1
                 y = ((height - h) / 2) & ~1
                 if (w, h) != (width, height) { try output.fillBlack() }
             case .resizeAspectFill:
-                let fill = max(Double(width) / Double(frame.width), Double(height) / Double(frame.height))
-                let cropW = min(frame.width, evenRounded(Double(width) / fill))
+                let fill = max(Double(width) / (Double(frame.width) * frame.pixelAspect), Double(height) / Double(frame.height))
+                let cropW = min(frame.width, evenRounded(Double(width) / fill / frame.pixelAspect))
                 let cropH = min(frame.height, evenRounded(Double(height) / fill))
                 let left = ((frame.width - cropW) / 2) & ~1
                 let top = ((frame.height - cropH) / 2) & ~1

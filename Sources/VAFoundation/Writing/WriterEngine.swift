@@ -266,8 +266,9 @@ final class WriterEngine: @unchecked Sendable {
 
     /// Flushes input `i`'s encoder; after this it takes no more samples.
     func finishInput(_ i: Int) throws(MediaError) {
+        guard !closed else { return }
         let pipeline = pipelines[i]
-        guard !closed, !pipeline.finished else { return }
+        guard !pipeline.finished else { return }
         pipeline.finished = true
         do {
             if let video = pipeline.video { try emit(video.finish(), pipeline) }
@@ -305,16 +306,17 @@ final class WriterEngine: @unchecked Sendable {
         }
         self.muxer = nil
         closed = true
+        // The encoders (and the device contexts under them) go now, on this queue, not whenever
+        // the last reference to the engine happens to drop: the writer's caller may hand the
+        // device to the next export as soon as this returns.
+        pipelines = []
         try moveIntoPlace()
     }
 
-    /// Closes and deletes the temporary file; later work is ignored.
+    /// Closes and deletes the temporary file, and closes the encoders; later work is ignored.
     func abandon() {
         muxer = nil
-        pipelines.forEach {
-            $0.held = []
-            $0.pendingVideo = nil
-        }
+        pipelines = []
         closed = true
         unlink(configuration.temporary.path)
     }

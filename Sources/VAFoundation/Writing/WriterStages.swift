@@ -93,7 +93,8 @@ final class WriterVideoStage {
         } else {
             destination = try Frame(width: W, height: H, pixelFormat: hostFormat)
         }
-        let (sw, sh) = (Double(source.width), Double(source.height))
+        // Fitted on the displayed aspect: anamorphic pixels come out square.
+        let (sw, sh) = (Double(source.width) * source.pixelAspect, Double(source.height))
         let sub = WriterCodecs.subsampling(hostFormat)
         switch scalingMode {
         case .resize:
@@ -111,7 +112,7 @@ final class WriterVideoStage {
             try scale(source, into: destination, width: w, height: h, x: x, y: y)
         case .resizeAspectFill:
             let s = max(Double(W) / sw, Double(H) / sh)
-            let cropW = min(source.width, max(1, Int((Double(W) / s).rounded())))
+            let cropW = min(source.width, max(1, Int((Double(W) / s / source.pixelAspect).rounded())))
             let cropH = min(source.height, max(1, Int((Double(H) / s).rounded())))
             var left = (source.width - cropW) / 2, top = (source.height - cropH) / 2
             let sourceSub = WriterCodecs.subsampling(source.pixelFormat)
