@@ -109,6 +109,36 @@ import Testing
         #expect(decode.shellStatus == 0 && decode.stderr.isEmpty, "ffmpeg reads it without a complaint: \(decode.stderr)")
     }
 
+    /// A range starting between two frames opens with the frame on screen at its start,
+    /// clipped to it, as AVFoundation does; not with the next frame, later than the audio.
+    @Test func aTrimBetweenFramesStartsWithTheFrameOnScreen() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let ffmpeg = try #require(which("ffmpeg"))
+        let source = dir.appendingPathComponent("ten.mp4")
+        try #require(try run(ffmpeg, ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=10", "-f", "lavfi", "-i", "sine",
+                                      "-t", "2", "-c:v", "libx264", "-preset", "ultrafast", "-qp", "0", "-g", "1", "-c:a", "aac", source.path]).status == 0)
+        let output = dir.appendingPathComponent("out.mp4")
+        let session = ExportSession(asset: Asset(url: source), preset: .preset640x480)
+        session.timeRange = MediaTimeRange(start: MediaTime(value: 1, timescale: 4), end: MediaTime(value: 5, timescale: 4))
+        let result = try await session.export(to: output, as: .mp4)
+        #expect(result.videoFrames == 11, "the frame of 0.2 s (clipped) and the ten of 0.3-1.2 s")
+        let probe = try #require(which("ffprobe"))
+        let times = String(decoding: try run(probe, ["-v", "error", "-select_streams", "v", "-show_entries", "frame=pts_time", "-of", "csv=p=0", output.path]).stdout,
+                           as: UTF8.self).split(separator: "\n").compactMap { Double($0.trimmingCharacters(in: CharacterSet(charactersIn: " ,"))) }
+        #expect(times.first == 0 && abs((times.dropFirst().first ?? 0) - 0.05) < 0.001, "\(times.prefix(3))")
+        // Which picture opens the file: measured 45.6 dB against the source's frame of 0.2 s,
+        // 21.9 dB against that of 0.3 s.
+        func psnr(against frame: Int) throws -> Double {
+            let result = try ChildProcess.run(ffmpeg, ["-v", "info", "-i", output.path, "-i", source.path, "-lavfi",
+                                                       "[0:v]select=eq(n\\,0),scale=320:240[a];[1:v]select=eq(n\\,\(frame))[b];[a][b]psnr", "-f", "null", "-"],
+                                              timeLimit: 120)
+            let text = result.stderr.split(separator: " ").first { $0.hasPrefix("y:") }.map { $0.dropFirst(2) } ?? ""
+            return Double(text) ?? 0
+        }
+        #expect(try psnr(against: 2) > 40 && psnr(against: 3) < 30)
+    }
+
     /// Whatever a damaged source makes the export do, no temporary file stays behind: repeated,
     /// since the old race left one in about eight failures.
     @Test func anExportFailingMidStreamLeavesNoFile() async throws {

@@ -210,13 +210,21 @@ final class WriterEngine: @unchecked Sendable {
                 guard case .pixelBuffer(let picture) = sample.content else {
                     throw MediaError(.invalidArgument, "input \(i) encodes video but was given a \(sample.formatDescription.mediaType) sample", path: path)
                 }
-                if relative < .zero { return }
-                let t = ticks(relative, pipeline.timeBase)
+                // The picture on screen at the session start opens the file, clipped to start
+                // there (as AVFoundation does); earlier ones are dropped.
+                var start = relative
+                var shown = sample.duration
+                if relative < .zero {
+                    guard pipeline.lastPTS == nil, sample.duration.isNumeric, relative + sample.duration > .zero else { return }
+                    shown = relative + sample.duration
+                    start = .zero
+                }
+                let t = ticks(start, pipeline.timeBase)
                 if let last = pipeline.lastPTS, t <= last {
                     throw MediaError(.invalidArgument, "input \(i): presentation time \(pts.seconds) s is not after the previous picture's; video times must increase", path: path)
                 }
                 pipeline.lastPTS = t
-                let duration = sample.duration.isNumeric ? ticks(sample.duration, pipeline.timeBase) : 0
+                let duration = shown.isNumeric ? ticks(shown, pipeline.timeBase) : 0
                 try emit(video.encode(picture, pts: t, duration: duration), pipeline)
             } else if let audio = pipeline.audio {
                 guard case .audio(let buffer) = sample.content else {
