@@ -51,9 +51,31 @@ enum AssetInspector {
             scanPackets(demuxer, into: &timings, warnings: &warnings)
         }
 
+        // A header can claim far more than the file holds (a truncated download keeps its
+        // 47-hour header). Where every packet was read, the data's own extent wins, and a
+        // header claiming over a second (and 5 %) more is named.
+        let scanned = !(indexIsComplete && !options.prefersPreciseDurationAndTiming)
+        var lying = Set<Int>()
+        if scanned {
+            // An empty track beside tracks with data is a track without samples, not a lie.
+            let anyData = media.contains { timings[$0.index].sawData }
+            for s in media where timings[s.index].sawData || !anyData {
+                let timing = timings[s.index]
+                guard let declared = s.duration else { continue }
+                // From the first timestamp read, lead-in before 0 included (Opus pre-skip).
+                let first = timing.timestamps.min() ?? s.startTime ?? 0
+                let claimed = time(declared, s.timeBase).seconds
+                let found = timing.end.map { time(max($0 - first, 0), s.timeBase).seconds } ?? 0
+                if claimed - found > max(1, 0.05 * found) {
+                    lying.insert(s.index)
+                    warnings.append(String(format: "track %d: the header says %.3f s but the data ends after %.3f s (the file is truncated or its header is wrong); the data's length is reported",
+                                           trackID(s, in: streams), claimed, found))
+                }
+            }
+        }
         let tracks = streams.map {
             makeTrack($0, timing: timings[$0.index], streams: streams, containerDuration: demuxer.durationMicroseconds,
-                      timestampsJumped: demuxer.discontinuitiesMended > 0)
+                      timestampsJumped: demuxer.discontinuitiesMended > 0 || lying.contains($0.index))
         }
         let duration: MediaTime
         // A container's duration is its last timestamp less its first: wrong once the
@@ -62,10 +84,13 @@ enum AssetInspector {
         if jumps > 0 {
             warnings.append("timestamps jump \(jumps == 1 ? "once" : "\(jumps) times"); each jump is mended so the media plays on without a gap")
         }
-        if let micros = demuxer.durationMicroseconds, jumps == 0 {
+        if let micros = demuxer.durationMicroseconds, jumps == 0, lying.isEmpty {
             duration = MediaTime(value: micros, timescale: 1_000_000)
         } else {
-            let end = tracks.map { $0.timeRange.start.seconds + $0.timeRange.duration.seconds }.filter(\.isFinite).max() ?? 0
+            // The media tracks' extents (a lying header may be repeated by data and cover tracks).
+            let mediaIDs = Set(media.map { trackID($0, in: streams) })
+            let end = tracks.filter { lying.isEmpty || mediaIDs.contains($0.trackID) }
+                .map { $0.timeRange.start.seconds + $0.timeRange.duration.seconds }.filter(\.isFinite).max() ?? 0
             duration = MediaTime(value: Int64((max(end, 0) * 1_000_000).rounded()), timescale: 1_000_000)
         }
         let chapters = demuxer.chapters.map { c in
@@ -199,8 +224,9 @@ enum AssetInspector {
         return usable ? s.containerID : s.index + 1
     }
 
-    /// The track of stream `s`. Its duration is the one the stream declares unless the
-    /// timestamps jumped (the declaration is then last less first), and the scanned one otherwise.
+    /// The track of stream `s`. Its duration is the one the stream declares, unless the
+    /// declaration cannot be trusted (the timestamps jumped, or the header claims more than
+    /// the data holds): then it is the scanned data's extent, 0 when none could be read.
     static func makeTrack(_ s: StreamInfo, timing: StreamTiming, streams: [StreamInfo], containerDuration: Int64?,
                           timestampsJumped: Bool = false) -> AssetTrack {
         let tb = s.timeBase
@@ -212,7 +238,9 @@ enum AssetInspector {
         }
         let start = s.startTime ?? timing.timestamps.min() ?? 0
         let durationTicks: Int64
-        if let d = s.duration, !(timestampsJumped && timing.end != nil) {
+        if timestampsJumped {
+            durationTicks = timing.end.map { max($0 - start, 0) } ?? 0
+        } else if let d = s.duration {
             durationTicks = d
         } else if let end = timing.end {
             durationTicks = max(end - start, 0)
