@@ -82,7 +82,7 @@ struct PersonalityVainfoTextTests {
         let droppedReal = expected.filter { line in exceptions.contains { line.hasPrefix($0) } }
         got.removeAll { line in exceptions.contains { line.hasPrefix($0) } }
         expected.removeAll { line in exceptions.contains { line.hasPrefix($0) } }
-        // Measured: the exceptions account for 5 EncMaxSlices lines on each side (SoftVA's "1" against the
+        // Measured: the exceptions account for 5 EncMaxSlices lines on each side (printed "1" against the
         // real "128") and 4 MaxPictureWidth/Height lines (16384) that only SoftVA prints; any other count fails.
         #expect(droppedReal.count == 5, "\(droppedReal)")
         #expect(droppedLive.count == 9, "\(droppedLive)")
@@ -90,11 +90,13 @@ struct PersonalityVainfoTextTests {
     }
 
     /// Named exceptions for the `vainfo --all` comparison (amd-radeonsi-rdna2-rx6750xt-all), measured 2026-11-22:
-    /// - `VAConfigAttribEncMaxSlices`: the real device printed 128 (the profile carries 0x00000080), Debian's
-    ///   vainfo on SoftVA prints 1 for the same value; not yet explained, so the lines are left out on both sides.
+    /// - `VAConfigAttribEncMaxSlices`: a printer difference, not SoftVA's. SoftVA answers 0x80 (128, the
+    ///   profile's value; read with a direct vaGetConfigAttributes call), and the real device's vainfo 2.18.2
+    ///   printed 128, but Debian's vainfo 2.12.0 prints "1" whatever the value (0x40 also prints 1), so the
+    ///   line carries no information here and is left out on both sides.
     /// - `VAConfigAttribMaxPictureWidth/Height : 16384`: SoftVA answers these natively for the pairs it can run
-    ///   (JPEG VLD, VPP) even in a personality whose real device answered "not supported"; a SoftVA deviation
-    ///   (reported on issue 18), left out of the live side only.
+    ///   (JPEG VLD, VPP) even in a personality whose real device did not report them (radeonsi 23.1.2 printed
+    ///   neither); a SoftVA deviation from the real device, reported on issue 18, left out of the live side only.
     static let allAttributesExceptions = [
         "    VAConfigAttribEncMaxSlices ",
         "    VAConfigAttribMaxPictureWidth ",
