@@ -4,6 +4,10 @@ import VATestSupport
 
 /// `vaf probe --device :N --json` on SoftVA impersonating each real device agrees with
 /// `vaf probe --from-vainfo` of that device's real vainfo output.
+///
+/// This is a consistency check between our two probe paths (our VainfoParser is on the real side),
+/// not an independent oracle: SoftVATests/PersonalityVainfoTextTests compares each personality, as
+/// the real `vainfo` program prints it, with the real device's vainfo text.
 @Suite(.serialized)
 struct LiveProbeOnSoftVATests {
     /// Every committed real-device profile (all but SoftVA's own) is impersonated.

@@ -113,9 +113,14 @@ struct ExportSessionTests {
         let result = try await session.export(to: url, as: .mov)
         #expect(result.droppedTracks.map(\.trackID) == [3, 4])
         #expect(result.droppedTracks.allSatisfy { $0.reason.contains("data tracks") })
-        let (tracks) = try await Asset(url: url).load(.tracks)
-        #expect(tracks.map(\.mediaType) == [.audio, .video])
-        #expect(tracks[1].preferredTransform.rotationDegrees == 90, "rotation carried over")
+        // Read back by ffprobe, not by our own Asset. The source's video carries a display matrix
+        // ffprobe shows as -90 (measured); the copy carries the same.
+        let streams = try WriterTestSupport.probeFile(url).streams
+        #expect(streams.map { $0["codec_type"] as? String } == ["audio", "video"])
+        let sourceVideo = try #require(try WriterTestSupport.probeFile(TestFiles.fixture("h264_aac_iphone6_rot90_gps_metadata.mov")).streams
+            .first { $0["codec_type"] as? String == "video" })
+        #expect(WriterTestSupport.displayRotation(sourceVideo) == -90)
+        #expect(streams.count == 2 && WriterTestSupport.displayRotation(streams[1]) == -90, "rotation carried over")
     }
 
     @Test func portraitStaysPortrait() async throws {
@@ -124,9 +129,11 @@ struct ExportSessionTests {
         let url = dir.appendingPathComponent("portrait.mp4")
         let session = ExportSession(asset: Asset(url: TestFiles.fixture("hevc_main10_dolbyvision84_hlg_iphone14pro.mov")), preset: .preset640x480)
         _ = try await session.export(to: url, as: .mp4)
-        let video = try #require(try await Asset(url: url).loadTracks(withMediaType: .video).first)
-        #expect(video.naturalSize == Size(width: 640, height: 360))
-        #expect(video.displaySize == Size(width: 360, height: 640))
+        // Read back by ffprobe: coded 640x360 with a display matrix of -90 (shown 360x640, portrait),
+        // as the 1280x720 source's own matrix (-90, measured with ffprobe).
+        let video = try #require(try WriterTestSupport.probeFile(url).streams.first { $0["codec_type"] as? String == "video" })
+        #expect(video["width"] as? Int == 640 && video["height"] as? Int == 360)
+        #expect(WriterTestSupport.displayRotation(video) == -90, "\(video["side_data_list"] ?? "no side data")")
     }
 
     @Test func cancellationLeavesNoFile() async throws {
