@@ -250,6 +250,16 @@ struct BenchMatrixRunner {
                                          frames: frames ?? source.frames, mediaSeconds: source.seconds, outputBytes: outputBytes,
                                          hostTransferBytes: hostBytes)
         run.result.runs.append(measurement)
+        // The frame count is the tool's own word; ffprobe counts the output's video packets
+        // once per path, and a difference makes the row a mismatch.
+        if run.result.runs.count == 1, let frames, let probe = ChildProcess.which("ffprobe"),
+           let child = try? await ChildProcess.run(probe, ["-v", "error", "-select_streams", "v:0", "-count_packets", "-show_entries",
+                                                          "stream=nb_read_packets", "-of", "csv=p=0", output.path],
+                                                  scratchDirectory: scratch, timeLimit: 120),
+           let counted = Int(child.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), counted != frames {
+            run.result.status = .mismatch
+            run.result.reason = "\(run.path.tool) reported \(frames) frames, ffprobe counts \(counted) in the output"
+        }
         if run.result.runs.count == 1 && c.quality {
             do {
                 run.result.quality = try await BenchQuality.measure(output: output, source: URL(fileURLWithPath: source.path),

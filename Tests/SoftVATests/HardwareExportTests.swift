@@ -262,10 +262,9 @@ import VATestSupport
                 #expect(peak >= 1 && peak <= UInt64(limit), "at most \(limit) exports on the device at once: \(peak) \(kind) contexts were alive")
                 #expect(driver["\(kind)_contexts_live"] == 0, "every \(kind) context was destroyed")
             }
-            // Three 30-frame exports started together overlap for most of their run, so the
-            // device is shared up to its limit (or the process's one export per core).
-            let sharing = min(limit, ProcessInfo.processInfo.activeProcessorCount)
-            #expect(driver["encode_contexts_peak"] == UInt64(sharing), "\(sharing) exports encoded on the device at once")
+            // How many of the three actually overlapped is not asserted: the process runs one
+            // export per core across every suite, so under a loaded parallel test run they can
+            // come one at a time (a fresh-clone CI run saw a peak of 1 under limit 2).
             for result in results { #expect(try Self.frameCount(result.outputURL.path) == Self.frames) }
         }
     }
