@@ -222,18 +222,34 @@ struct JobReport: Encodable, Sendable {
         try c.encode(warnings, forKey: .warnings)
     }
 
+    /// `text` with newlines, tabs and other control characters escaped, so it stays one line.
+    static func oneLine(_ text: String) -> String {
+        var result = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case _ where scalar.properties.generalCategory == .control: result += String(format: "\\x%02X", scalar.value)
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+
     /// The end-of-batch summary: one row per input, then counts.
     static func table(_ reports: [JobReport]) -> String {
         var lines = ["input".padding(toLength: 34, withPad: " ", startingAt: 0) + " " + "output".padding(toLength: 34, withPad: " ", startingAt: 0)
                      + "  duration      size before → after   speed  status"]
         for r in reports {
-            let input = shorten(URL(fileURLWithPath: r.input).lastPathComponent, 34)
-            let output = shorten(URL(fileURLWithPath: r.output).lastPathComponent, 34)
+            let input = shorten(Self.oneLine(URL(fileURLWithPath: r.input).lastPathComponent), 34)
+            let output = shorten(Self.oneLine(URL(fileURLWithPath: r.output).lastPathComponent), 34)
             let duration = r.seconds.map { String(format: "%7.2f s", $0) } ?? "       -"
             let sizes = "\(r.inputBytes.map(formatBytes) ?? "-") → \(r.outputBytes.map(formatBytes) ?? "-")"
             let speed = r.speed.map { String(format: "%5.1fx", $0) } ?? "    -"
             var line = "\(input) \(output)  \(duration)  \(sizes.padding(toLength: 20, withPad: " ", startingAt: 0))  \(speed)  \(r.status.rawValue)"
-            if let error = r.error, r.status != .completed { line += ": \(error)" }
+            // One line per input, whatever the names hold: control characters are escaped.
+            if let error = r.error, r.status != .completed { line += ": " + Self.oneLine(error) }
             lines.append(line)
         }
         let counts = Dictionary(grouping: reports, by: \.status).map { "\($0.value.count) \($0.key.rawValue)" }.sorted()

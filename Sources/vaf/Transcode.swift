@@ -184,8 +184,16 @@ extension Vaf {
                 job.hardwareDevice = device
                 jobs.append(job)
             }
-            let chosen = shard.flatMap(Shard.init) ?? Shard.fromEnvironment(ProcessInfo.processInfo.environment)
-            return chosen.map { $0.select(jobs) } ?? jobs
+            let environment = ProcessInfo.processInfo.environment
+            let chosen = shard.flatMap(Shard.init) ?? Shard.fromEnvironment(environment)
+            guard let chosen else { return jobs }
+            let selected = chosen.select(jobs)
+            // A shard the scheduler chose is said, so a log shows which slice this process ran.
+            if shard == nil {
+                let source = environment["JOB_COMPLETION_INDEX"] != nil ? "JOB_COMPLETION_INDEX/JOB_COMPLETIONS" : "SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT"
+                FileHandle.standardError.write(Data("vaf: shard \(chosen) from \(source): \(selected.count) of \(jobs.count) inputs\n".utf8))
+            }
+            return selected
         }
 
         func parsedFrameRate() throws -> FrameRatePolicy {

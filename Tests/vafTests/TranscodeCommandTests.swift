@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 import Testing
 
@@ -114,6 +115,27 @@ import Testing
         }
         let written = FileManager.default.enumerator(atPath: out.path)?.allObjects as? [String] ?? []
         #expect(written == ["clip.mp4"], "\(written)")
+    }
+
+    /// A newline in a file name stays escaped in the one-line error, and a shard taken from a
+    /// scheduler's environment is said.
+    @Test func namesWithNewlinesStayOneLineAndEnvironmentShardsAreSaid() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-lines-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let odd = dir.appendingPathComponent("bad\nname.mp4")
+        try Data("not a movie".utf8).write(to: odd)
+        let failed = try Vaf.run(["transcode", odd.path, "--output-dir", dir.appendingPathComponent("o").path])
+        #expect(failed.status == 1)
+        let row = try #require(failed.stdout.split(separator: "\n").first { $0.contains("failed:") }, "\(failed.stdout)")
+        #expect(row.contains("bad\\nname.mp4") && row.contains("not a media file"), "the whole error on one line: \(row)")
+
+        var environment = ProcessInfo.processInfo.environment
+        environment["JOB_COMPLETION_INDEX"] = "1"
+        environment["JOB_COMPLETIONS"] = "2"
+        let child = try ChildProcess.run(Vaf.binary, ["transcode", Self.clip, odd.path, "--dry-run", "--output-dir", dir.appendingPathComponent("p").path],
+                                         environment: environment, timeLimit: 120)
+        #expect(child.stderr.contains("vaf: shard 1/2 from JOB_COMPLETION_INDEX/JOB_COMPLETIONS: 1 of 2 inputs"), "\(child.stderr)")
     }
 
     @Test func dryRunPrintsThePlanAndWritesNothing() throws {
