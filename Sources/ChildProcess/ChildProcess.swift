@@ -158,11 +158,14 @@ public enum ChildProcess {
     /// Waits for child `pid` to exit and reaps it; true when it ended before `timeout` seconds.
     @discardableResult
     public static func reap(_ pid: pid_t, timeout: Double) -> Bool {
-        let deadline = monotonicSeconds() + timeout
-        while isRunning(pid) {
-            guard monotonicSeconds() < deadline else { return false }
-            usleep(2_000)
+        // A thread blocks in waitid until the child exits; this one waits on a semaphore with
+        // the deadline. After a timeout that thread stays blocked until the child does exit.
+        let exited = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            waitForExitWithoutReaping(pid)
+            exited.signal()
         }
+        guard exited.wait(timeout: .now() + timeout) == .success else { return false }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         return true

@@ -374,7 +374,10 @@ import FFmpegSupport
         let done = AsyncStream<Void>.makeStream()
         input.requestMediaDataWhenReady(on: DispatchQueue(label: "test.pull")) {
             calls.withLock { $0 += 1 }
-            while input.isReadyForMoreMediaData {
+            // At most 8 samples a call, so the writer must call again however fast it encodes
+            // (whether the input fills up first is a matter of timing).
+            var appended = 0
+            while input.isReadyForMoreMediaData && appended < 8 {
                 let i = next.withLock { $0 }
                 if i == 40 {
                     input.markAsFinished()
@@ -385,7 +388,10 @@ import FFmpegSupport
                                           presentationTimeStamp: MediaTime(value: Int64(i), timescale: 30))
                 // An append that throws would never advance `next`: spinning on it would hang the test.
                 do {
-                    if try input.appendImmediately(sample) { next.withLock { $0 += 1 } }
+                    if try input.appendImmediately(sample) {
+                        next.withLock { $0 += 1 }
+                        appended += 1
+                    }
                 } catch {
                     Issue.record("appendImmediately failed: \(error)")
                     done.continuation.finish()

@@ -133,15 +133,18 @@ public final class AssetWriterInput: Sendable {
         guard let (core, index) = attachment.withLock({ $0 }) else { return }
         Task {
             while await core.waitUntilReady(index) {
+                let seen = core.changeCount
                 await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
                     queue.async {
                         block()
                         c.resume()
                     }
                 }
-                // A block that appended nothing while the input stayed ready is called again
-                // after a pause instead of in a busy loop.
-                if core.isReady(index) { try? await Task.sleep(for: .milliseconds(2)) }
+                // A block that left the input ready is called again once something in the
+                // writer changes (its own samples written, another input moving), not in a
+                // busy loop. A block that appends nothing while nothing else moves must mark
+                // the input finished, as with AVFoundation.
+                if core.isReady(index) { await core.waitForChange(since: seen) }
             }
         }
     }

@@ -44,6 +44,8 @@ final class WriterCore: Sendable {
         var inputs: [InputState] = []
         var sessionStart = MediaTime.invalid
         var waiters: [CheckedContinuation<Decision, Never>] = []
+        /// Counts wake-ups, so a waiter can tell whether something changed since it looked.
+        var changes: UInt64 = 0
     }
 
     let queue: DispatchQueue
@@ -184,6 +186,27 @@ final class WriterCore: Sendable {
         }
     }
 
+    /// The wake-up count, for `waitForChange(since:)`.
+    var changeCount: UInt64 { state.withLock { $0.changes } }
+
+    /// Suspends until something in the writer changed (a sample booked or written, an input
+    /// finished, the status) since the count was `seen`, or the task is cancelled.
+    func waitForChange(since seen: UInt64) async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Decision, Never>) in
+                let parked = state.withLock { s -> Bool in
+                    // Checked under the lock: a change or cancellation after it finds this waiter parked.
+                    guard s.status == .writing, s.changes == seen, !Task.isCancelled else { return false }
+                    s.waiters.append(c)
+                    return true
+                }
+                if !parked { c.resume(returning: .retry) }
+            }
+        } onCancel: {
+            wakeWaiters()
+        }
+    }
+
     private func submit(_ samples: [SampleBuffer], input i: Int, engine: WriterEngine) {
         wakeWaiters()
         queue.async { [self] in
@@ -210,6 +233,7 @@ final class WriterCore: Sendable {
 
     private func wakeWaiters() {
         let waiters = state.withLock { s -> [CheckedContinuation<Decision, Never>] in
+            s.changes &+= 1
             defer { s.waiters = [] }
             return s.waiters
         }
