@@ -220,4 +220,53 @@ struct ExportSessionTests {
         let maximum = try await session.estimatedMaximumDuration
         #expect(abs(maximum.seconds - 1) < 0.05)
     }
+
+    /// Top-level mp4 boxes as (type, size).
+    private func boxSizes(_ url: URL) throws -> [(type: String, size: Int)] {
+        let data = try Data(contentsOf: url)
+        var boxes: [(String, Int)] = []
+        var offset = 0
+        while offset + 8 <= data.count {
+            var size = data[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+            if size == 1, offset + 16 <= data.count { size = data[offset + 8..<offset + 16].reduce(0) { $0 << 8 | Int($1) } }
+            guard size >= 8 else { break }
+            boxes.append((String(decoding: data[offset + 4..<offset + 8], as: UTF8.self), size))
+            offset += size
+        }
+        return boxes
+    }
+
+    private func videoFrameHashes(_ url: URL) throws -> String {
+        let result = try run(which("ffmpeg")!, ["-v", "error", "-i", url.path, "-map", "0", "-c", "copy", "-f", "framemd5", "-"])
+        return String(decoding: result.stdout, as: UTF8.self).split(separator: "\n").filter { !$0.hasPrefix("#") }.joined(separator: "\n")
+    }
+
+    @Test func aLargeRemuxReservesRoomForItsIndexAndASmallOneMovesIt() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // 2 s of noise, losslessly coded: about 20 MB in 154 samples, so the worst-case index
+        // (64 bytes a sample and 16 KB + 4 KB a track) is well under 0.5 % of the media.
+        let large = dir.appendingPathComponent("noise.mp4")
+        #expect(try run(which("ffmpeg")!, ["-v", "error", "-f", "lavfi", "-i", "nullsrc=s=640x360:r=30,geq=lum='random(1)*255':cb=128:cr=128",
+                                           "-f", "lavfi", "-i", "sine=f=440:sample_rate=48000", "-t", "2", "-c:v", "libx264",
+                                           "-preset", "ultrafast", "-qp", "0", "-c:a", "aac", large.path]).status == 0)
+        for (source, reserves) in [(large, true), (clip, false)] {
+            let out = dir.appendingPathComponent("out-\(source.lastPathComponent)")
+            _ = try await ExportSession(asset: Asset(url: source), preset: .passthrough).export(to: out, as: .mp4)
+            let boxes = try boxSizes(out)
+            let moov = try #require(boxes.firstIndex { $0.type == "moov" })
+            let mdat = try #require(boxes.firstIndex { $0.type == "mdat" })
+            #expect(moov < mdat, "the index comes first either way")
+            let between = boxes[moov + 1..<mdat].reduce(0) { $0 + $1.size }
+            if reserves {
+                #expect(boxes[moov + 1..<mdat].allSatisfy { $0.type == "free" } && between > 0,
+                        "room was reserved: \(boxes.map(\.type))")
+                let sourceBytes = try #require(FileManager.default.attributesOfItem(atPath: source.path)[.size] as? Int)
+                #expect(Double(between) < 0.005 * Double(sourceBytes), "the unused room stays under 0.5 %")
+            } else {
+                #expect(between <= 8, "faststart moved the index: nothing reserved")
+            }
+            #expect(try videoFrameHashes(out) == videoFrameHashes(source), "every packet copied unchanged")
+        }
+    }
 }

@@ -236,6 +236,13 @@ extension ExportSession {
             try writer.add(lane.input)
             try reader.add(lane.output)
         }
+        // A remux writes at most the source's samples, known from its index: enough for the
+        // writer to reserve the index's room instead of rewriting the file to put it first.
+        if lanes.allSatisfy(\.copiesPackets), s.fileLengthLimit == nil,
+           lanes.allSatisfy({ $0.track.sampleCount > 0 && $0.track.totalSampleDataLength > 0 }) {
+            writer.expectedContent = .init(sampleCount: lanes.reduce(0) { $0 + $1.track.sampleCount },
+                                           mediaBytes: lanes.reduce(0) { $0 + $1.track.totalSampleDataLength })
+        }
         // Exports sharing a device wait for one of its session slots. The release task holds
         // the slots only, not the device, so the device closes when its last user is done.
         let slots = plan.device?.sessions
@@ -254,8 +261,44 @@ extension ExportSession {
 
         let limit = s.fileLengthLimit
         let tally = LaneTally(lanes: lanes.count)
+        if lanes.allSatisfy(\.copiesPackets) {
+            try await copyPackets(lanes, reader: reader, writer: writer, start: start, limit: limit, tally: tally)
+        } else {
+            try await runLanes(lanes, reader: reader, writer: writer, start: start, end: range.end, duration: duration,
+                               limit: limit, tally: tally)
+        }
+        if let error = reader.error { throw error }
+        if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
+        try await writer.finishWriting()
+        let written = tally.counts.withLock { $0 }
+        for (i, lane) in lanes.enumerated() where lane.track.mediaType == .video { result.videoFrames = written[i] }
+        result.stoppedAtFileLengthLimit = tally.limitReached.withLock { $0 }
+            || (limit.map { l in tally.bytes.withLock { $0.reduce(0, +) } >= l || writer.bytesWritten >= l } ?? false)
+        result.outputBytes = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value ?? 0
+        for lane in lanes {
+            if let damage = (lane.output as? AssetReaderTrackOutput)?.damageReport {
+                result.warnings.append("track \(lane.track.trackID) (\(lane.track.mediaType)): \(damage)")
+            }
+            // Decoders close before the device's session slot is handed on (on return).
+            lane.output.releaseResources()
+        }
+        let ran = observations.snapshot
+        result.hostTransfers = ran.transfers
+        result.hostTransferBytes = ran.transferBytes
+        if let path = observations.path, path != plan.path {
+            result.warnings.append("planned the \(plan.path.rawValue) path but ran the \(path.rawValue) one: \(observations.summary)")
+            result.path = path
+            result.pathReason = "\(observations.summary) (the plan was: \(plan.pathReason))"
+        }
+        result.durationSeconds = totalSeconds
+        return result
+    }
+
+    /// Runs one task per lane, each pulling from its reader output and appending to its writer
+    /// input, paced so that no lane runs far ahead of the slowest.
+    private func runLanes(_ lanes: [Lane], reader: AssetReader, writer: AssetWriter, start: MediaTime, end: MediaTime,
+                          duration: MediaTime, limit: Int64?, tally: LaneTally) async throws {
         let pacer = LanePacer(lanes: lanes.count, start: start, window: Self.laneWindow)
-        let end = range.end
         let laneCount = lanes.count
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (i, lane) in lanes.enumerated() {
@@ -339,31 +382,64 @@ extension ExportSession {
             // (`waitForAll` would wait for them, and they would wait forever.)
             while try await group.next() != nil {}
         }
-        if let error = reader.error { throw error }
-        if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
-        try await writer.finishWriting()
-        let written = tally.counts.withLock { $0 }
-        for (i, lane) in lanes.enumerated() where lane.track.mediaType == .video { result.videoFrames = written[i] }
-        result.stoppedAtFileLengthLimit = tally.limitReached.withLock { $0 }
-            || (limit.map { l in tally.bytes.withLock { $0.reduce(0, +) } >= l || writer.bytesWritten >= l } ?? false)
-        result.outputBytes = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value ?? 0
-        for lane in lanes {
-            if let damage = (lane.output as? AssetReaderTrackOutput)?.damageReport {
-                result.warnings.append("track \(lane.track.trackID) (\(lane.track.mediaType)): \(damage)")
+    }
+
+    /// A remux (every lane copies packets) runs as one stage on the writer's thread: it reads
+    /// the source in decode-time order across the tracks and hands each packet straight to the
+    /// muxer, with no queue and no thread hop between demuxer and muxer.
+    private func copyPackets(_ lanes: [Lane], reader: AssetReader, writer: AssetWriter, start: MediaTime,
+                             limit: Int64?, tally: LaneTally) async throws {
+        let inputs = lanes.map { $0.input.writerIndex ?? -1 }
+        let outputs = lanes.map(\.output)
+        try await writer.runOnWriterThread { sink in
+            // The next sample of each lane, read ahead by one; nil once the lane has ended.
+            var next: [SampleBuffer?] = try outputs.map { try $0.copyNextSampleBuffer() }
+            var handedBytes: Int64 = 0
+            var handedSamples = 0
+            while sink.isWriting {
+                // The earliest in decode order goes first (samples without a time at once).
+                var earliest: Int?
+                for (i, sample) in next.enumerated() {
+                    guard let sample else { continue }
+                    guard let e = earliest, let current = next[e] else { earliest = i; continue }
+                    if Self.decodeOrder(sample) < Self.decodeOrder(current) { earliest = i }
+                }
+                guard let i = earliest, let sample = next[i] else { break }
+                let size = Int64(sample.totalSampleSize)
+                // Under a limit, a packet that would take the file past it (its index included)
+                // is not written: the file ends where every track has arrived.
+                if let limit, handedBytes + size + Self.indexBytes(samples: handedSamples + 1, tracks: lanes.count) > limit {
+                    let reached = next.compactMap { $0?.presentationTimeStamp }.filter(\.isNumeric).min() ?? start
+                    if reached > start { sink.endSession(at: reached) }
+                    tally.limitReached.withLock { $0 = true }
+                    reader.cancelReading()
+                    break
+                }
+                try sink.write(sample, input: inputs[i])
+                handedBytes += size
+                handedSamples += 1
+                tally.counts.withLock { $0[i] += 1 }
+                tally.bytes.withLock { $0[i] += size }
+                next[i] = try outputs[i].copyNextSampleBuffer()
             }
-            // Decoders close before the device's session slot is handed on (on return).
-            lane.output.releaseResources()
         }
-        let ran = observations.snapshot
-        result.hostTransfers = ran.transfers
-        result.hostTransferBytes = ran.transferBytes
-        if let path = observations.path, path != plan.path {
-            result.warnings.append("planned the \(plan.path.rawValue) path but ran the \(path.rawValue) one: \(observations.summary)")
-            result.path = path
-            result.pathReason = "\(observations.summary) (the plan was: \(plan.pathReason))"
+        for (i, lane) in lanes.enumerated() {
+            let stoppedForLimit = tally.limitReached.withLock { $0 }
+            if tally.counts.withLock({ $0[i] }) == 0 && !stoppedForLimit && reader.status != .cancelled {
+                let error = MediaError(.corruptOrTruncated, "track \(lane.track.trackID) (\(lane.track.mediaType)) yielded no samples: the file is truncated or its data unreadable",
+                                       path: asset.url.path)
+                throw TrackYieldedNothing(trackID: lane.track.trackID, mediaType: lane.track.mediaType,
+                                          otherLanes: lanes.count - 1, error: error)
+            }
         }
-        result.durationSeconds = totalSeconds
-        return result
+        for lane in lanes { lane.input.markAsFinished() }
+    }
+
+    /// Where a sample stands in decode order: its decode time, else its presentation time;
+    /// one with neither comes first.
+    private static func decodeOrder(_ sample: SampleBuffer) -> MediaTime {
+        let t = sample.decodeTimeStamp.isNumeric ? sample.decodeTimeStamp : sample.presentationTimeStamp
+        return t.isNumeric ? t : .negativeInfinity
     }
 
     /// How far (media time) one lane may read ahead of the slowest: what the demuxer queues

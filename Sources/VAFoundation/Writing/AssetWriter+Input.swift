@@ -163,6 +163,9 @@ public final class AssetWriterInput: Sendable {
     /// The status of the writer this input belongs to, nil before it is added.
     var writerStatus: AssetWriter.Status? { attachment.withLock { $0?.core.status } }
 
+    /// The input's number in its writer, for stages that feed the writer's engine directly.
+    var writerIndex: Int? { attachment.withLock { $0?.index } }
+
     func attach(to core: WriterCore, index: Int) throws(MediaError) {
         try attachment.withLock { a throws(MediaError) in
             guard a == nil else { throw MediaError(.invalidState, "the input already belongs to a writer") }

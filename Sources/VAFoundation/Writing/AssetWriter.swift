@@ -28,6 +28,7 @@ public final class AssetWriter: Sendable {
         var shouldOptimizeForNetworkUse = false
         var movieFragmentInterval = MediaTime.invalid
         var movieTimeScale: Int32 = 0
+        var expectedContent: ExpectedContent?
     }
     private let options = Mutex(Options())
     /// The hidden partial file being written, once `startWriting` has run.
@@ -70,6 +71,20 @@ public final class AssetWriter: Sendable {
         get { options.withLock { $0.shouldOptimizeForNetworkUse } }
         set { options.withLock { $0.shouldOptimizeForNetworkUse = newValue } }
     }
+    /// How many samples and bytes of media the writer will be given at most.
+    struct ExpectedContent: Sendable {
+        var sampleCount: Int
+        var mediaBytes: Int64
+    }
+
+    /// At most what will be written, when the caller knows it (a remux knows from the source's
+    /// index): a network-optimised mp4/mov then reserves room for its index instead of
+    /// rewriting the file at the end. Set before `startWriting()`.
+    var expectedContent: ExpectedContent? {
+        get { options.withLock { $0.expectedContent } }
+        set { options.withLock { $0.expectedContent = newValue } }
+    }
+
     /// Writes a fragmented mp4/mov with a fragment (moof) about this often; `.invalid`
     /// (the default) writes one index at the end. Set before `startWriting()`.
     public var movieFragmentInterval: MediaTime {
@@ -160,7 +175,8 @@ public final class AssetWriter: Sendable {
             destination: outputURL, temporary: temporary, fileType: outputFileType,
             overwritesExistingFile: overwritesExistingFile, metadata: snapshot.metadata,
             shouldOptimizeForNetworkUse: snapshot.shouldOptimizeForNetworkUse,
-            movieFragmentInterval: snapshot.movieFragmentInterval, movieTimeScale: snapshot.movieTimeScale)
+            movieFragmentInterval: snapshot.movieFragmentInterval, movieTimeScale: snapshot.movieTimeScale,
+            expectedContent: snapshot.expectedContent)
         try core.start(configuration, inputs: snapshot.inputs.map { $0.configurationSnapshot() })
     }
 
@@ -168,6 +184,11 @@ public final class AssetWriter: Sendable {
     /// writer's queue (keep it short). Set before `startWriting()`.
     func observeWrittenDuration(_ observer: @escaping @Sendable (Double) -> Void) {
         core.writeObserver.withLock { $0 = observer }
+    }
+
+    /// Runs a stage on the writer's own thread (see `WriterCore.runOnWriterThread`).
+    func runOnWriterThread(_ body: @escaping @Sendable (WriterThreadSink) throws -> Void) async throws {
+        try await core.runOnWriterThread(body)
     }
 
     /// Seconds of media after the session start that have reached the file (encoded and muxed):

@@ -218,6 +218,26 @@ final class WriterCore: Sendable {
         }
     }
 
+    /// Runs `body` on the writer's thread, feeding the engine through `sink` with no booking
+    /// and no thread hop per sample: for a stage that reads and writes on one thread (the
+    /// remux copy loop). Queued work (the session's start and end) runs first. An error the
+    /// engine raises fails the writer (its partial file goes); other errors only end `body`.
+    func runOnWriterThread(_ body: @escaping @Sendable (WriterThreadSink) throws -> Void) async throws {
+        let engine = try state.withLock { s throws(MediaError) -> WriterEngine in
+            guard s.status == .writing, let engine = s.engine, s.sessionStart.isNumeric else {
+                throw s.error ?? MediaError(.invalidState, "a writer-thread stage needs a writing writer with a started session; it is \(s.status)", path: destinationPath)
+            }
+            return engine
+        }
+        let outcome: Result<Void, any Error> = await withCheckedContinuation { c in
+            queue.async { [self] in
+                c.resume(returning: Result { try body(WriterThreadSink(core: self, engine: engine)) })
+            }
+        }
+        wakeWaiters()
+        try outcome.get()
+    }
+
     func markFinished(_ i: Int) {
         let engine = state.withLock { s -> WriterEngine? in
             guard i < s.inputs.count, !s.inputs[i].finished else { return nil }
@@ -363,7 +383,7 @@ final class WriterCore: Sendable {
     }
 
     /// Records a failure (on the queue) and deletes the partial output.
-    private func fail(_ error: any Error, engine: WriterEngine) {
+    fileprivate func fail(_ error: any Error, engine: WriterEngine) {
         let mediaError = error as? MediaError ?? MediaError(.writeFailed, "\(error)", path: destinationPath)
         state.withLock { s in
             guard s.status == .writing else { return }
@@ -373,5 +393,30 @@ final class WriterCore: Sendable {
         }
         engine.abandon()
         wakeWaiters()
+    }
+}
+
+/// The engine as a writer-thread stage sees it (`WriterCore.runOnWriterThread`). Every call
+/// checks that it runs on the writer's queue: the engine's FFmpeg contexts never leave it.
+struct WriterThreadSink {
+    fileprivate let core: WriterCore
+    fileprivate let engine: WriterEngine
+
+    /// False once the writer was cancelled or failed: the stage should stop.
+    var isWriting: Bool { core.status == .writing }
+
+    /// Encodes or copies `sample` into input `input` at once; an error fails the writer.
+    func write(_ sample: SampleBuffer, input: Int) throws(MediaError) {
+        dispatchPrecondition(condition: .onQueue(core.queue))
+        do { try engine.process(sample, input: input) } catch {
+            core.fail(error, engine: engine)
+            throw core.error ?? error
+        }
+    }
+
+    /// Ends the session at `time`, as `AssetWriter.endSession(atSourceTime:)` does.
+    func endSession(at time: MediaTime) {
+        dispatchPrecondition(condition: .onQueue(core.queue))
+        engine.endSession(at: time)
     }
 }

@@ -27,6 +27,9 @@ struct WriterConfiguration: Sendable {
     var shouldOptimizeForNetworkUse: Bool
     var movieFragmentInterval: MediaTime
     var movieTimeScale: Int32
+    /// What the writer's caller knows it will write, when it knows (a remux: the source's
+    /// index): lets a network-optimised mp4/mov reserve room for its index up front.
+    var expectedContent: AssetWriter.ExpectedContent?
 }
 
 /// The encoders, the muxer and the timing state of one writer. Every member is touched only
@@ -469,7 +472,13 @@ final class WriterEngine: @unchecked Sendable {
             options.append(("movflags", "+empty_moov+default_base_moof"))
             options.append(("frag_duration", String(Int64((fragment.seconds * 1_000_000).rounded()))))
         } else if configuration.shouldOptimizeForNetworkUse {
-            options.append(("movflags", "+faststart"))
+            // Room reserved for the index after the header puts it first without faststart's
+            // second pass, which reads and rewrites the whole file.
+            if let reserved = indexReservation() {
+                options.append(("moov_size", String(reserved)))
+            } else {
+                options.append(("movflags", "+faststart"))
+            }
         }
         if configuration.movieTimeScale > 0 { options.append(("movie_timescale", String(configuration.movieTimeScale))) }
         // FFmpeg doubles a video track's time scale until it reaches 10 000 unless told one.
@@ -478,6 +487,21 @@ final class WriterEngine: @unchecked Sendable {
             options.append(("video_track_timescale", String(scale)))
         }
         return options
+    }
+
+    /// Bytes to reserve for the mp4/mov index (moov) ahead of the media, or nil to leave it to
+    /// faststart: a bound no index of the expected samples can exceed (FFmpeg fails the file if
+    /// its index outgrows the room), used only where that bound is under 0.5 % of the media, so
+    /// the unused room is negligible next to the time faststart's rewrite of the file costs.
+    private func indexReservation() -> Int? {
+        guard let expected = configuration.expectedContent, expected.sampleCount > 0 else { return nil }
+        // Per sample at worst: size 4, time 8, composition offset 8, sync 4, dependency 1,
+        // chunk offset 8, chunk map 12, sample group 8 (a chunk per sample, nothing run-length
+        // coded). Per track: its headers, sample description and codec configuration.
+        let tracks = pipelines.reduce(0) { $0 + 4096 + ($1.parameters?.extradataSize ?? 0) }
+        let metadata = configuration.metadata.reduce(0) { $0 + 64 + $1.key.utf8.count + $1.value.utf8.count }
+        let bound = 16_384 + tracks + metadata + 64 * expected.sampleCount
+        return Int64(bound) * 200 <= expected.mediaBytes ? bound : nil
     }
 
     /// The QuickTime track matrix for `t`: a, b, u / c, d, v / tx, ty, w, 16.16 fixed point
