@@ -1,19 +1,10 @@
 internal import CFFmpeg
+import MediaCore
 
 /// Scales and converts VA surfaces into a `SurfacePool` on the GPU (VA-API video processing,
 /// `VAEntrypointVideoProc`): the picture never leaves the device. Owns its VPP config and
 /// context; one task or queue at a time.
 public final class SurfaceScaler {
-    /// Where the source picture goes in the output surface.
-    public enum Placement: Sendable, Equatable {
-        /// Stretch to fill the whole surface.
-        case fill
-        /// Keep the aspect ratio inside the surface, black bars around it.
-        case fit
-        /// Keep the aspect ratio and fill the surface, cropping the source's overflow.
-        case crop
-    }
-
     public let output: SurfacePool
     private let display: VADisplay
     private var config = VAConfigID(VA_INVALID_ID)
@@ -43,17 +34,17 @@ public final class SurfaceScaler {
     }
 
     /// `source` (a surface of any size) scaled into a free surface of the output pool with
-    /// `placement`, converted to full or limited range when `outputFullRange` says (nil keeps
+    /// `mode`, converted to full or limited range when `outputFullRange` says (nil keeps
     /// the source's); timestamps and colour tags carry over. The corresponding C functions are
     /// `vaCreateBuffer`, `vaBeginPicture`, `vaRenderPicture` and `vaEndPicture`.
-    public func scale(_ source: Frame, placement: Placement, outputFullRange: Bool? = nil) throws(FFmpegError) -> Frame {
+    public func scale(_ source: Frame, fit mode: PictureFit.Mode, outputFullRange: Bool? = nil) throws(FFmpegError) -> Frame {
         guard let input = source.vaSurface else { throw FFmpegError(code: .invalidArgument, function: "SurfaceScaler.scale (host frame)") }
         let destination = try output.waitForSurface()
         guard let target = destination.vaSurface else { throw FFmpegError(code: .invalidArgument, function: "SurfaceScaler.scale (pool frame)") }
-        let regions = Self.regions(source: (source.width, source.height), output: (output.width, output.height), placement: placement,
-                                   pixelAspect: source.pixelAspect)
-        var sourceRegion = regions.source
-        var outputRegion = regions.output
+        let fit = PictureFit(source: (source.width, source.height), pixelAspect: source.pixelAspect,
+                             output: (output.width, output.height), mode: mode)
+        var sourceRegion = Self.rectangle(fit.source)
+        var outputRegion = Self.rectangle(fit.output)
         var parameters = VAProcPipelineParameterBuffer()
         parameters.surface = input
         parameters.surface_color_standard = Self.colourStandard(source.colorMatrix)
@@ -88,34 +79,8 @@ public final class SurfaceScaler {
         return destination
     }
 
-    /// The source rectangle read and the output rectangle written for `placement`, with even
-    /// offsets and sizes so 4:2:0 chroma stays aligned. Aspect is the source's displayed one
-    /// (`pixelAspect` wide pixels); the output's pixels are square.
-    static func regions(source: (width: Int, height: Int), output: (width: Int, height: Int),
-                        placement: Placement, pixelAspect: Double = 1) -> (source: VARectangle, output: VARectangle) {
-        let (sw, sh, ow, oh) = (Double(source.width) * pixelAspect, Double(source.height), output.width, output.height)
-        var src = (x: 0, y: 0, w: source.width, h: source.height)
-        var dst = (x: 0, y: 0, w: ow, h: oh)
-        switch placement {
-        case .fill:
-            break
-        case .fit:
-            let s = min(Double(ow) / sw, Double(oh) / sh)
-            dst.w = min(ow, max(2, Int((sw * s / 2).rounded()) * 2))
-            dst.h = min(oh, max(2, Int((sh * s / 2).rounded()) * 2))
-            dst.x = ((ow - dst.w) / 2) & ~1
-            dst.y = ((oh - dst.h) / 2) & ~1
-        case .crop:
-            let s = max(Double(ow) / sw, Double(oh) / sh)
-            src.w = min(source.width, max(2, Int((Double(ow) / s / pixelAspect / 2).rounded()) * 2))
-            src.h = min(source.height, max(2, Int((Double(oh) / s / 2).rounded()) * 2))
-            src.x = ((source.width - src.w) / 2) & ~1
-            src.y = ((source.height - src.h) / 2) & ~1
-        }
-        func rect(_ r: (x: Int, y: Int, w: Int, h: Int)) -> VARectangle {
-            VARectangle(x: Int16(r.x), y: Int16(r.y), width: UInt16(r.w), height: UInt16(r.h))
-        }
-        return (rect(src), rect(dst))
+    private static func rectangle(_ r: PictureFit.Rectangle) -> VARectangle {
+        VARectangle(x: Int16(r.x), y: Int16(r.y), width: UInt16(r.width), height: UInt16(r.height))
     }
 
     /// The VA colour standard for FFmpeg's matrix name: BT.709 for HD tags, BT.601 otherwise.

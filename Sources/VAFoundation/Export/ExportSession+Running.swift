@@ -198,7 +198,13 @@ extension ExportSession {
                 // the picture, the encoder reads its surfaces.
                 PixelBufferAttributes(pixelFormat: .vaapiSurface, width: videoSettings.width, height: videoSettings.height,
                                       scalingMode: videoSettings.scalingMode)
+            } else if videoSettings.colorProperties?.fullRange == nil {
+                // Fitted to the output size where it is decoded, in host memory: what waits
+                // for the encoder is the smaller picture, and the scaling runs beside encoding.
+                PixelBufferAttributes(pixelFormat: videoSettings.pixelFormat ?? .yuv420p, width: videoSettings.width,
+                                      height: videoSettings.height, scalingMode: videoSettings.scalingMode)
             } else {
+                // A range conversion is the writer's: it fits and converts in one pass.
                 PixelBufferAttributes(pixelFormat: videoSettings.pixelFormat ?? .yuv420p)
             }
             let output = try AssetReaderTrackOutput(track: video, outputSettings: .video(attributes))

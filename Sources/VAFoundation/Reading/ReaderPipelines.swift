@@ -262,10 +262,15 @@ final class VideoDecodePipeline: TrackPipeline {
     private let observations: StageObservations?
     private var scaler: Scaler?
     private var surfaceScaler: SurfaceScaler?
+    /// Host frames converted pictures are written into, recycled once their consumer lets go.
+    private var outputFrames: FramePool?
     private var lastEnd: Int64?
     /// Surfaces the reader's video processor renders into: enough for the writer's queue, a
     /// VA encoder's look-ahead and a frame-rate converter's held picture.
     static let surfacePoolCapacity = 16
+    /// Host frames recycled for converted pictures: the writer's queue, the lane's picture and
+    /// a frame-rate converter's; more in use at once are allocated and freed as before.
+    static let hostFramePoolCapacity = 8
 
     init(session: DemuxSession, track: AssetTrack, attributes: PixelBufferAttributes, timeRange: MediaTimeRange,
          device: VideoDevice? = nil, observations: StageObservations? = nil) throws(MediaError) {
@@ -352,32 +357,12 @@ final class VideoDecodePipeline: TrackPipeline {
         }
         observations?.scaled(on: .host)
         do {
-            let output = try Frame(width: width, height: height, pixelFormat: targetFormat)
-            var source = frame
-            var (x, y, w, h) = (0, 0, width, height)
-            switch attributes.scalingMode {
-            case .resize:
-                break
-            case .resizeAspect:
-                // Fitted on the displayed aspect: anamorphic pixels come out square.
-                let displayWidth = Double(frame.width) * frame.pixelAspect
-                let fit = min(Double(width) / displayWidth, Double(height) / Double(frame.height))
-                w = min(width, evenRounded(displayWidth * fit))
-                h = min(height, evenRounded(Double(frame.height) * fit))
-                x = ((width - w) / 2) & ~1
-                y = ((height - h) / 2) & ~1
-                if (w, h) != (width, height) { try output.fillBlack() }
-            case .resizeAspectFill:
-                let fill = max(Double(width) / (Double(frame.width) * frame.pixelAspect), Double(height) / Double(frame.height))
-                let cropW = min(frame.width, evenRounded(Double(width) / fill / frame.pixelAspect))
-                let cropH = min(frame.height, evenRounded(Double(height) / fill))
-                let left = ((frame.width - cropW) / 2) & ~1
-                let top = ((frame.height - cropH) / 2) & ~1
-                if (cropW, cropH) != (frame.width, frame.height) {
-                    source = try frame.reference()
-                    try source.crop(left: left, top: top, right: frame.width - cropW - left, bottom: frame.height - cropH - top)
-                }
-            }
+            let output = try outputFrame(width: width, height: height)
+            let fit = PictureFit(source: (frame.width, frame.height), pixelAspect: frame.pixelAspect,
+                                 output: (width, height), mode: attributes.scalingMode.pictureFit)
+            if fit.hasBars { try output.fillBlack() }
+            let source = try frame.cropped(to: fit.source)
+            let (x, y, w, h) = (fit.output.x, fit.output.y, fit.output.width, fit.output.height)
             // A downloaded surface says its range only in its tag (NV12 has no "j" variant).
             let sourceFull = source.isFullRange ?? source.pixelFormat.impliesFullRange
             if scaler == nil || scaler!.sourceWidth != source.width || scaler!.sourceHeight != source.height
@@ -395,6 +380,18 @@ final class VideoDecodePipeline: TrackPipeline {
 }
 
 extension VideoDecodePipeline {
+    /// A frame to convert a picture into, from the pool while it has one free.
+    private func outputFrame(width: Int, height: Int) throws(FFmpegError) -> Frame {
+        if let pool = outputFrames, pool.width == width, pool.height == height, let frame = try pool.makeFrame() {
+            return frame
+        }
+        if outputFrames == nil || outputFrames!.width != width || outputFrames!.height != height {
+            outputFrames = try FramePool(width: width, height: height, pixelFormat: targetFormat, capacity: Self.hostFramePoolCapacity)
+            if let frame = try outputFrames!.makeFrame() { return frame }
+        }
+        return try Frame(width: width, height: height, pixelFormat: targetFormat)
+    }
+
     /// `surface` scaled by the device's video processor into the reader's surface pool.
     private func scaleOnDevice(_ surface: Frame, width: Int, height: Int) throws(FFmpegError) -> Frame {
         if surfaceScaler == nil, let device {
@@ -403,18 +400,29 @@ extension VideoDecodePipeline {
             surfaceScaler = try SurfaceScaler(output: pool)
         }
         guard let surfaceScaler else { throw FFmpegError(code: .invalidArgument, function: "SurfaceScaler (no device)") }
-        return try surfaceScaler.scale(surface, placement: attributes.scalingMode.placement)
+        return try surfaceScaler.scale(surface, fit: attributes.scalingMode.pictureFit)
     }
 }
 
 extension ScalingMode {
-    /// Where the video processor puts the picture for this mode.
-    var placement: SurfaceScaler.Placement {
+    /// How every scaler places the picture for this mode.
+    var pictureFit: PictureFit.Mode {
         switch self {
-        case .resize: .fill
+        case .resize: .stretch
         case .resizeAspect: .fit
-        case .resizeAspectFill: .crop
+        case .resizeAspectFill: .fill
         }
+    }
+}
+
+extension Frame {
+    /// The frame itself, or a reference to it cropped to `rectangle` (no pixels copied).
+    func cropped(to rectangle: PictureFit.Rectangle) throws(FFmpegError) -> Frame {
+        guard rectangle.width != width || rectangle.height != height else { return self }
+        let cropped = try reference()
+        try cropped.crop(left: rectangle.x, top: rectangle.y, right: width - rectangle.width - rectangle.x,
+                         bottom: height - rectangle.height - rectangle.y)
+        return cropped
     }
 }
 

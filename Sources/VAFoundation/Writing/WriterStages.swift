@@ -77,7 +77,7 @@ final class WriterVideoStage {
         }
         if surfaceScaler == nil { surfaceScaler = try SurfaceScaler(output: surfaces) }
         observations?.scaled(on: .device)
-        return try surfaceScaler!.scale(source, placement: scalingMode.placement, outputFullRange: fullRange)
+        return try surfaceScaler!.scale(source, fit: scalingMode.pictureFit, outputFullRange: fullRange)
     }
 
     /// `source` as a host frame of the encoder's size and format, sharing its pixels when it already is one.
@@ -93,37 +93,15 @@ final class WriterVideoStage {
         } else {
             destination = try Frame(width: W, height: H, pixelFormat: hostFormat)
         }
-        // Fitted on the displayed aspect: anamorphic pixels come out square.
-        let (sw, sh) = (Double(source.width) * source.pixelAspect, Double(source.height))
-        let sub = WriterCodecs.subsampling(hostFormat)
-        switch scalingMode {
-        case .resize:
-            try scale(source, into: destination, width: W, height: H, x: 0, y: 0)
-        case .resizeAspect:
-            let s = min(Double(W) / sw, Double(H) / sh)
-            var w = min(W, max(1, Int((sw * s).rounded())))
-            var h = min(H, max(1, Int((sh * s).rounded())))
-            if sub.horizontal { w = max(2, w & ~1) }
-            if sub.vertical { h = max(2, h & ~1) }
-            var x = (W - w) / 2, y = (H - h) / 2
-            if sub.horizontal { x &= ~1 }
-            if sub.vertical { y &= ~1 }
-            if w != W || h != H { try destination.fillBlack() }
-            try scale(source, into: destination, width: w, height: h, x: x, y: y)
-        case .resizeAspectFill:
-            let s = max(Double(W) / sw, Double(H) / sh)
-            let cropW = min(source.width, max(1, Int((Double(W) / s / source.pixelAspect).rounded())))
-            let cropH = min(source.height, max(1, Int((Double(H) / s).rounded())))
-            var left = (source.width - cropW) / 2, top = (source.height - cropH) / 2
-            let sourceSub = WriterCodecs.subsampling(source.pixelFormat)
-            if sourceSub.horizontal { left &= ~1 }
-            if sourceSub.vertical { top &= ~1 }
-            let cropped = try source.reference()
-            if cropW != source.width || cropH != source.height {
-                try cropped.crop(left: left, top: top, right: source.width - cropW - left, bottom: source.height - cropH - top)
-            }
-            try scale(cropped, into: destination, width: W, height: H, x: 0, y: 0)
-        }
+        // One rule for every scaler (PictureFit), aligned to the formats' chroma subsampling.
+        let outputSub = WriterCodecs.subsampling(hostFormat), sourceSub = WriterCodecs.subsampling(source.pixelFormat)
+        let fit = PictureFit(source: (source.width, source.height), pixelAspect: source.pixelAspect, output: (W, H),
+                             mode: scalingMode.pictureFit,
+                             sourceStep: (sourceSub.horizontal ? 2 : 1, sourceSub.vertical ? 2 : 1),
+                             outputStep: (outputSub.horizontal ? 2 : 1, outputSub.vertical ? 2 : 1))
+        if fit.hasBars { try destination.fillBlack() }
+        try scale(source.cropped(to: fit.source), into: destination, width: fit.output.width, height: fit.output.height,
+                  x: fit.output.x, y: fit.output.y)
         return destination
     }
 

@@ -1,0 +1,81 @@
+/// Where a picture goes when it is scaled into a frame of another size: the part of the
+/// source that is read and the rectangle of the output that is written. Every scaler (the
+/// reader's, the writer's, the device's video processor) places pictures by this one rule.
+///
+/// Aspect is the source's displayed one: `pixelAspect`-wide pixels, so anamorphic sources
+/// come out with square pixels. Sizes and offsets are multiples of the alignment steps, so
+/// subsampled chroma stays aligned (2 for 4:2:0 and 4:2:2, 1 for 4:4:4 and RGB).
+public struct PictureFit: Equatable, Sendable {
+    public enum Mode: Sendable, Equatable {
+        /// Stretch the whole source over the whole output.
+        case stretch
+        /// Keep the aspect ratio inside the output, bars around it.
+        case fit
+        /// Keep the aspect ratio and fill the output, cropping the source's overflow.
+        case fill
+    }
+
+    public struct Rectangle: Equatable, Sendable {
+        public var x: Int
+        public var y: Int
+        public var width: Int
+        public var height: Int
+
+        public init(x: Int, y: Int, width: Int, height: Int) {
+            self.x = x
+            self.y = y
+            self.width = width
+            self.height = height
+        }
+    }
+
+    /// The part of the source read.
+    public var source: Rectangle
+    /// Where it is written in the output.
+    public var output: Rectangle
+    /// The output's whole size: where `output` is smaller, the rest is bars.
+    public let outputWidth: Int
+    public let outputHeight: Int
+
+    /// True when the output has bars around the picture (paint them first).
+    public var hasBars: Bool { output.width != outputWidth || output.height != outputHeight }
+
+    /// The placement of a `sourceSize` picture of `pixelAspect`-wide pixels in an `outputSize`
+    /// frame. `sourceStep` aligns the source crop, `outputStep` the output rectangle.
+    public init(source sourceSize: (width: Int, height: Int), pixelAspect: Double = 1, output outputSize: (width: Int, height: Int), mode: Mode,
+                sourceStep: (horizontal: Int, vertical: Int) = (2, 2), outputStep: (horizontal: Int, vertical: Int) = (2, 2)) {
+        (outputWidth, outputHeight) = (outputSize.width, outputSize.height)
+        let aspect = pixelAspect.isFinite && pixelAspect > 0 ? pixelAspect : 1
+        let (sw, sh) = (Double(sourceSize.width) * aspect, Double(sourceSize.height))
+        let (ow, oh) = (outputSize.width, outputSize.height)
+        source = Rectangle(x: 0, y: 0, width: sourceSize.width, height: sourceSize.height)
+        output = Rectangle(x: 0, y: 0, width: ow, height: oh)
+        switch mode {
+        case .stretch:
+            break
+        case .fit:
+            let scale = min(Double(ow) / sw, Double(oh) / sh)
+            output.width = min(ow, Self.rounded(sw * scale, step: outputStep.horizontal))
+            output.height = min(oh, Self.rounded(sh * scale, step: outputStep.vertical))
+            output.x = Self.floored((ow - output.width) / 2, step: outputStep.horizontal)
+            output.y = Self.floored((oh - output.height) / 2, step: outputStep.vertical)
+        case .fill:
+            let scale = max(Double(ow) / sw, Double(oh) / sh)
+            source.width = min(sourceSize.width, Self.rounded(Double(ow) / scale / aspect, step: sourceStep.horizontal))
+            source.height = min(sourceSize.height, Self.rounded(Double(oh) / scale, step: sourceStep.vertical))
+            source.x = Self.floored((sourceSize.width - source.width) / 2, step: sourceStep.horizontal)
+            source.y = Self.floored((sourceSize.height - source.height) / 2, step: sourceStep.vertical)
+        }
+    }
+
+    /// `value` rounded to the nearest multiple of `step`, at least one step.
+    private static func rounded(_ value: Double, step: Int) -> Int {
+        let s = max(step, 1)
+        return max(s, Int((value / Double(s)).rounded()) * s)
+    }
+
+    private static func floored(_ value: Int, step: Int) -> Int {
+        let s = max(step, 1)
+        return value / s * s
+    }
+}
