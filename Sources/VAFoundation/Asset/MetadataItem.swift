@@ -49,6 +49,27 @@ public struct MetadataItem: Sendable, Hashable, Codable {
     ]
 
     /// Items for every key of `dictionary`, sorted by key so output is stable.
+    /// `items` as they should be written into a `fileType` file: the container keys a muxer
+    /// writes itself are left out, and location, make and model given only under QuickTime's
+    /// reverse-DNS keys are also given under the common keys (MP4's `©xyz`, MOV's `©mak`/`©mod`),
+    /// which players that ignore QuickTime metadata read.
+    static func carriedOver(_ items: [MetadataItem]) -> [MetadataItem] {
+        let muxerKeys: Set<String> = ["major_brand", "minor_version", "compatible_brands", "encoder"]
+        var carried = items.filter { !muxerKeys.contains($0.key.lowercased()) }
+        let keys = Set(carried.map { $0.key.lowercased() })
+        for (common, quickTime) in [("location", "com.apple.quicktime.location.iso6709"), ("make", "com.apple.quicktime.make"),
+                                    ("model", "com.apple.quicktime.model")] where !keys.contains(common) {
+            if let item = carried.first(where: { $0.key.lowercased() == quickTime }) {
+                carried.append(MetadataItem(key: common, value: item.value))
+            }
+        }
+        return carried
+    }
+
+    /// True for reverse-DNS keys ("com.apple.quicktime.make"), which mp4/mov files hold only
+    /// in QuickTime metadata (`mdta` keys).
+    var isReverseDNS: Bool { key.split(separator: ".").count >= 3 }
+
     static func items(_ dictionary: [String: String]) -> [MetadataItem] {
         dictionary.keys.sorted().map { MetadataItem(key: $0, value: dictionary[$0]!) }
     }

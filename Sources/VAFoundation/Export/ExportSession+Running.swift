@@ -157,9 +157,8 @@ extension ExportSession {
         let writer = try AssetWriter(url: url, fileType: fileType, overwritesExistingFile: s.overwritesExistingFile)
         writer.shouldOptimizeForNetworkUse = s.shouldOptimizeForNetworkUse
         // Carry the source's metadata over, minus what the muxer writes itself.
-        let muxerKeys: Set<String> = ["major_brand", "minor_version", "compatible_brands", "encoder"]
         let sourceMetadata = try await asset.load(.metadata)
-        writer.metadata = s.metadata ?? sourceMetadata.filter { !muxerKeys.contains($0.key) }
+        writer.metadata = s.metadata ?? MetadataItem.carriedOver(sourceMetadata)
         run.withLock {
             $0.reader = reader
             $0.writer = writer
@@ -281,6 +280,13 @@ extension ExportSession {
         result.stoppedAtFileLengthLimit = tally.limitReached.withLock { $0 }
             || (limit.map { l in tally.bytes.withLock { $0.reduce(0, +) } >= l || writer.bytesWritten >= l } ?? false)
         result.outputBytes = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value ?? 0
+        // Said from what the file holds, read back, not from what was handed to the muxer.
+        let readBack: [MetadataItem] = (try? await Asset(url: url).load(.metadata)) ?? []
+        let kept = Set(readBack.map { $0.key.lowercased() })
+        let lost = writer.metadata.map(\.key).filter { !kept.contains($0.lowercased()) }
+        if !lost.isEmpty {
+            result.warnings.append("metadata a \(fileType) file cannot hold was left out: \(lost.joined(separator: ", "))")
+        }
         for lane in lanes {
             if let damage = (lane.output as? AssetReaderTrackOutput)?.damageReport {
                 result.warnings.append("track \(lane.track.trackID) (\(lane.track.mediaType)): \(damage)")

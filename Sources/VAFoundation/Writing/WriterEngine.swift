@@ -467,9 +467,10 @@ final class WriterEngine: @unchecked Sendable {
     private func muxerOptions() -> [(name: String, value: String)] {
         guard ["mp4", "mov", "ipod"].contains(configuration.fileType.muxerName) else { return [] }
         var options: [(name: String, value: String)] = []
+        var flags = ""
         let fragment = configuration.movieFragmentInterval
         if fragment.isNumeric && fragment > .zero {
-            options.append(("movflags", "+empty_moov+default_base_moof"))
+            flags += "+empty_moov+default_base_moof"
             options.append(("frag_duration", String(Int64((fragment.seconds * 1_000_000).rounded()))))
         } else if configuration.shouldOptimizeForNetworkUse {
             // Room reserved for the index after the header puts it first without faststart's
@@ -477,9 +478,13 @@ final class WriterEngine: @unchecked Sendable {
             if let reserved = indexReservation() {
                 options.append(("moov_size", String(reserved)))
             } else {
-                options.append(("movflags", "+faststart"))
+                flags += "+faststart"
             }
         }
+        // Reverse-DNS keys (a camera's location, make, model, creation date) are written as
+        // QuickTime metadata, as the camera wrote them; without this flag FFmpeg drops them.
+        if configuration.metadata.contains(where: \.isReverseDNS) { flags += "+use_metadata_tags" }
+        if !flags.isEmpty { options.append(("movflags", flags)) }
         if configuration.movieTimeScale > 0 { options.append(("movie_timescale", String(configuration.movieTimeScale))) }
         // FFmpeg doubles a video track's time scale until it reaches 10 000 unless told one.
         if let scale = pipelines.first(where: { $0.configuration.mediaType == .video && $0.configuration.mediaTimeScale > 0 })?
