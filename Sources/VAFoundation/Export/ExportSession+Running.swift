@@ -127,6 +127,12 @@ extension ExportSession {
     /// temporary file is deleted before it returns.
     private func perform(to url: URL, as fileType: FileType, softwareOnly: Bool,
                          leavingOut unreadable: [ExportResult.DroppedTrack]) async throws -> ExportResult {
+        defer {
+            // What the demuxer held queued at most, for the test seam.
+            if let probe = stageProbe, let queued = run.withLock({ $0.reader })?.demuxSession?.peakQueuedPackets {
+                probe.peakQueuedPackets = queued
+            }
+        }
         do {
             return try await attempt(to: url, as: fileType, softwareOnly: softwareOnly, leavingOut: unreadable)
         } catch {
@@ -156,6 +162,8 @@ extension ExportSession {
         reader.timeRange = range
         let writer = try AssetWriter(url: url, fileType: fileType, overwritesExistingFile: s.overwritesExistingFile)
         writer.shouldOptimizeForNetworkUse = s.shouldOptimizeForNetworkUse
+        let probe = stageProbe
+        writer.probe = probe
         // Carry the source's metadata over, minus what the muxer writes itself.
         let sourceMetadata = try await asset.load(.metadata)
         writer.metadata = s.metadata ?? MetadataItem.carriedOver(sourceMetadata)
@@ -235,6 +243,7 @@ extension ExportSession {
             throw MediaError(.noTracks, "nothing to export with \(preset.name): \(result.droppedTracks.map { "track \($0.trackID) (\($0.reason))" }.joined(separator: ", "))", path: asset.url.path)
         }
         for lane in lanes {
+            lane.output.probe = probe
             guard writer.canAdd(lane.input) else {
                 throw MediaError(.unsupported, "a \(fileType) file cannot hold track \(lane.track.trackID) as configured", path: url.path)
             }
@@ -260,7 +269,12 @@ extension ExportSession {
         // up to dozens of frames, written while finishing. The writer pushes each step.
         writer.observeWrittenDuration { [weak self] seconds in self?.advance(to: 0.97 * seconds / totalSeconds) }
         try reader.startReading()
+        if let probe {
+            if let demux = reader.demuxSession { probe.attach(demux) }
+            try probe.step(.sourceOpened)
+        }
         try writer.startWriting()
+        if let probe, let engine = writer.engine { probe.attach(engine) }
         try writer.startSession(atSourceTime: start)
         if range.end.isNumeric && range.end.seconds < duration.seconds { try writer.endSession(atSourceTime: range.end) }
 
@@ -275,6 +289,11 @@ extension ExportSession {
         if let error = reader.error { throw error }
         if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
         try await writer.finishWriting()
+        // A cancel that came while the file was being finished still wins: the file goes.
+        if run.withLock({ $0.cancelled }) {
+            unlink(url.path)
+            throw MediaError(.cancelled, "export cancelled", path: url.path)
+        }
         let written = tally.counts.withLock { $0 }
         for (i, lane) in lanes.enumerated() where lane.track.mediaType == .video { result.videoFrames = written[i] }
         result.stoppedAtFileLengthLimit = tally.limitReached.withLock { $0 }

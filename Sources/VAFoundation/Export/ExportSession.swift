@@ -27,6 +27,7 @@ public final class ExportSession: Sendable {
 
     public let asset: Asset
     public let preset: ExportPreset
+    private let probe = Mutex<StageProbe?>(nil)
     public var presetName: String { preset.name }
 
     struct Settings {
@@ -226,6 +227,12 @@ public final class ExportSession: Sendable {
             if yield { continuation.yield(state) }
             if ended { continuation.finish() }
         }
+    }
+
+    /// The embedded test seam (`StageProbe`): told of every stage's steps. Set before exporting.
+    var stageProbe: StageProbe? {
+        get { probe.withLock { $0 } }
+        set { probe.withLock { $0 = newValue } }
     }
 
     /// Stops the export; `export` throws a `.cancelled` error and leaves no file.

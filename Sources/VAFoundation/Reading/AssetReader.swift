@@ -108,6 +108,9 @@ public final class AssetReader: Sendable {
     }
 
     var isReading: Bool { state.withLock { $0.status == .reading } }
+
+    /// The demuxer session, once reading started (for the export's test seam).
+    var demuxSession: DemuxSession? { state.withLock { $0.session } }
 }
 
 /// The demuxer shared by a reader's outputs, with one packet queue per stream in use.
@@ -121,6 +124,9 @@ final class DemuxSession: Sendable {
         var endOfFile = false
         var cancelled = false
         var failure: FFmpegError?
+        /// Packets queued for outputs now, and the most at once.
+        var queued = 0
+        var peakQueued = 0
     }
 
     let path: String
@@ -153,7 +159,10 @@ final class DemuxSession: Sendable {
             while true {
                 if s.cancelled { return .cancelled }
                 guard s.queues[stream] != nil else { return .endOfStream }
-                if let packet = s.queues[stream]!.pop() { return .packet(packet) }
+                if let packet = s.queues[stream]!.pop() {
+                    s.queued -= 1
+                    return .packet(packet)
+                }
                 if let failure = s.failure {
                     throw MediaError(.corruptOrTruncated, "reading packets failed: \(failure.message)", path: path, underlying: failure)
                 }
@@ -171,6 +180,8 @@ final class DemuxSession: Sendable {
                 }
                 guard s.queues[packet.streamIndex] != nil else { continue }
                 s.queues[packet.streamIndex]!.push(packet)
+                s.queued += 1
+                s.peakQueued = max(s.peakQueued, s.queued)
             }
         }
     }
@@ -184,10 +195,15 @@ final class DemuxSession: Sendable {
 
     /// Stops queueing packets for `stream`: its output needs no more.
     func finish(stream: Int) {
-        state.withLock {
-            $0.queues[stream] = nil
+        state.withLock { s in
+            var dropped = s.queues[stream]
+            while dropped?.pop() != nil { s.queued -= 1 }
+            s.queues[stream] = nil
         }
     }
+
+    /// The most packets queued for outputs at once so far.
+    var peakQueuedPackets: Int { state.withLock { $0.peakQueued } }
 
     func cancel() { state.withLock { $0.cancelled = true } }
 }

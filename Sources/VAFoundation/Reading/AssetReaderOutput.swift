@@ -20,6 +20,8 @@ public class AssetReaderOutput: @unchecked Sendable {
         var copies = false
         weak var owner: AssetReader?
         var finished = false
+        var probe: StageProbe?
+        var produced = 0
     }
 
     private let state = Mutex(State())
@@ -36,6 +38,12 @@ public class AssetReaderOutput: @unchecked Sendable {
     }
 
     var isFinished: Bool { state.withLock { $0.finished } }
+
+    /// The export's test seam, told of each sample produced (set before reading starts).
+    var probe: StageProbe? {
+        get { state.withLock { $0.probe } }
+        set { state.withLock { $0.probe = newValue } }
+    }
 
     /// The demuxer streams this output reads.
     var streamIndices: [Int] { [] }
@@ -61,6 +69,9 @@ public class AssetReaderOutput: @unchecked Sendable {
         let sample: SampleBuffer?
         do {
             sample = try produceNext()
+            if let sample, let (probe, index) = state.withLock({ s in s.probe.map { p in defer { s.produced += 1 }; return (p, s.produced) } }) {
+                try probe.step(.sampleRead(mediaType, index: index, time: sample.presentationTimeStamp))
+            }
         } catch {
             reader?.fail(error)
             throw error

@@ -29,6 +29,7 @@ public final class AssetWriter: Sendable {
         var movieFragmentInterval = MediaTime.invalid
         var movieTimeScale: Int32 = 0
         var expectedContent: ExpectedContent?
+        var probe: StageProbe?
     }
     private let options = Mutex(Options())
     /// The hidden partial file being written, once `startWriting` has run.
@@ -71,6 +72,15 @@ public final class AssetWriter: Sendable {
         get { options.withLock { $0.shouldOptimizeForNetworkUse } }
         set { options.withLock { $0.shouldOptimizeForNetworkUse = newValue } }
     }
+    /// The export's test seam (set before `startWriting()`).
+    var probe: StageProbe? {
+        get { options.withLock { $0.probe } }
+        set { options.withLock { $0.probe = newValue } }
+    }
+
+    /// The engine (encoders and muxer) while writing, for the export's test seam.
+    var engine: AnyObject? { core.state.withLock { $0.engine } }
+
     /// How many samples and bytes of media the writer will be given at most.
     struct ExpectedContent: Sendable {
         var sampleCount: Int
@@ -176,7 +186,7 @@ public final class AssetWriter: Sendable {
             overwritesExistingFile: overwritesExistingFile, metadata: snapshot.metadata,
             shouldOptimizeForNetworkUse: snapshot.shouldOptimizeForNetworkUse,
             movieFragmentInterval: snapshot.movieFragmentInterval, movieTimeScale: snapshot.movieTimeScale,
-            expectedContent: snapshot.expectedContent)
+            expectedContent: snapshot.expectedContent, probe: snapshot.probe)
         try core.start(configuration, inputs: snapshot.inputs.map { $0.configurationSnapshot() })
     }
 

@@ -30,6 +30,8 @@ struct WriterConfiguration: Sendable {
     /// What the writer's caller knows it will write, when it knows (a remux: the source's
     /// index): lets a network-optimised mp4/mov reserve room for its index up front.
     var expectedContent: AssetWriter.ExpectedContent?
+    /// The export's test seam, told of each sample taken and of finishing.
+    var probe: StageProbe?
 }
 
 /// The encoders, the muxer and the timing state of one writer. Every member is touched only
@@ -58,6 +60,8 @@ final class WriterEngine: @unchecked Sendable {
         var lastWrittenDTS: Int64?
         /// Packets whose decode time had to be moved to keep decode times increasing.
         var dtsRepairs = 0
+        /// Samples taken so far.
+        var taken = 0
 
         init(_ configuration: WriterInputConfiguration) { self.configuration = configuration }
     }
@@ -206,6 +210,10 @@ final class WriterEngine: @unchecked Sendable {
         guard !closed else { return }
         let pipeline = pipelines[i]
         let pts = sample.presentationTimeStamp
+        if let probe = configuration.probe {
+            try probe.step(.sampleWritten(pipeline.configuration.mediaType, index: pipeline.taken, time: pts))
+            pipeline.taken += 1
+        }
         if sessionEnd.isNumeric && pts >= sessionEnd { return }
         let relative = pts - sessionStart
         do {
@@ -302,6 +310,7 @@ final class WriterEngine: @unchecked Sendable {
         guard headerWritten else {
             throw MediaError(.invalidState, "no input received a sample, so there is nothing to write", path: path)
         }
+        try configuration.probe?.step(.finishing)
         do {
             for pipeline in pipelines {
                 for packet in pipeline.held { try write(packet, pipeline) }

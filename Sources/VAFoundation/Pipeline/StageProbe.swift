@@ -1,0 +1,56 @@
+import Synchronization
+
+/// The export's embedded test seam: attached to an `ExportSession`, it is told of every step
+/// of every stage, on that stage's own thread, and may fail the step (by throwing) or slow it
+/// (by blocking, as a slow encoder or disk would). Tests use it to fail, cancel and starve the
+/// pipeline at each point deterministically; an export without one pays nothing.
+final class StageProbe: Sendable {
+    /// A point in the pipeline, told as it is reached.
+    enum Step: Sendable, Equatable {
+        /// The reader opened the file and prepared its decoders (on the export's task).
+        case sourceOpened
+        /// A reader output produced its `index`th sample (0-based), on the output's thread.
+        case sampleRead(MediaType, index: Int, time: MediaTime)
+        /// The writer's engine took its `index`th sample of an input, to encode or copy, on
+        /// the writer's thread.
+        case sampleWritten(MediaType, index: Int, time: MediaTime)
+        /// The writer is about to write the trailer and move the file into place.
+        case finishing
+    }
+
+    private let onStep: @Sendable (Step) throws(MediaError) -> Void
+    private let state = Mutex(State())
+
+    private struct State {
+        var stages: [WeakStage] = []
+        var peakQueuedPackets = 0
+    }
+
+    /// Weakly held stage state (a demuxer session, a writer engine), to see what outlives an export.
+    private struct WeakStage: @unchecked Sendable {
+        // @unchecked: only compared with nil, never used, and read under the probe's mutex.
+        weak var object: AnyObject?
+    }
+
+    init(_ onStep: @escaping @Sendable (Step) throws(MediaError) -> Void) {
+        self.onStep = onStep
+    }
+
+    func step(_ step: Step) throws(MediaError) { try onStep(step) }
+
+    /// Remembers a stage's state object, weakly.
+    func attach(_ stage: AnyObject) {
+        state.withLock { $0.stages.append(WeakStage(object: stage)) }
+    }
+
+    /// Stage state objects still alive: none once an export is over and its session is gone.
+    var liveStages: Int { state.withLock { $0.stages.filter { $0.object != nil }.count } }
+    /// How many stage objects were attached in all.
+    var attachedStages: Int { state.withLock { $0.stages.count } }
+
+    /// The most compressed packets the demuxer held queued for outputs at once.
+    var peakQueuedPackets: Int {
+        get { state.withLock { $0.peakQueuedPackets } }
+        set { state.withLock { $0.peakQueuedPackets = max($0.peakQueuedPackets, newValue) } }
+    }
+}
