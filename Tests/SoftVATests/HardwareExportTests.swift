@@ -1,7 +1,8 @@
 import FFmpegSupport
 import Foundation
+import Synchronization
 import Testing
-import VAFoundation
+@testable import VAFoundation
 import VATestSupport
 
 /// Exports through the VA-API paths on SoftVA: full hardware with zero host transfers,
@@ -186,23 +187,46 @@ import VATestSupport
         }
     }
 
+    /// The device fails at its 13th operation of one kind: the video goes on in software from
+    /// the keyframe of the group it was writing (MJPEG: every picture is one), without redoing
+    /// what was written, and every picture is in the output once, in order.
     @Test(arguments: ["encode", "decode", "vpp"])
-    func aDeviceFailingMidStreamRestartsTheOutputInSoftware(failingStage: String) async throws {
+    func aDeviceFailingMidStreamGoesOnInSoftwareFromTheLastKeyframe(failingStage: String) async throws {
         let dir = try TemporaryDirectory()
         let source = URL(fileURLWithPath: dir.file("source.mov"))
         try await Self.writeMJPEGSource(to: source)
         let options = SoftVAOptions(failAfter: 12, failStatus: "VA_STATUS_ERROR_HW_BUSY", failOn: failingStage)
-        try await Self.withDevice(options) { device in
-            let result = try await Self.exportJPEG(source, to: URL(fileURLWithPath: dir.file("out.mov"))) { $0.hardwareDevice = device }
-
-            #expect(result.path == .software, "\(result.pathReason)")
-            #expect(result.fallbackReason != nil)
-            #expect(result.pathReason.contains("restarted"))
-            #expect(result.videoFrames == Self.frames)
-            #expect(try Self.frameCount(result.outputURL.path) == Self.frames, "the output is complete")
-            let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.contains("vaf-partial") }
-            #expect(leftovers.isEmpty, "no partial file of the failed attempt: \(leftovers)")
+        let videoReads = Mutex(0)
+        let probe = StageProbe { step throws(MediaError) in
+            if case .sampleRead(.video, _, _) = step { videoReads.withLock { $0 += 1 } }
         }
+        try await Self.withDevice(options) { device in
+            let result = try await Self.exportJPEG(source, to: URL(fileURLWithPath: dir.file("out.mov"))) {
+                $0.hardwareDevice = device
+                $0.stageProbe = probe
+            }
+
+            #expect(result.fallbackReason != nil)
+            #expect(result.pathReason.contains("went on in software from the keyframe at"), "\(result.pathReason)")
+            #expect(result.warnings.contains { $0.hasPrefix("device failure: the video went on in software") }, "\(result.warnings)")
+            #expect(result.videoFrames == Self.frames)
+            let times = try Self.videoPacketTimes(result.outputURL.path)
+            #expect(times.count == Self.frames, "every picture once: \(times.count)")
+            #expect(times == times.sorted() && Set(times).count == times.count, "in order, none twice: \(times)")
+            #expect(try Self.frameCount(result.outputURL.path) == Self.frames, "the output decodes whole")
+            // Restarting from the beginning would read the first dozen pictures twice.
+            let reads = videoReads.withLock { $0 }
+            #expect(reads < Self.frames + 12, "\(reads) pictures read for \(Self.frames)")
+            let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.contains("vaf-partial") }
+            #expect(leftovers.isEmpty, "no partial file: \(leftovers)")
+        }
+    }
+
+    /// Presentation times of the first video stream's packets, in file order.
+    static func videoPacketTimes(_ path: String) throws -> [Double] {
+        let result = try runChecked(Tools.ffprobe, ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time",
+                                                    "-of", "csv=p=0", path])
+        return result.stdout.split(separator: "\n").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
     }
 
     @Test func underRequireADeviceFailingMidStreamFailsTheExport() async throws {

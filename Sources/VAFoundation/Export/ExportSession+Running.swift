@@ -171,6 +171,8 @@ extension ExportSession {
             $0.reader = reader
             $0.writer = writer
             $0.usesDevice = false
+            $0.resumedReaders = []
+            $0.resumption = nil
         }
         if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
 
@@ -222,7 +224,12 @@ extension ExportSession {
             input.observations = observations
             input.transform = video.preferredTransform
             let converter = plan.frameRate.map { FrameRateConverter(framesPerSecond: $0, start: start) }
-            lanes.append(Lane(track: video, output: output, input: input, converter: converter, bitRate: videoSettings.averageBitRate ?? 0))
+            // On a device, unless the policy requires it, a failure resumes the video in software.
+            let resumable = hardware != nil && hardwarePolicy != .require
+            input.resumable = resumable
+            output.recoversFromDeviceFailures = resumable && hardware?.decodesOnDevice == true
+            lanes.append(Lane(track: video, output: output, input: input, converter: converter, bitRate: videoSettings.averageBitRate ?? 0,
+                              resumesWith: resumable ? videoSettings : nil))
         }
         if let audioSettings = plan.audioSettings, let first = plan.audioTracks.first {
             let pcm = LinearPCMSettings(sampleRate: audioSettings.sampleRate, channelCount: audioSettings.channelCount,
@@ -316,10 +323,18 @@ extension ExportSession {
         let ran = observations.snapshot
         result.hostTransfers = ran.transfers
         result.hostTransferBytes = ran.transferBytes
-        if let path = observations.path, path != plan.path {
+        let resumption = run.withLock { $0.resumption }
+        if resumption == nil, let path = observations.path, path != plan.path {
             result.warnings.append("planned the \(plan.path.rawValue) path but ran the \(path.rawValue) one: \(observations.summary)")
             result.path = path
             result.pathReason = "\(observations.summary) (the plan was: \(plan.pathReason))"
+        }
+        if let resumed = resumption {
+            let seconds = String(format: "%.3f", resumed.at.seconds)
+            result.fallbackReason = resumed.cause
+            result.path = .software
+            result.pathReason = "the device failed mid-export (\(resumed.cause)); the video went on in software from the keyframe at \(seconds) s, keeping the \(resumed.framesKept) pictures before it"
+            result.warnings.append("device failure: the video went on in software from the keyframe at \(seconds) s (picture \(resumed.framesKept)): \(resumed.cause)")
         }
         result.durationSeconds = totalSeconds
         return result
@@ -336,7 +351,9 @@ extension ExportSession {
                 group.addTask {
                     defer { pacer.finish(i) }
                     var converter = lane.converter
-                    var samples = lane.output.sampleBuffers.makeAsyncIterator()
+                    var output = lane.output
+                    var samples = output.sampleBuffers.makeAsyncIterator()
+                    var resumable = lane.resumesWith != nil
                     while true {
                         try Task.checkCancellation()
                         try await pacer.waitForTurn(i)
@@ -363,11 +380,22 @@ extension ExportSession {
                             try await lane.input.append(contentsOf: batch)
                             tally.counts.withLock { $0[i] += batch.count }
                         } else {
-                            guard let sample = try await samples.next() else { break }
-                            batch = [sample]
-                            for out in converter != nil ? converter!.push(sample) : [sample] {
-                                try await lane.input.append(out)
-                                tally.counts.withLock { $0[i] += 1 }
+                            do {
+                                guard let sample = try await samples.next() else { break }
+                                batch = [sample]
+                                for out in converter != nil ? converter!.push(sample) : [sample] {
+                                    try await lane.input.append(out)
+                                    tally.counts.withLock { $0[i] += 1 }
+                                }
+                            } catch let failure as MediaError where resumable && Self.isDeviceFailure(failure, of: output) {
+                                // Once: the software stages that take over have no device to lose.
+                                resumable = false
+                                let resumed = try await self.resumeInSoftware(lane, replacing: output, after: failure, end: end)
+                                output = resumed.output
+                                samples = output.sampleBuffers.makeAsyncIterator()
+                                converter = converter.map { FrameRateConverter(resuming: $0, at: resumed.at) }
+                                tally.counts.withLock { $0[i] = resumed.framesKept }
+                                continue
                             }
                         }
                         let last = batch[batch.count - 1]
@@ -413,6 +441,38 @@ extension ExportSession {
             // (`waitForAll` would wait for them, and they would wait forever.)
             while try await group.next() != nil {}
         }
+    }
+
+    /// A failure of the device under a video lane: a stage on the device (the decoder, which
+    /// rethrows at once there, the video processor, or the encoder) gave up.
+    private static func isDeviceFailure(_ error: MediaError, of output: AssetReaderOutput) -> Bool {
+        error.code == .hardwareFailed || (error.code == .decodeFailed && (output as? AssetReaderTrackOutput)?.hardwareDevice != nil)
+    }
+
+    /// Goes on with a video lane in software after its device failed: the writer drops the
+    /// open group of pictures and switches to the software encoder, and a new reader decodes
+    /// the track in software from that group's keyframe. Nothing before it is redone.
+    private func resumeInSoftware(_ lane: Lane, replacing failed: AssetReaderOutput, after failure: MediaError,
+                                  end: MediaTime) async throws -> (output: AssetReaderTrackOutput, at: MediaTime, framesKept: Int) {
+        guard let settings = lane.resumesWith else { throw failure }
+        // The device decoder goes, and the shared demuxer stops queueing the track for it.
+        failed.releaseResources()
+        let (resumeAt, framesKept) = try await lane.input.resumeInSoftware()
+        let reader = AssetReader(asset: asset)
+        reader.timeRange = MediaTimeRange(start: resumeAt, duration: end.isNumeric ? end - resumeAt : .positiveInfinity)
+        let output = try AssetReaderTrackOutput(track: lane.track, outputSettings: .video(PixelBufferAttributes(
+            pixelFormat: settings.pixelFormat ?? .yuv420p, width: settings.width, height: settings.height, scalingMode: settings.scalingMode)))
+        output.probe = stageProbe
+        try reader.add(output)
+        let cause = failure.message + (failure.underlying.map { " (\($0))" } ?? "")
+        let cancelled = run.withLock { r -> Bool in
+            r.resumedReaders.append(reader)
+            r.resumption = (resumeAt, framesKept, cause)
+            return r.cancelled
+        }
+        if cancelled { throw MediaError(.cancelled, "export cancelled", path: asset.url.path) }
+        try reader.startReading()
+        return (output, resumeAt, framesKept)
     }
 
     /// A remux (every lane copies packets) runs as one stage on the writer's thread: it reads
@@ -508,6 +568,9 @@ extension ExportSession {
         var bitRate = 0
         /// The lane copies compressed packets (passthrough): they cross threads in batches.
         var copiesPackets = false
+        /// A video lane on a device that goes on in software, from its open group's keyframe,
+        /// when the device fails: its output settings for that.
+        var resumesWith: VideoSettings?
     }
 
     /// Copied packets handed from reader to writer at once, and the most decode time one

@@ -57,6 +57,10 @@ public final class ExportSession: Sendable {
         var cancelled = false
         /// The attempt under way puts a stage on the device (so a failure restarts in software).
         var usesDevice = false
+        /// Readers opened to resume a video track in software after its device failed.
+        var resumedReaders: [AssetReader] = []
+        /// Where the video went on in software, and why.
+        var resumption: (at: MediaTime, framesKept: Int, cause: String)?
     }
 
     let settings = Mutex(Settings())
@@ -250,11 +254,11 @@ public final class ExportSession: Sendable {
 
     /// Flags the export cancelled and stops its reader; returns the writer, still to be cancelled.
     private func markCancelled() -> AssetWriter? {
-        let (reader, writer) = run.withLock { r -> (AssetReader?, AssetWriter?) in
+        let (readers, writer) = run.withLock { r -> ([AssetReader], AssetWriter?) in
             r.cancelled = true
-            return (r.reader, r.writer)
+            return ((r.reader.map { [$0] } ?? []) + r.resumedReaders, r.writer)
         }
-        reader?.cancelReading()
+        for reader in readers { reader.cancelReading() }
         return writer
     }
 }

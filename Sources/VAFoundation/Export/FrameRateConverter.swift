@@ -21,6 +21,13 @@ struct FrameRateConverter {
         self.start = start
     }
 
+    /// The same rate on a grid starting at `start`, holding nothing: for resuming at one of
+    /// this converter's ticks.
+    init(resuming converter: FrameRateConverter, at start: MediaTime) {
+        frameDuration = converter.frameDuration
+        self.start = start
+    }
+
     private func tickTime(_ index: Int64) -> MediaTime {
         start + MediaTime(value: frameDuration.value * index, timescale: frameDuration.timescale)
     }

@@ -22,6 +22,7 @@ public class AssetReaderOutput: @unchecked Sendable {
         var finished = false
         var probe: StageProbe?
         var produced = 0
+        var recoversFromDeviceFailures = false
     }
 
     private let state = Mutex(State())
@@ -38,6 +39,13 @@ public class AssetReaderOutput: @unchecked Sendable {
     }
 
     var isFinished: Bool { state.withLock { $0.finished } }
+
+    /// A device failure (its decoder or video processor giving up) ends only this output, not
+    /// the reader: the export goes on with the track in software (set by the export).
+    var recoversFromDeviceFailures: Bool {
+        get { state.withLock { $0.recoversFromDeviceFailures } }
+        set { state.withLock { $0.recoversFromDeviceFailures = newValue } }
+    }
 
     /// The export's test seam, told of each sample produced (set before reading starts).
     var probe: StageProbe? {
@@ -73,7 +81,11 @@ public class AssetReaderOutput: @unchecked Sendable {
                 try probe.step(.sampleRead(mediaType, index: index, time: sample.presentationTimeStamp))
             }
         } catch {
-            reader?.fail(error)
+            if recoversFromDeviceFailures && (error.code == .hardwareFailed || error.code == .decodeFailed) {
+                state.withLock { $0.finished = true }
+            } else {
+                reader?.fail(error)
+            }
             throw error
         }
         guard let sample else {
@@ -205,7 +217,10 @@ public final class AssetReaderTrackOutput: AssetReaderOutput, @unchecked Sendabl
     /// once reading is done (the pipeline is its consumer's), before `releaseResources()`.
     var damageReport: String? { pipeline?.damageReport }
 
-    override func dropPipeline() { pipeline = nil }
+    override func dropPipeline() {
+        pipeline?.stop()
+        pipeline = nil
+    }
 }
 
 extension SampleBuffer {

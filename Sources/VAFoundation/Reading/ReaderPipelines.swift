@@ -3,6 +3,8 @@ import FFmpegSupport
 /// Produces one track's samples for a reader output.
 protocol TrackPipeline: AnyObject {
     func next() throws(MediaError) -> SampleBuffer?
+    /// Stops reading the stream: the shared demuxer queues no more of its packets.
+    func stop()
     /// Damaged packets skipped so far, in words; nil when none.
     var damageReport: String? { get }
 }
@@ -96,6 +98,8 @@ final class PassthroughPipeline: TrackPipeline {
             return settled.removeFirst()
         }
     }
+
+    func stop() { session.finish(stream: track.streamIndex) }
 
     /// The track's shortest frame duration in its time base, 0 when unknown.
     private var frameDurationTicks: Int64 {
@@ -322,6 +326,8 @@ final class VideoDecodePipeline: TrackPipeline {
         return nil
     }
 
+    func stop() { loop.stop() }
+
     private func outputFormat(_ picture: PixelBuffer) -> FormatDescription {
         var format = track.formatDescription
         format.video?.width = picture.width
@@ -455,6 +461,8 @@ final class AudioDecodePipeline: TrackPipeline {
     }
 
     var outputRate: Int { resampler?.outputSampleRate ?? pcm.sampleRate ?? track.formatDescription.audio?.sampleRate ?? 48000 }
+
+    func stop() { loop.stop() }
 
     func next() throws(MediaError) -> SampleBuffer? {
         while true {

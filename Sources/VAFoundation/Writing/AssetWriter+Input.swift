@@ -29,8 +29,17 @@ public final class AssetWriterInput: Sendable {
         var expectsMediaDataInRealTime = false
         var hardwareDevice: VideoDevice?
         var observations: StageObservations?
+        var resumable = false
     }
     private let properties = Mutex(Properties())
+
+    /// The export may resume this video input in software after its device fails: the writer
+    /// holds each group of pictures back until the next keyframe, so the open one can be
+    /// dropped and redone (set by the export before writing starts).
+    var resumable: Bool {
+        get { properties.withLock { $0.resumable } }
+        set { properties.withLock { $0.resumable = newValue } }
+    }
 
     /// Where an export's stages record what they did (set by the export before writing starts).
     var observations: StageObservations? {
@@ -149,6 +158,13 @@ public final class AssetWriterInput: Sendable {
         }
     }
 
+    /// Drops the open group of pictures and goes on with the software encoder (after a device
+    /// failure); returns the source time to append from again and the pictures kept before it.
+    func resumeInSoftware() async throws(MediaError) -> (resumeAt: MediaTime, framesKept: Int) {
+        let (core, index) = try writer()
+        return try await core.resumeInSoftware(input: index)
+    }
+
     /// No more samples will be appended; the encoder is flushed and other inputs stop
     /// waiting for this one.
     public func markAsFinished() {
@@ -177,7 +193,7 @@ public final class AssetWriterInput: Sendable {
         let p = properties.withLock { $0 }
         return WriterInputConfiguration(mediaType: mediaType, settings: outputSettings, sourceFormatHint: sourceFormatHint,
                                         transform: p.transform, languageCode: p.languageCode, mediaTimeScale: p.mediaTimeScale,
-                                        expectsMediaDataInRealTime: p.expectsMediaDataInRealTime, hardwareDevice: p.hardwareDevice,
+                                        expectsMediaDataInRealTime: p.expectsMediaDataInRealTime, hardwareDevice: p.hardwareDevice, resumable: p.resumable,
                                         observations: p.observations)
     }
 

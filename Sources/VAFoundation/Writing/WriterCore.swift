@@ -26,6 +26,8 @@ final class WriterCore: Sendable {
         /// Presentation time of the latest sample appended.
         var latest = MediaTime.invalid
         var finished = false
+        /// The input's device failed; appends fail with this until it is resumed in software.
+        var deviceFailure: MediaError?
     }
 
     /// What an append should do, decided under the lock.
@@ -99,6 +101,7 @@ final class WriterCore: Sendable {
         guard !s.inputs[i].finished else {
             return .failed(MediaError(.invalidState, "input \(i) was marked as finished", path: destinationPath))
         }
+        if let failure = s.inputs[i].deviceFailure { return .failed(failure) }
         guard time.isNumeric else {
             return .failed(MediaError(.invalidArgument, "input \(i): the sample's presentation time is not numeric", path: destinationPath))
         }
@@ -212,7 +215,15 @@ final class WriterCore: Sendable {
         queue.async { [self] in
             do {
                 for sample in samples { try engine.process(sample, input: i) }
-            } catch { fail(error, engine: engine) }
+            } catch {
+                if engine.awaitsResume(i) {
+                    // The writer goes on; the input's appender resumes it in software.
+                    let failure = error as? MediaError ?? MediaError(.hardwareFailed, "\(error)", path: destinationPath)
+                    state.withLock { $0.inputs[i].deviceFailure = failure }
+                } else {
+                    fail(error, engine: engine)
+                }
+            }
             state.withLock { $0.inputs[i].queued -= samples.count }
             wakeWaiters()
         }
@@ -236,6 +247,29 @@ final class WriterCore: Sendable {
         }
         wakeWaiters()
         try outcome.get()
+    }
+
+    /// Resumes input `i` in software after its device failed (or its source's did): see
+    /// `WriterEngine.resumeInSoftware`. Returns where the appender must start again.
+    func resumeInSoftware(input i: Int) async throws(MediaError) -> (resumeAt: MediaTime, framesKept: Int) {
+        let engine = try state.withLock { s throws(MediaError) -> WriterEngine in
+            guard s.status == .writing, let engine = s.engine else {
+                throw s.error ?? MediaError(.invalidState, "cannot resume: the writer is \(s.status)", path: destinationPath)
+            }
+            return engine
+        }
+        let outcome: Result<(resumeAt: MediaTime, framesKept: Int), MediaError> = await withCheckedContinuation { c in
+            queue.async {
+                c.resume(returning: Result { () throws(MediaError) in try engine.resumeInSoftware(input: i) })
+            }
+        }
+        let resumed = try outcome.get()
+        state.withLock { s in
+            s.inputs[i].deviceFailure = nil
+            s.inputs[i].latest = resumed.resumeAt
+        }
+        wakeWaiters()
+        return resumed
     }
 
     func markFinished(_ i: Int) {

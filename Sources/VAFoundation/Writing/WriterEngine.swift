@@ -13,6 +13,9 @@ struct WriterInputConfiguration: Sendable {
     var expectsMediaDataInRealTime: Bool
     /// Encode on this VA-API device instead of in software.
     var hardwareDevice: VideoDevice?
+    /// Hold each group of pictures until the next keyframe, so that after a device failure
+    /// the open one can be dropped and the input resumed in software from its keyframe.
+    var resumable = false
     /// Told where the video stage encoded and scaled, and of each surface/host copy.
     var observations: StageObservations?
 }
@@ -62,6 +65,12 @@ final class WriterEngine: @unchecked Sendable {
         var dtsRepairs = 0
         /// Samples taken so far.
         var taken = 0
+        /// A resumable input's packets since its latest keyframe, written once the next one comes.
+        var openGOP: [Packet] = []
+        /// Video packets delivered (written or waiting for the header) before the open group.
+        var framesKept = 0
+        /// The device under this input failed: its samples are ignored until it is resumed.
+        var deviceFailed = false
 
         init(_ configuration: WriterInputConfiguration) { self.configuration = configuration }
     }
@@ -209,6 +218,7 @@ final class WriterEngine: @unchecked Sendable {
     func process(_ sample: SampleBuffer, input i: Int) throws(MediaError) {
         guard !closed else { return }
         let pipeline = pipelines[i]
+        guard !pipeline.deviceFailed else { return }
         let pts = sample.presentationTimeStamp
         if let probe = configuration.probe {
             try probe.step(.sampleWritten(pipeline.configuration.mediaType, index: pipeline.taken, time: pts))
@@ -248,7 +258,12 @@ final class WriterEngine: @unchecked Sendable {
             }
         } catch let error as FFmpegError {
             let code: MediaError.Code = error.function.hasPrefix("av_interleaved") || error.function.hasPrefix("avformat") ? .writeFailed : .encodeFailed
-            throw MediaError(code, "input \(i): \(pipeline.encoderName.map { "\($0) failed" } ?? "writing failed") at \(pts.seconds) s", path: path, underlying: error)
+            let failure = MediaError(code, "input \(i): \(pipeline.encoderName.map { "\($0) failed" } ?? "writing failed") at \(pts.seconds) s", path: path, underlying: error)
+            if code == .encodeFailed && pipeline.configuration.resumable && pipeline.configuration.hardwareDevice != nil {
+                pipeline.deviceFailed = true
+                throw MediaError(.hardwareFailed, failure.message, path: path, underlying: error)
+            }
+            throw failure
         } catch let error as MediaError {
             throw error
         } catch {
@@ -281,6 +296,43 @@ final class WriterEngine: @unchecked Sendable {
         try emit([packet], pipeline)
     }
 
+    // MARK: Resuming after a device failure
+
+    /// True when input `i`'s device failed and it waits to be resumed in software (the
+    /// writer itself goes on).
+    func awaitsResume(_ i: Int) -> Bool { pipelines.indices.contains(i) && pipelines[i].deviceFailed }
+
+    /// Drops input `i`'s open group of pictures and the frames its encoder holds, closes that
+    /// encoder (and the device context under it) and opens the software encoder for the same
+    /// settings, which writes its parameter sets in the stream. Returns the source time to
+    /// resume from (the open group's keyframe; the session start when nothing was written)
+    /// and how many pictures were kept before it.
+    func resumeInSoftware(input i: Int) throws(MediaError) -> (resumeAt: MediaTime, framesKept: Int) {
+        let pipeline = pipelines[i]
+        guard !closed, pipeline.configuration.resumable, let old = pipeline.video,
+              case .video(let settings) = pipeline.configuration.settings else {
+            throw MediaError(.invalidState, "input \(i) cannot be resumed in software", path: path)
+        }
+        let keyframe = (pipeline.openGOP.first ?? pipeline.pendingVideo)?.pts
+        let resumeAt = keyframe.map { sessionStart + MediaTime(value: $0 * Int64(pipeline.timeBase.numerator), timescale: pipeline.timeBase.denominator) } ?? sessionStart
+        pipeline.openGOP = []
+        pipeline.pendingVideo = nil
+        pipeline.lastPTS = nil
+        pipeline.video = nil
+        let plan = try WriterCodecs.videoConfiguration(settings, timeBase: old.encoder.timeBase, globalHeader: false,
+                                                        realTime: pipeline.configuration.expectsMediaDataInRealTime)
+        let encoder = try openEncoder(plan.name, plan.configuration, input: i)
+        do {
+            pipeline.video = try WriterVideoStage(encoder: encoder, scalingMode: settings.scalingMode,
+                                                  fullRange: settings.colorProperties?.fullRange, observations: pipeline.configuration.observations)
+        } catch {
+            throw MediaError(.encodeFailed, "cannot prepare frames for \(plan.name)", path: path, underlying: error)
+        }
+        pipeline.encoderName = plan.name
+        pipeline.deviceFailed = false
+        return (resumeAt, pipeline.framesKept)
+    }
+
     // MARK: Finishing
 
     /// Flushes input `i`'s encoder; after this it takes no more samples.
@@ -293,6 +345,7 @@ final class WriterEngine: @unchecked Sendable {
             if let video = pipeline.video { try emit(video.finish(), pipeline) }
             if let audio = pipeline.audio { try emit(audio.finish(), pipeline) }
             try flushPendingVideo(pipeline)
+            try releaseOpenGOP(pipeline)
             try writeHeaderIfReady()
             if let stream = pipeline.streamIndex { written.withLock { $0[stream]?.finished = true } }
         } catch let error as MediaError {
@@ -393,6 +446,23 @@ final class WriterEngine: @unchecked Sendable {
     }
 
     private func deliver(_ packet: Packet, _ pipeline: Pipeline) throws {
+        if pipeline.configuration.resumable && pipeline.video != nil {
+            if packet.isKeyframe { try releaseOpenGOP(pipeline) }
+            pipeline.openGOP.append(packet)
+            return
+        }
+        try deliverNow(packet, pipeline)
+    }
+
+    /// Delivers a resumable input's held group of pictures: a later keyframe closed it.
+    private func releaseOpenGOP(_ pipeline: Pipeline) throws {
+        let group = pipeline.openGOP
+        pipeline.openGOP = []
+        pipeline.framesKept += group.count
+        for packet in group { try deliverNow(packet, pipeline) }
+    }
+
+    private func deliverNow(_ packet: Packet, _ pipeline: Pipeline) throws {
         if !headerWritten || pipeline.audio != nil {
             pipeline.held.append(packet)
             if pipeline.audio != nil { trimHeldAudio(pipeline) }
