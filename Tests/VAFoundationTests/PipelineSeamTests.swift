@@ -143,4 +143,41 @@ struct PipelineSeamTests {
         #expect(spread > .zero)
         #expect(spread <= bound, "one track ran \(spread.seconds) s ahead of another at the writer (bound \(bound.seconds) s)")
     }
+
+    /// The decoders behind an output are confined to one consumer at a time: a second thread
+    /// reading while the first is inside is refused with a clear error, not raced.
+    @Test func aSecondConsumerOfOneOutputIsRefusedNotRaced() async throws {
+        let asset = Asset(url: clip)
+        let tracks = try await asset.load(.tracks)
+        let track = try #require(tracks.first { $0.mediaType == .video })
+        let reader = AssetReader(asset: asset)
+        let output = try AssetReaderTrackOutput(track: track, outputSettings: .video(PixelBufferAttributes(pixelFormat: .yuv420p)))
+        let inside = DispatchSemaphore(value: 0), letGo = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
+        output.probe = StageProbe { step throws(MediaError) in
+            if case .sampleRead(_, 0, _) = step {
+                inside.signal()
+                letGo.wait()
+            }
+        }
+        try reader.add(output)
+        try reader.startReading()
+        let firstGotASample = Mutex(false)
+        DispatchQueue.global().async {
+            let sample = try? output.copyNextSampleBuffer()
+            firstGotASample.withLock { $0 = sample != nil }
+            done.signal()
+        }
+        inside.wait()
+        do {
+            _ = try output.copyNextSampleBuffer()
+            Issue.record("a second consumer read while the first was inside")
+        } catch let error as MediaError {
+            #expect(error.code == .invalidState && error.message.contains("one consumer at a time"), "\(error)")
+        }
+        letGo.signal()
+        done.wait()
+        #expect(firstGotASample.withLock { $0 })
+        #expect(try output.copyNextSampleBuffer() != nil, "one consumer at a time goes on reading")
+        #expect(reader.status == .reading)
+    }
 }

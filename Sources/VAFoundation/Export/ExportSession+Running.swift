@@ -152,11 +152,13 @@ extension ExportSession {
         let s = settings.withLock { $0 }
         let range = s.timeRange
         let start = range.start.isNumeric ? range.start : .zero
-        let endSeconds = min(range.end.isNumeric ? range.end.seconds : .infinity, duration.seconds)
-        let totalSeconds = max(endSeconds - start.seconds, 0.001)
-        guard endSeconds > start.seconds else {
-            throw MediaError(.invalidArgument, "the time range \(start.seconds)–\(endSeconds) s holds no media", path: asset.url.path)
+        // Where the exported media ends: the range's end, or the asset's.
+        let stop = range.end.isNumeric ? min(range.end, duration) : duration
+        guard stop > start else {
+            throw MediaError(.invalidArgument, "the time range \(start.seconds)–\(stop.seconds) s holds no media", path: asset.url.path)
         }
+        // Progress and the reported duration are fractions and seconds for people, not engine time.
+        let totalSeconds = max((stop - start).seconds, 0.001)
 
         let reader = AssetReader(asset: asset)
         reader.timeRange = range
@@ -283,7 +285,7 @@ extension ExportSession {
         try writer.startWriting()
         if let probe, let engine = writer.engine { probe.attach(engine) }
         try writer.startSession(atSourceTime: start)
-        if range.end.isNumeric && range.end.seconds < duration.seconds { try writer.endSession(atSourceTime: range.end) }
+        if range.end.isNumeric && range.end < duration { try writer.endSession(atSourceTime: range.end) }
 
         let limit = s.fileLengthLimit
         let tally = LaneTally(lanes: lanes.count)
@@ -420,8 +422,7 @@ extension ExportSession {
                         }
                     }
                     if var c = converter {
-                        let stop = end.isNumeric ? min(end.seconds, duration.seconds) : duration.seconds
-                        for out in c.finish(end: MediaTime(seconds: stop, preferredTimescale: 90000)) {
+                        for out in c.finish(end: end.isNumeric ? min(end, duration) : duration) {
                             try await lane.input.append(out)
                             tally.counts.withLock { $0[i] += 1 }
                         }

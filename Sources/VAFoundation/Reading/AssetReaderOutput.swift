@@ -26,6 +26,9 @@ public class AssetReaderOutput: @unchecked Sendable {
     }
 
     private let state = Mutex(State())
+    /// Set while a thread is producing a sample: the decoders behind an output are confined to
+    /// one consumer at a time, and a second one is refused instead of racing it.
+    private let producing = Atomic<Bool>(false)
     /// Serialises the blocking work of `copyNextSampleBuffer` for async consumers.
     private let queue = DispatchQueue(label: "vafoundation.reader-output")
 
@@ -74,6 +77,11 @@ public class AssetReaderOutput: @unchecked Sendable {
             return nil
         }
         guard !isFinished else { return nil }
+        guard producing.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
+            throw MediaError(.invalidState, "two threads read one \(mediaType) output at once; an output has one consumer at a time",
+                             path: reader?.asset.url.path)
+        }
+        defer { producing.store(false, ordering: .releasing) }
         let sample: SampleBuffer?
         do {
             sample = try produceNext()

@@ -298,7 +298,7 @@ final class WriterCore: Sendable {
 
     /// Opens the encoders and the temporary file (on the queue, waiting for it).
     func start(_ configuration: WriterConfiguration, inputs: [WriterInputConfiguration]) throws(MediaError) {
-        let engine = WriterEngine(configuration: configuration, didWrite: writeObserver.withLock { $0 })
+        let engine = WriterEngine(configuration: configuration, queue: queue, didWrite: writeObserver.withLock { $0 })
         try state.withLock { s throws(MediaError) in
             guard s.status == .unknown else {
                 throw MediaError(.invalidState, "startWriting was already called (the writer is \(s.status))", path: destinationPath)

@@ -39,7 +39,9 @@ struct WriterConfiguration: Sendable {
 
 /// The encoders, the muxer and the timing state of one writer. Every member is touched only
 /// on the writer's serial queue (`WriterCore.queue`), which is what makes the unchecked
-/// `Sendable` conformance sound: FFmpeg contexts never leave that queue.
+/// `Sendable` conformance sound: FFmpeg contexts never leave that queue. Each entry point
+/// checks it runs there (`dispatchPrecondition`), so a call from elsewhere traps at once.
+// @unchecked: confined to the writer's queue, checked at every entry point.
 final class WriterEngine: @unchecked Sendable {
     /// One input's stage, stream and held-back packets.
     final class Pipeline {
@@ -88,10 +90,17 @@ final class WriterEngine: @unchecked Sendable {
     /// Told the written duration (`writtenSeconds`) after each packet reaches the muxer.
     private let didWrite: (@Sendable (Double) -> Void)?
 
-    init(configuration: WriterConfiguration, didWrite: (@Sendable (Double) -> Void)? = nil) {
+    /// The writer's queue, the only one the engine runs on.
+    private let queue: DispatchQueue
+
+    init(configuration: WriterConfiguration, queue: DispatchQueue, didWrite: (@Sendable (Double) -> Void)? = nil) {
         self.configuration = configuration
+        self.queue = queue
         self.didWrite = didWrite
     }
+
+    /// Traps unless called on the writer's queue: the engine's FFmpeg contexts live there.
+    private func checkConfinement() { dispatchPrecondition(condition: .onQueue(queue)) }
 
     /// Seconds of media (after the session start) each input has handed to the muxer, and
     /// whether it is finished; readable from any thread.
@@ -112,6 +121,7 @@ final class WriterEngine: @unchecked Sendable {
 
     /// Creates the temporary file and opens an encoder for every input that encodes.
     func open(_ inputs: [WriterInputConfiguration]) throws(MediaError) {
+        checkConfinement()
         let fileType = configuration.fileType
         if configuration.movieFragmentInterval.isValid || configuration.movieTimeScale > 0 {
             guard ["mp4", "mov", "ipod"].contains(fileType.muxerName) else {
@@ -187,10 +197,14 @@ final class WriterEngine: @unchecked Sendable {
 
     // MARK: Session
 
-    func startSession(at time: MediaTime) { sessionStart = time }
+    func startSession(at time: MediaTime) {
+        checkConfinement()
+        sessionStart = time
+    }
 
     /// Later samples at or after `time` are dropped; held audio packets are trimmed to it.
     func endSession(at time: MediaTime) {
+        checkConfinement()
         sessionEnd = time
         for pipeline in pipelines {
             guard let audio = pipeline.audio else { continue }
@@ -216,6 +230,7 @@ final class WriterEngine: @unchecked Sendable {
 
     /// Encodes (or passes through) one sample and writes the packets that became ready.
     func process(_ sample: SampleBuffer, input i: Int) throws(MediaError) {
+        checkConfinement()
         guard !closed else { return }
         let pipeline = pipelines[i]
         guard !pipeline.deviceFailed else { return }
@@ -300,7 +315,10 @@ final class WriterEngine: @unchecked Sendable {
 
     /// True when input `i`'s device failed and it waits to be resumed in software (the
     /// writer itself goes on).
-    func awaitsResume(_ i: Int) -> Bool { pipelines.indices.contains(i) && pipelines[i].deviceFailed }
+    func awaitsResume(_ i: Int) -> Bool {
+        checkConfinement()
+        return pipelines.indices.contains(i) && pipelines[i].deviceFailed
+    }
 
     /// Drops input `i`'s open group of pictures and the frames its encoder holds, closes that
     /// encoder (and the device context under it) and opens the software encoder for the same
@@ -308,6 +326,7 @@ final class WriterEngine: @unchecked Sendable {
     /// resume from (the open group's keyframe; the session start when nothing was written)
     /// and how many pictures were kept before it.
     func resumeInSoftware(input i: Int) throws(MediaError) -> (resumeAt: MediaTime, framesKept: Int) {
+        checkConfinement()
         let pipeline = pipelines[i]
         guard !closed, pipeline.configuration.resumable, let old = pipeline.video,
               case .video(let settings) = pipeline.configuration.settings else {
@@ -337,6 +356,7 @@ final class WriterEngine: @unchecked Sendable {
 
     /// Flushes input `i`'s encoder; after this it takes no more samples.
     func finishInput(_ i: Int) throws(MediaError) {
+        checkConfinement()
         guard !closed else { return }
         let pipeline = pipelines[i]
         guard !pipeline.finished else { return }
@@ -358,6 +378,7 @@ final class WriterEngine: @unchecked Sendable {
 
     /// Finishes every input, writes the trailer and moves the file to its destination.
     func finish() throws(MediaError) {
+        checkConfinement()
         guard !closed, let muxer else { throw MediaError(.invalidState, "the writer is no longer writing", path: path) }
         for i in pipelines.indices { try finishInput(i) }
         guard headerWritten else {
@@ -388,6 +409,7 @@ final class WriterEngine: @unchecked Sendable {
 
     /// Closes and deletes the temporary file, and closes the encoders; later work is ignored.
     func abandon() {
+        checkConfinement()
         muxer = nil
         pipelines = []
         closed = true
