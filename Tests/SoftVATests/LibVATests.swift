@@ -578,7 +578,7 @@ struct LibVATests {
         #expect(c["coded_bytes"] == UInt64(jpeg.count))
     }
 
-    @Test("Native configs: JPEG decode, JPEG encode with packed raw headers, VPP; others refused")
+    @Test("Native configs: JPEG decode, JPEG encode with packed raw headers, H.264 decode and encode, VPP; others refused")
     func nativeConfigs() throws {
         let env = try SoftVAEnvironment.start()
         defer { env.stop() }
@@ -590,8 +590,18 @@ struct LibVATests {
         #expect(attributes[0].value & UInt32(VA_RT_FORMAT_YUV420) != 0)
         #expect(attributes[0].value & UInt32(VA_RT_FORMAT_YUV422) != 0)
         #expect(attributes[1].value == UInt32(VA_ENC_PACKED_HEADER_RAW_DATA))
+        // H.264 encode: every packed header (the client writes them all) and one L0 plus one L1
+        // reference, so that FFmpeg codes B-frames.
+        var h264 = [VAConfigAttrib(type: VAConfigAttribEncPackedHeaders, value: 0),
+                    VAConfigAttrib(type: VAConfigAttribEncMaxRefFrames, value: 0),
+                    VAConfigAttrib(type: VAConfigAttribRTFormat, value: 0)]
+        try va.check(vaGetConfigAttributes(va.display, VAProfileH264High, VAEntrypointEncSlice, &h264, 3), "vaGetConfigAttributes")
+        #expect(h264[0].value == UInt32(VA_ENC_PACKED_HEADER_SEQUENCE | VA_ENC_PACKED_HEADER_PICTURE | VA_ENC_PACKED_HEADER_SLICE
+                                        | VA_ENC_PACKED_HEADER_MISC | VA_ENC_PACKED_HEADER_RAW_DATA))
+        #expect(h264[1].value == 0x0001_0001)
+        #expect(h264[2].value == UInt32(VA_RT_FORMAT_YUV420))
         var config = VAConfigID(0)
-        #expect(vaCreateConfig(va.display, VAProfileH264Main, VAEntrypointVLD, nil, 0, &config)
+        #expect(vaCreateConfig(va.display, VAProfileHEVCMain, VAEntrypointVLD, nil, 0, &config)
                 == VA_STATUS_ERROR_UNSUPPORTED_PROFILE)
         #expect(vaCreateConfig(va.display, VAProfileJPEGBaseline, VAEntrypointEncSlice, nil, 0, &config)
                 == VA_STATUS_ERROR_UNSUPPORTED_ENTRYPOINT)
