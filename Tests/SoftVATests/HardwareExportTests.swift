@@ -125,7 +125,8 @@ import VATestSupport
     }
 
     /// SoftVA without its H.264 entry points: H.264 sources take the hybrid path there.
-    static let jpegOnly = Fixtures.path("softva-jpeg-vpp.profile")
+    static let jpegOnly = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Hardware/Profiles/softva-jpeg-vpp.profile").path
 
     @Test func softwareDecodedH264IsUploadedOncePerFrameForTheJPEGEncoder() async throws {
         let dir = try TemporaryDirectory()
