@@ -110,18 +110,11 @@ static int native_attribute(VAProfile p, VAEntrypoint e, VAConfigAttribType type
     if (!pair_executable(p, e))
         return 0;
     if (sva_profile_is_h264(p)) {
-        switch (type) {
-        case VAConfigAttribRTFormat:
+        /* No MaxPictureWidth/Height here (FFmpeg reads the limits from the surface attributes):
+         * a personality of a device that did not report them then does not report them either. */
+        if (type == VAConfigAttribRTFormat) {
             *value = VA_RT_FORMAT_YUV420;
             return 1;
-        case VAConfigAttribMaxPictureWidth:
-            *value = SVA_MAX_WIDTH;
-            return 1;
-        case VAConfigAttribMaxPictureHeight:
-            *value = SVA_MAX_HEIGHT;
-            return 1;
-        default:
-            break;
         }
         if (e == VAEntrypointVLD)
             return 0;
