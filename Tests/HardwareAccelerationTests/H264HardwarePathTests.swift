@@ -4,7 +4,7 @@ import VATestSupport
 
 /// `vaf transcode` of a 1080p H.264 clip with B-frames to 720p H.264 on SoftVA, for real (not a
 /// dry run): VA decode → VPP → h264_vaapi with no picture in host memory, two jobs sharing the
-/// device, and a device that fails mid-GOP.
+/// device, a device that fails mid-GOP, and the two hybrid paths with their exact transfers.
 @Suite(.serialized) struct H264HardwarePathTests {
     struct Outcome: Decodable {
         var status: String
@@ -128,6 +128,59 @@ import VATestSupport
         // Measured: 57.52 dB average, worst frame 54.04 (libx264 after the restart, bicubic scale).
         let quality = try Self.psnr(output, flags: "bicubic")
         print("softva: fault in \(stage) at picture 13: \(outcome.fallbackReason ?? ""); PSNR \(quality)")
+        #expect(quality.minimum >= 40, "\(quality)")
+    }
+
+    @Test func hybridSoftwareDecodeUploadsOncePerFrameForH264VAAPI() throws {
+        let env = try SoftVAEnvironment.start()
+        defer { env.stop() }
+        let counters = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-h264-\(UUID().uuidString).txt").path
+        defer { try? FileManager.default.removeItem(atPath: counters) }
+        let (status, outcomes, stderr) = try Self.transcode([Self.source], ["--hw", "hybrid"],
+                                                            options: SoftVAOptions(countersPath: counters), env: env)
+        #expect(status == 0, "\(stderr.suffix(1500))")
+        let outcome = try #require(outcomes.first, "\(stderr.suffix(1500))")
+        #expect(outcome.status == "completed" && outcome.path == "hybrid", "\(outcome)")
+        // Scaled on the host, then one NV12 720p upload per frame: 30 x 1,382,400 bytes.
+        #expect(outcome.hostTransfers == 30)
+        #expect(outcome.hostTransferBytes == 30 * 1280 * 720 * 3 / 2)
+        let driver = try SoftVACounters(path: counters)
+        #expect(driver.hostTransferBytes == UInt64(30 * 1280 * 720 * 3 / 2), "SoftVA saw the same bytes cross")
+        #expect(driver["h264_decodes"] == 0 && driver["vpp_ops"] == 0 && driver["h264_encodes"] == 30)
+        let output = try #require(outcome.output)
+        #expect(try Self.frameCount(output) == 30)
+        let quality = try Self.psnr(output, flags: "bicubic")
+        // Measured: 69.46 dB average, worst frame 69.34 (the engine's own scale, then lossless).
+        print("softva: hybrid (software decode, upload, h264_vaapi): PSNR \(quality)")
+        #expect(quality.minimum >= 40, "\(quality)")
+    }
+
+    /// The NVIDIA personality lists H.264 decode and no encoder and no VPP: VA decode, one download
+    /// per frame, libx264.
+    @Test func hybridVADecodeDownloadsOncePerFrameForLibx264() throws {
+        let env = try SoftVAEnvironment.start()
+        defer { env.stop() }
+        let counters = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-h264-\(UUID().uuidString).txt").path
+        defer { try? FileManager.default.removeItem(atPath: counters) }
+        let nvidia = Fixtures.profilesDirectory.appendingPathComponent("nvidia-vaapi-driver-direct.profile").path
+        let (status, outcomes, stderr) = try Self.transcode([Self.source], ["--hw", "auto"],
+                                                            options: SoftVAOptions(profile: nvidia, countersPath: counters), env: env)
+        #expect(status == 0, "\(stderr.suffix(1500))")
+        let outcome = try #require(outcomes.first, "\(stderr.suffix(1500))")
+        #expect(outcome.status == "completed" && outcome.path == "hybrid", "\(outcome)")
+        #expect(outcome.hostTransfers == 30)
+        #expect(outcome.hostTransferBytes == 30 * 1920 * 1080 * 3 / 2, "the engine counts the visible 1080 rows")
+        let driver = try SoftVACounters(path: counters)
+        #expect(driver["h264_decodes"] == 30 && driver["get_image_calls"] == 30)
+        // libavutil reads the whole decode surface (1920x1088: whole macroblocks) with vaGetImage and
+        // copies the visible 1080 rows: SoftVA counts what crossed, 8 rows per frame more than the
+        // engine's count of the host frame.
+        #expect(driver["get_image_bytes"] == UInt64(30 * 1920 * 1088 * 3 / 2))
+        let output = try #require(outcome.output)
+        #expect(try Self.frameCount(output) == 30)
+        let quality = try Self.psnr(output, flags: "bicubic")
+        // Measured: 57.52 dB average, worst frame 54.04.
+        print("softva: hybrid (VA decode, download, libx264): PSNR \(quality)")
         #expect(quality.minimum >= 40, "\(quality)")
     }
 }
