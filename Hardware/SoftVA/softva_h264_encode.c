@@ -1,12 +1,15 @@
 /*
  * SoftVA H.264 encode (VAEntrypointEncSlice and VAEntrypointEncSliceLP), lossless by construction.
  *
- * The client writes the SPS, PPS, SEI and every slice header itself, as packed headers
- * (SoftVA advertises packed sequence, picture, slice, misc and raw-data headers and writes no
- * header of its own). SoftVA continues each slice bit-exactly after its packed header: it removes
- * the header's emulation prevention bytes, appends the slice data to the header's last bit
- * (bit_length says where it is) and escapes the whole NAL unit again, so the join is escaped
- * correctly too.
+ * SoftVA advertises packed sequence, picture, slice, misc and raw-data headers, so a client like
+ * FFmpeg's h264_vaapi writes the SPS, PPS, SEI and every slice header itself. SoftVA continues
+ * each slice bit-exactly after its packed header: it removes the header's emulation prevention
+ * bytes, appends the slice data to the header's last bit (bit_length says where it is) and
+ * escapes the whole NAL unit again, so the join is escaped correctly too. A client that sends no
+ * packed headers (as FFmpeg does on a device whose EncPackedHeaders attribute is 0) gets headers
+ * written by SoftVA from the sequence, picture and slice parameters: an SPS and PPS before each
+ * IDR picture, and a slice header for each slice (default reference lists, sliding-window
+ * marking: every macroblock being intra, no reference is read).
  *
  * Every macroblock is I_PCM, in I, P and B slices alike, in CAVLC or CABAC as the picture
  * parameters say: the samples go into the stream as they are, and since an I_PCM macroblock has
@@ -28,6 +31,7 @@
 
 /* A packed header in the order rendered: bytes to copy, or a slice header to continue. */
 typedef struct packed_unit {
+    uint32_t type;              /* VAEncPackedHeaderSequence, ...Picture, ...Slice, ...RawData */
     int is_slice;
     size_t offset, len;         /* in the encoder's header store */
     uint32_t bits;              /* bit_length from the VAEncPackedHeaderParameterBuffer */
@@ -156,7 +160,7 @@ VAStatus sva_h264_encode_render(sva_context *ctx, sva_buffer *b)
             e->headers_cap = ncap;
         }
         memcpy(e->headers + e->headers_len, b->data, n);
-        e->units[e->num_units++] = (packed_unit){ is_slice, e->headers_len, n, e->packed_bits };
+        e->units[e->num_units++] = (packed_unit){ e->packed_type, is_slice, e->headers_len, n, e->packed_bits };
         e->headers_len += n;
         return VA_STATUS_SUCCESS;
     }
@@ -395,6 +399,191 @@ static void write_slice_data(sva_bitwriter *w, const VAEncPictureParameterBuffer
     sva_bw_align_zero(w);                               /* after the stop bit the flush wrote */
 }
 
+/* ---- Headers SoftVA writes itself (clients that send no packed headers) ------------------ */
+
+static int profile_idc_of(VAProfile profile)
+{
+    return profile == VAProfileH264High ? 100 : profile == VAProfileH264Main ? 77 : 66;
+}
+
+/* seq_parameter_set_rbsp() (7.3.2.1.1) from VAEncSequenceParameterBufferH264. */
+static void write_sps(sva_bitwriter *w, VAProfile profile, const VAEncSequenceParameterBufferH264 *q)
+{
+    int profile_idc = profile_idc_of(profile);
+    sva_bw_put(w, 0x67, 8);                             /* nal_ref_idc 3, nal_unit_type 7 */
+    sva_bw_put(w, (uint32_t)profile_idc, 8);
+    /* Constrained Baseline: constraint_set0 and set1; Main: set1 */
+    sva_bw_put(w, profile == VAProfileH264ConstrainedBaseline ? 0xc0 : profile_idc == 77 ? 0x40 : 0, 8);
+    sva_bw_put(w, q->level_idc, 8);
+    sva_bw_ue(w, q->seq_parameter_set_id);
+    if (profile_idc == 100) {
+        sva_bw_ue(w, q->seq_fields.bits.chroma_format_idc);
+        sva_bw_ue(w, q->bit_depth_luma_minus8);
+        sva_bw_ue(w, q->bit_depth_chroma_minus8);
+        sva_bw_put(w, 0, 1);                            /* qpprime_y_zero_transform_bypass_flag */
+        sva_bw_put(w, 0, 1);                            /* seq_scaling_matrix_present_flag */
+    }
+    sva_bw_ue(w, q->seq_fields.bits.log2_max_frame_num_minus4);
+    sva_bw_ue(w, q->seq_fields.bits.pic_order_cnt_type);
+    if (q->seq_fields.bits.pic_order_cnt_type == 0) {
+        sva_bw_ue(w, q->seq_fields.bits.log2_max_pic_order_cnt_lsb_minus4);
+    } else if (q->seq_fields.bits.pic_order_cnt_type == 1) {
+        sva_bw_put(w, q->seq_fields.bits.delta_pic_order_always_zero_flag, 1);
+        sva_bw_se(w, q->offset_for_non_ref_pic);
+        sva_bw_se(w, q->offset_for_top_to_bottom_field);
+        sva_bw_ue(w, q->num_ref_frames_in_pic_order_cnt_cycle);
+        for (int i = 0; i < q->num_ref_frames_in_pic_order_cnt_cycle; i++)
+            sva_bw_se(w, q->offset_for_ref_frame[i]);
+    }
+    sva_bw_ue(w, q->max_num_ref_frames);
+    sva_bw_put(w, 0, 1);                                /* gaps_in_frame_num_value_allowed_flag */
+    sva_bw_ue(w, q->picture_width_in_mbs - 1u);
+    sva_bw_ue(w, q->picture_height_in_mbs - 1u);        /* frame_mbs_only: map units are macroblocks */
+    sva_bw_put(w, 1, 1);                                /* frame_mbs_only_flag */
+    sva_bw_put(w, q->seq_fields.bits.direct_8x8_inference_flag, 1);
+    sva_bw_put(w, q->frame_cropping_flag ? 1 : 0, 1);
+    if (q->frame_cropping_flag) {
+        sva_bw_ue(w, q->frame_crop_left_offset);
+        sva_bw_ue(w, q->frame_crop_right_offset);
+        sva_bw_ue(w, q->frame_crop_top_offset);
+        sva_bw_ue(w, q->frame_crop_bottom_offset);
+    }
+    sva_bw_put(w, q->vui_parameters_present_flag ? 1 : 0, 1);
+    if (q->vui_parameters_present_flag) {
+        /* vui_parameters() (E.1.1): aspect ratio and timing; no HRD, no bitstream restriction
+         * (the buffers do not say how many frames are reordered) */
+        int aspect = q->vui_fields.bits.aspect_ratio_info_present_flag;
+        sva_bw_put(w, (uint32_t)aspect, 1);
+        if (aspect) {
+            sva_bw_put(w, q->aspect_ratio_idc, 8);
+            if (q->aspect_ratio_idc == 255) {
+                sva_bw_put(w, q->sar_width, 16);
+                sva_bw_put(w, q->sar_height, 16);
+            }
+        }
+        sva_bw_put(w, 0, 1);                            /* overscan_info_present_flag */
+        sva_bw_put(w, 0, 1);                            /* video_signal_type_present_flag */
+        sva_bw_put(w, 0, 1);                            /* chroma_loc_info_present_flag */
+        int timing = q->vui_fields.bits.timing_info_present_flag;
+        sva_bw_put(w, (uint32_t)timing, 1);
+        if (timing) {
+            sva_bw_put(w, q->num_units_in_tick, 32);
+            sva_bw_put(w, q->time_scale, 32);
+            sva_bw_put(w, q->vui_fields.bits.fixed_frame_rate_flag, 1);
+        }
+        sva_bw_put(w, 0, 1);                            /* nal_hrd_parameters_present_flag */
+        sva_bw_put(w, 0, 1);                            /* vcl_hrd_parameters_present_flag */
+        sva_bw_put(w, 0, 1);                            /* pic_struct_present_flag */
+        sva_bw_put(w, 0, 1);                            /* bitstream_restriction_flag */
+    }
+    sva_bw_trailing(w);
+}
+
+/* pic_parameter_set_rbsp() (7.3.2.2) from VAEncPictureParameterBufferH264. Scaling matrices are
+ * not written: I_PCM samples are not quantised. */
+static void write_pps(sva_bitwriter *w, const VAEncPictureParameterBufferH264 *pic)
+{
+    sva_bw_put(w, 0x68, 8);                             /* nal_ref_idc 3, nal_unit_type 8 */
+    sva_bw_ue(w, pic->pic_parameter_set_id);
+    sva_bw_ue(w, pic->seq_parameter_set_id);
+    sva_bw_put(w, pic->pic_fields.bits.entropy_coding_mode_flag, 1);
+    sva_bw_put(w, pic->pic_fields.bits.pic_order_present_flag, 1);
+    sva_bw_ue(w, 0);                                    /* num_slice_groups_minus1 */
+    sva_bw_ue(w, pic->num_ref_idx_l0_active_minus1);
+    sva_bw_ue(w, pic->num_ref_idx_l1_active_minus1);
+    sva_bw_put(w, pic->pic_fields.bits.weighted_pred_flag, 1);
+    sva_bw_put(w, pic->pic_fields.bits.weighted_bipred_idc, 2);
+    sva_bw_se(w, (int32_t)pic->pic_init_qp - 26);
+    sva_bw_se(w, 0);                                    /* pic_init_qs_minus26 */
+    sva_bw_se(w, pic->chroma_qp_index_offset);
+    sva_bw_put(w, pic->pic_fields.bits.deblocking_filter_control_present_flag, 1);
+    sva_bw_put(w, pic->pic_fields.bits.constrained_intra_pred_flag, 1);
+    sva_bw_put(w, pic->pic_fields.bits.redundant_pic_cnt_present_flag, 1);
+    if (pic->pic_fields.bits.transform_8x8_mode_flag ||
+        pic->second_chroma_qp_index_offset != pic->chroma_qp_index_offset) {
+        sva_bw_put(w, pic->pic_fields.bits.transform_8x8_mode_flag, 1);
+        sva_bw_put(w, 0, 1);                            /* pic_scaling_matrix_present_flag */
+        sva_bw_se(w, pic->second_chroma_qp_index_offset);
+    }
+    sva_bw_trailing(w);
+}
+
+/* nal_unit_header + slice_header() (7.3.3) from the slice and picture parameters. */
+static VAStatus write_slice_header(sva_bitwriter *w, const VAEncSequenceParameterBufferH264 *q,
+                                   const VAEncPictureParameterBufferH264 *pic,
+                                   const VAEncSliceParameterBufferH264 *slice)
+{
+    const int type = slice->slice_type % 5;
+    const int idr = pic->pic_fields.bits.idr_pic_flag;
+    const int ref = pic->pic_fields.bits.reference_pic_flag != 0 || idr;
+    if ((pic->pic_fields.bits.weighted_pred_flag && type == 0) ||
+        (pic->pic_fields.bits.weighted_bipred_idc == 1 && type == 1))
+        return VA_STATUS_ERROR_UNIMPLEMENTED;           /* explicit weights: send packed slice headers */
+    sva_bw_put(w, 0, 1);                                /* forbidden_zero_bit */
+    sva_bw_put(w, ref ? 3 : 0, 2);                      /* nal_ref_idc */
+    sva_bw_put(w, idr ? 5 : 1, 5);                      /* nal_unit_type */
+    sva_bw_ue(w, slice->macroblock_address);            /* first_mb_in_slice */
+    sva_bw_ue(w, slice->slice_type);
+    sva_bw_ue(w, slice->pic_parameter_set_id);
+    sva_bw_put(w, pic->frame_num, q->seq_fields.bits.log2_max_frame_num_minus4 + 4);
+    if (idr)
+        sva_bw_ue(w, slice->idr_pic_id);
+    if (q->seq_fields.bits.pic_order_cnt_type == 0) {
+        sva_bw_put(w, slice->pic_order_cnt_lsb, q->seq_fields.bits.log2_max_pic_order_cnt_lsb_minus4 + 4);
+        if (pic->pic_fields.bits.pic_order_present_flag)
+            sva_bw_se(w, slice->delta_pic_order_cnt_bottom);
+    } else if (q->seq_fields.bits.pic_order_cnt_type == 1 && !q->seq_fields.bits.delta_pic_order_always_zero_flag) {
+        sva_bw_se(w, slice->delta_pic_order_cnt[0]);
+        if (pic->pic_fields.bits.pic_order_present_flag)
+            sva_bw_se(w, slice->delta_pic_order_cnt[1]);
+    }
+    if (pic->pic_fields.bits.redundant_pic_cnt_present_flag)
+        sva_bw_ue(w, 0);                                /* redundant_pic_cnt */
+    if (type == 1)
+        sva_bw_put(w, slice->direct_spatial_mv_pred_flag, 1);
+    if (type == 0 || type == 1 || type == 3) {
+        sva_bw_put(w, slice->num_ref_idx_active_override_flag ? 1 : 0, 1);
+        if (slice->num_ref_idx_active_override_flag) {
+            sva_bw_ue(w, slice->num_ref_idx_l0_active_minus1);
+            if (type == 1)
+                sva_bw_ue(w, slice->num_ref_idx_l1_active_minus1);
+        }
+    }
+    if (type != 2 && type != 4)
+        sva_bw_put(w, 0, 1);                            /* ref_pic_list_modification_flag_l0 */
+    if (type == 1)
+        sva_bw_put(w, 0, 1);                            /* ref_pic_list_modification_flag_l1 */
+    if (ref) {
+        if (idr) {
+            sva_bw_put(w, 0, 1);                        /* no_output_of_prior_pics_flag */
+            sva_bw_put(w, 0, 1);                        /* long_term_reference_flag */
+        } else {
+            sva_bw_put(w, 0, 1);                        /* adaptive_ref_pic_marking_mode_flag */
+        }
+    }
+    if (pic->pic_fields.bits.entropy_coding_mode_flag && type != 2 && type != 4)
+        sva_bw_ue(w, slice->cabac_init_idc);
+    sva_bw_se(w, slice->slice_qp_delta);
+    if (pic->pic_fields.bits.deblocking_filter_control_present_flag) {
+        sva_bw_ue(w, slice->disable_deblocking_filter_idc);
+        if (slice->disable_deblocking_filter_idc != 1) {
+            sva_bw_se(w, slice->slice_alpha_c0_offset_div2);
+            sva_bw_se(w, slice->slice_beta_offset_div2);
+        }
+    }
+    return VA_STATUS_SUCCESS;
+}
+
+/* Appends a whole NAL unit SoftVA wrote (its RBSP in w) to out. */
+static VAStatus append_own_nal(sva_bitwriter *w, uint8_t **out, size_t *out_len, size_t *out_cap)
+{
+    VAStatus st = VA_STATUS_SUCCESS;
+    if (w->failed || sva_h264_append_nal(out, out_len, out_cap, 4, w->data, w->bits / 8) < 0)
+        st = VA_STATUS_ERROR_ALLOCATION_FAILED;
+    sva_bw_free(w);
+    return st;
+}
+
 /* Continues a packed slice header with the slice data and appends the NAL unit to out. */
 static VAStatus write_slice(const uint8_t *header, size_t len, uint32_t bits,
                             const VAEncPictureParameterBufferH264 *pic, const VAEncSliceParameterBufferH264 *slice,
@@ -468,12 +657,22 @@ VAStatus sva_h264_encode_picture(sva_driver *drv, sva_context *ctx, sva_surface 
         return VA_STATUS_ERROR_INVALID_PARAMETER;
 
     unsigned num_slice_headers = 0;
-    for (unsigned i = 0; i < e->num_units; i++)
+    int packed_sequence = 0;
+    for (unsigned i = 0; i < e->num_units; i++) {
         num_slice_headers += (unsigned)e->units[i].is_slice;
-    if (e->num_slices == 0 || num_slice_headers != e->num_slices) {
-        fprintf(stderr, "softva: H.264 encode: %u slices but %u packed slice headers; SoftVA writes no "
-                "slice header of its own (request VA_ENC_PACKED_HEADER_SLICE)\n", e->num_slices, num_slice_headers);
-        return VA_STATUS_ERROR_UNIMPLEMENTED;
+        packed_sequence |= e->units[i].type == VAEncPackedHeaderSequence;
+    }
+    if (e->num_slices == 0 || (num_slice_headers && num_slice_headers != e->num_slices)) {
+        fprintf(stderr, "softva: H.264 encode: %u slices but %u packed slice headers\n", e->num_slices, num_slice_headers);
+        return VA_STATUS_ERROR_INVALID_PARAMETER;
+    }
+    /* Without packed headers SoftVA writes them, from parameters it must then have. */
+    const int own_slices = num_slice_headers == 0;
+    const int own_sequence = e->picture.pic_fields.bits.idr_pic_flag && !packed_sequence &&
+                             !(ctx->config.packed_headers & VA_ENC_PACKED_HEADER_SEQUENCE);
+    if ((own_slices || own_sequence) && !e->have_sequence) {
+        fprintf(stderr, "softva: H.264 encode: no packed headers and no sequence parameters to write them from\n");
+        return VA_STATUS_ERROR_INVALID_PARAMETER;
     }
     for (unsigned i = 0; i < e->num_slices; i++) {
         const VAEncSliceParameterBufferH264 *s = &e->slices[i];
@@ -488,6 +687,15 @@ VAStatus sva_h264_encode_picture(sva_driver *drv, sva_context *ctx, sva_surface 
     size_t out_len = 0, out_cap = 0;
     unsigned slice = 0;
     VAStatus st = VA_STATUS_SUCCESS;
+    if (own_sequence) {
+        sva_bitwriter w = { 0 };
+        write_sps(&w, ctx->config.profile, &e->sequence);
+        st = append_own_nal(&w, &out, &out_len, &out_cap);
+        if (st == VA_STATUS_SUCCESS) {
+            write_pps(&w, &e->picture);
+            st = append_own_nal(&w, &out, &out_len, &out_cap);
+        }
+    }
     for (unsigned i = 0; i < e->num_units && st == VA_STATUS_SUCCESS; i++) {
         const packed_unit *u = &e->units[i];
         if (!u->is_slice) {
@@ -497,6 +705,16 @@ VAStatus sva_h264_encode_picture(sva_driver *drv, sva_context *ctx, sva_surface 
         }
         st = write_slice(e->headers + u->offset, u->len, u->bits, &e->picture, &e->slices[slice++],
                          width_mbs, planes, &out, &out_len, &out_cap);
+    }
+    for (unsigned i = 0; own_slices && i < e->num_slices && st == VA_STATUS_SUCCESS; i++) {
+        sva_bitwriter w = { 0 };
+        st = write_slice_header(&w, &e->sequence, &e->picture, &e->slices[i]);
+        if (st != VA_STATUS_SUCCESS) {
+            sva_bw_free(&w);
+            break;
+        }
+        write_slice_data(&w, &e->picture, &e->slices[i], width_mbs, planes);
+        st = append_own_nal(&w, &out, &out_len, &out_cap);
     }
     if (st == VA_STATUS_SUCCESS) {
         size_t capacity = (size_t)coded->size * coded->num_elements;

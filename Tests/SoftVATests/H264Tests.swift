@@ -236,4 +236,50 @@ struct H264Tests {
         #expect(c.personality == "intel-ihd-arc-dg2")
         #expect(c["h264_encodes"] == 15)
     }
+
+    /// A personality whose H.264 encoder takes no packed headers, with SoftVA's other values
+    /// (one L0 and one L1 reference, so FFmpeg codes B-frames).
+    static let noPackedHeadersProfile = """
+        name softva-no-packed-headers
+        vendor SoftVA CPU driver 0.1 (libjpeg-turbo)
+        driver softva
+        api 1.17
+        config VAProfileH264High VAEntrypointEncSlice
+        attr VAProfileH264High VAEntrypointEncSlice VAConfigAttribEncPackedHeaders 0x00000000
+
+        """
+
+    @Test("Without packed headers, SoftVA writes the SPS, PPS and slice headers itself, still losslessly",
+          arguments: ["amd-radeonsi-rdna2-rx6750xt-all", "no-packed-headers-with-b-frames"])
+    func encodeWithDriverWrittenHeadersIsLossless(personality: String) throws {
+        let env = try SoftVAEnvironment.start()
+        defer { env.stop() }
+        let tmp = try TemporaryDirectory()
+        let source = try Self.makeSource(tmp)
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let profile: String
+        if personality.hasPrefix("no-packed") {
+            profile = tmp.file("no-packed.profile")
+            try Self.noPackedHeadersProfile.write(toFile: profile, atomically: true, encoding: .utf8)
+        } else {
+            // The real RX 6750 XT (radeonsi) reported EncPackedHeaders 0 and one L0 reference.
+            profile = root.appendingPathComponent("Hardware/Profiles/\(personality).profile").path
+        }
+        let counters = tmp.file("counters.txt")
+        for settings in [[], ["-coder", "cavlc"]] {
+            let r = try Self.encode(env, tmp.file("src.nv12"), settings, options: SoftVAOptions(profile: profile, countersPath: counters),
+                                    to: tmp.file("out.h264"))
+            #expect(r.succeeded, "ffmpeg: \(r.stderr)")
+            let decode = try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "warning", "-i", tmp.file("out.h264"),
+                                                       "-pix_fmt", "nv12", "-f", "rawvideo", "-y", tmp.file("back.nv12")])
+            #expect(decode.stderr.isEmpty, "libavcodec complained: \(decode.stderr)")
+            #expect(try readBytes(tmp.file("back.nv12")) == source, "\(personality) \(settings)")
+            let (types, cabac) = try Self.sliceTypes(tmp.file("out.h264"))
+            print("softva: driver-written headers, \(personality) \(settings.joined(separator: " ")): slice types \(types.sorted()), CABAC \(cabac.sorted())")
+            #expect(types == (personality.hasPrefix("no-packed") ? [0, 1, 2] : [0, 2]))
+            #expect(cabac == [settings.isEmpty ? 1 : 0])
+            let c = try SoftVACounters(path: counters)
+            #expect(c["h264_encodes"] == 15 && c["failed_operations"] == 0)
+        }
+    }
 }
