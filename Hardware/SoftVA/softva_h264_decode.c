@@ -476,22 +476,6 @@ static VAStatus store_picture(sva_h264_decoder *d, sva_surface *target)
     return VA_STATUS_SUCCESS;
 }
 
-static int append_nal(sva_h264_decoder *d, const sva_bitwriter *w, uint8_t **copy, size_t *copy_len)
-{
-    size_t start = d->stream_len;
-    if (sva_h264_append_nal(&d->stream, &d->stream_len, &d->stream_cap, 4, w->data, w->bits / 8) < 0)
-        return -1;
-    if (copy) {
-        uint8_t *c = realloc(*copy, d->stream_len - start);
-        if (!c)
-            return -1;
-        memcpy(c, d->stream + start, d->stream_len - start);
-        *copy = c;
-        *copy_len = d->stream_len - start;
-    }
-    return 0;
-}
-
 /* Appends the parameter set in w unless it equals the last one sent (kept in *last). Returns 1
  * when it was appended, 0 when not, -1 on allocation failure. */
 static int append_if_changed(sva_h264_decoder *d, const sva_bitwriter *w, uint8_t **last, size_t *last_len)
@@ -499,7 +483,7 @@ static int append_if_changed(sva_h264_decoder *d, const sva_bitwriter *w, uint8_
     if (w->failed)
         return -1;
     size_t start = d->stream_len;
-    if (append_nal(d, w, NULL, NULL) < 0)
+    if (sva_h264_append_nal(&d->stream, &d->stream_len, &d->stream_cap, 4, w->data, w->bits / 8) < 0)
         return -1;
     size_t n = d->stream_len - start;
     if (*last && *last_len == n && memcmp(*last, d->stream + start, n) == 0) {
