@@ -183,4 +183,29 @@ import VATestSupport
         print("softva: hybrid (VA decode, download, libx264): PSNR \(quality)")
         #expect(quality.minimum >= 40, "\(quality)")
     }
+
+    /// A time range starting inside an open GOP (x264 open-gop, B-frames, an I-frame every 15):
+    /// the decoder seeks, SoftVA's libavcodec decoder keeps its own state across the seek, and at
+    /// the source's own size the whole path is lossless, so the output equals ffmpeg's software
+    /// decode of the same range exactly.
+    @Test func aTimeRangeInsideAnOpenGOPIsBitExactOnTheFullHardwarePath() throws {
+        let env = try SoftVAEnvironment.start()
+        defer { env.stop() }
+        let source = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-h264-opengop-\(UUID().uuidString).mp4").path
+        defer { try? FileManager.default.removeItem(atPath: source) }
+        _ = try ProcessResult.run("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30", "-t", "3",
+                                                      "-c:v", "libx264", "-profile:v", "high", "-bf", "2", "-g", "15",
+                                                      "-x264-params", "open-gop=1", "-pix_fmt", "yuv420p", source])
+        let (status, outcomes, stderr) = try Self.transcode([source], ["--hw", "require", "--time-range", "1.1-2.5"],
+                                                            options: SoftVAOptions(), env: env)
+        #expect(status == 0, "\(stderr.suffix(1500))")
+        let outcome = try #require(outcomes.first, "\(stderr.suffix(1500))")
+        #expect(outcome.status == "completed" && outcome.path == "hardware" && outcome.hostTransferBytes == 0, "\(outcome)")
+        #expect(outcome.frames == 42)
+        let output = try #require(outcome.output)
+        let r = try ProcessResult.run("/usr/bin/ffmpeg", ["-hide_banner", "-nostdin", "-i", output, "-ss", "1.1", "-t", "1.4", "-i", source,
+                                                          "-lavfi", "[0][1]psnr", "-f", "null", "-"])
+        // Measured: inf (identical frames).
+        #expect(r.stderr.contains("average:inf min:inf"), "\(r.stderr.suffix(600))")
+    }
 }
