@@ -510,12 +510,13 @@ VAStatus sva_h264_decode_picture(sva_driver *drv, sva_context *ctx, sva_surface 
     if (st != VA_STATUS_SUCCESS)
         return st;
 
-    /* The PPS id comes from the slice headers; the num_ref_idx defaults from the first slice
-     * that does not override them (those that do, carry their own values). */
+    /* The PPS id comes from the slice headers; the num_ref_idx defaults from the first slices
+     * that do not override them (those that do, carry their own values): L0 from a P or B
+     * slice, L1 from a B slice. */
     slice_header first = { 0 };
     int l0 = d->slices[0].param.num_ref_idx_l0_active_minus1;
     int l1 = d->slices[0].param.num_ref_idx_l1_active_minus1;
-    int defaults_found = 0;
+    int l0_found = 0, l1_found = 0;
     for (unsigned i = 0; i < d->num_slices; i++) {
         size_t n = d->slices[i].size;
         const uint8_t *nal = nal_start(d->data + d->slices[i].offset, &n);
@@ -528,11 +529,15 @@ VAStatus sva_h264_decode_picture(sva_driver *drv, sva_context *ctx, sva_surface 
             first = h;
         else if (h.pps_id != first.pps_id)
             return VA_STATUS_ERROR_INVALID_PARAMETER; /* 7.4.3: one PPS per picture */
-        if (!defaults_found && !h.override_flag && h.slice_type != 2 && h.slice_type != 4) {
+        if (h.override_flag || h.slice_type == 2 || h.slice_type == 4)
+            continue;
+        if (!l0_found) {
             l0 = d->slices[i].param.num_ref_idx_l0_active_minus1;
-            if (h.slice_type == 1)
-                l1 = d->slices[i].param.num_ref_idx_l1_active_minus1;
-            defaults_found = 1;
+            l0_found = 1;
+        }
+        if (!l1_found && h.slice_type == 1) {
+            l1 = d->slices[i].param.num_ref_idx_l1_active_minus1;
+            l1_found = 1;
         }
     }
 

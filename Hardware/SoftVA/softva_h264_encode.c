@@ -31,7 +31,7 @@
 
 /* A packed header in the order rendered: bytes to copy, or a slice header to continue. */
 typedef struct packed_unit {
-    uint32_t type;              /* VAEncPackedHeaderSequence, ...Picture, ...Slice, ...RawData */
+    uint32_t type;              /* VAEncPackedHeaderParameterBuffer.type, as sent */
     int is_slice;
     size_t offset, len;         /* in the encoder's header store */
     uint32_t bits;              /* bit_length from the VAEncPackedHeaderParameterBuffer */
@@ -135,7 +135,7 @@ VAStatus sva_h264_encode_render(sva_context *ctx, sva_buffer *b)
         VAEncPackedHeaderParameterBuffer p;
         copy_param(&p, sizeof(p), b);
         e->packed_pending = 1;
-        e->packed_type = p.type & ~(uint32_t)VAEncPackedHeaderMiscMask;
+        e->packed_type = p.type; /* VAEncPackedHeaderH264_SEI keeps its misc mask: it is not an SPS */
         e->packed_bits = p.bit_length;
         return VA_STATUS_SUCCESS;
     }
