@@ -282,4 +282,33 @@ struct H264Tests {
             #expect(c["h264_encodes"] == 15 && c["failed_operations"] == 0)
         }
     }
+
+    @Test("Each real device's personality that lists H.264 decode and encode runs both on SoftVA (VA decode → h264_vaapi, lossless)",
+          arguments: ["intel-ihd-tigerlake", "intel-ihd-arc-dg2", "amd-radeonsi-rdna2-rx6750xt", "amd-radeonsi-rdna2-rx6750xt-all",
+                      "amd-radeonsi-rdna3-rx7900xtx", "intel-i965-haswell"])
+    func personalityTranscodesH264(personality: String) throws {
+        let env = try SoftVAEnvironment.start()
+        defer { env.stop() }
+        let tmp = try TemporaryDirectory()
+        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30",
+                                      "-t", "0.5", "-c:v", "libx264", "-profile:v", "high", "-bf", "2", "-pix_fmt", "yuv420p",
+                                      "-y", tmp.file("in.mp4")])
+        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", tmp.file("in.mp4"),
+                                      "-pix_fmt", "nv12", "-f", "rawvideo", "-y", tmp.file("sw.nv12")])
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let profile = root.appendingPathComponent("Hardware/Profiles/\(personality).profile").path
+        let counters = tmp.file("counters.txt")
+        // Arc's H.264 encoder is low-power only.
+        let lowPower = personality == "intel-ihd-arc-dg2" ? ["-low_power", "1"] : []
+        let r = try env.run(Tools.ffmpeg, Self.hwArgs(env) + ["-i", tmp.file("in.mp4"), "-c:v", "h264_vaapi"] + lowPower
+                            + ["-f", "h264", "-y", tmp.file("out.h264")],
+                            options: SoftVAOptions(profile: profile, countersPath: counters))
+        #expect(r.succeeded, "ffmpeg: \(r.stderr)")
+        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", tmp.file("out.h264"),
+                                      "-pix_fmt", "nv12", "-f", "rawvideo", "-y", tmp.file("back.nv12")])
+        #expect(try readBytes(tmp.file("back.nv12")) == readBytes(tmp.file("sw.nv12")), "\(personality): not lossless")
+        let c = try SoftVACounters(path: counters)
+        #expect(c.personality == personality)
+        #expect(c["h264_decodes"] == 15 && c["h264_encodes"] == 15 && c["failed_operations"] == 0)
+    }
 }
