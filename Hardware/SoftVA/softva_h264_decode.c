@@ -1,5 +1,6 @@
 /*
- * SoftVA H.264 decode (VAEntrypointVLD, Constrained Baseline/Main/High, progressive 4:2:0 8-bit).
+ * SoftVA H.264 decode (VAEntrypointVLD, Constrained Baseline/Main/High, 4:2:0 8-bit; progressive,
+ * field pictures (PAFF) and MBAFF).
  *
  * VA-API hands the driver parsed parameters plus the slice NAL units, not the parameter sets.
  * SoftVA rebuilds an SPS and a PPS from VAPictureParameterBufferH264 (profile from the config,
@@ -11,10 +12,14 @@
  * names are not used: libavcodec keeps its own decoded picture buffer, in step with the client's
  * because it sees the same pictures in the same order.
  *
+ * Field pictures: the second field of a pair is decoded into the frame the first one allocated,
+ * and the client renders both into the same surface, so after the second field the whole frame
+ * is copied again.
+ *
  * What the VA buffers cannot describe is refused at vaEndPicture with a message on stderr:
- * picture order count type 1 (its offsets are not in the buffers), field pictures and MBAFF,
- * bit depths other than 8 and chroma formats other than 4:2:0 and 4:0:0. (Slice groups, FMO,
- * never reach SoftVA: libavcodec refuses them before calling the hwaccel.)
+ * picture order count type 1 (its offsets are not in the buffers), bit depths other than 8 and
+ * chroma formats other than 4:2:0 and 4:0:0. (Slice groups, FMO, never reach SoftVA: libavcodec
+ * refuses them before calling the hwaccel.)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,10 +54,14 @@ struct sva_h264_decoder {
     uint8_t *stream; size_t stream_len, stream_cap;   /* the packet being built */
     uint8_t *sps; size_t sps_len;                     /* last SPS sent, escaped */
     uint8_t *pps; size_t pps_len;                     /* last PPS sent, escaped */
-    AVBufferRef *captured[AV_NUM_DATA_POINTERS];      /* the frame allocated by the last packet */
+    /* The frame libavcodec allocated last, kept until the next allocation: the second field of
+     * a field pair is decoded into the frame the first field allocated. */
+    AVBufferRef *captured[AV_NUM_DATA_POINTERS];
     uint8_t *cap_data[3];
     int cap_linesize[3];
     int cap_width, cap_height, cap_format;
+    uint64_t allocations;       /* frames allocated so far */
+    VASurfaceID cap_target;     /* the surface the kept frame was last copied into */
 };
 
 /* zigzag position -> raster index (x + 4y / x + 8y), ITU-T H.264 8.5.6 (frame macroblocks) */
@@ -103,6 +112,8 @@ static int capture_get_buffer(AVCodecContext *avc, AVFrame *frame, int flags)
     d->cap_width = frame->width;
     d->cap_height = frame->height;
     d->cap_format = frame->format;
+    d->cap_target = VA_INVALID_SURFACE;
+    d->allocations++;
     return 0;
 }
 
@@ -288,11 +299,14 @@ static int parse_slice_header(const VAPictureParameterBufferH264 *pic, const uin
     out->slice_type = (int)(sva_br_ue(&r) % 5);
     out->pps_id = sva_br_ue(&r);
     sva_br_u(&r, pic->seq_fields.bits.log2_max_frame_num_minus4 + 4); /* frame_num */
+    uint32_t field_pic = 0;
+    if (!pic->seq_fields.bits.frame_mbs_only_flag && (field_pic = sva_br_u(&r, 1)))
+        sva_br_u(&r, 1);                                /* bottom_field_flag */
     if (nal_type == 5)
         sva_br_ue(&r);                                  /* idr_pic_id */
     if (pic->seq_fields.bits.pic_order_cnt_type == 0) {
         sva_br_u(&r, pic->seq_fields.bits.log2_max_pic_order_cnt_lsb_minus4 + 4);
-        if (pic->pic_fields.bits.pic_order_present_flag)
+        if (pic->pic_fields.bits.pic_order_present_flag && !field_pic)
             sva_br_se(&r);                              /* delta_pic_order_cnt_bottom */
     }
     if (pic->pic_fields.bits.redundant_pic_cnt_present_flag)
@@ -351,8 +365,13 @@ static void build_sps(sva_bitwriter *w, VAProfile profile, const VAPictureParame
     sva_bw_ue(w, pic->num_ref_frames);
     sva_bw_put(w, pic->seq_fields.bits.gaps_in_frame_num_value_allowed_flag, 1);
     sva_bw_ue(w, pic->picture_width_in_mbs_minus1);
-    sva_bw_ue(w, pic->picture_height_in_mbs_minus1);
-    sva_bw_put(w, 1, 1);                                /* frame_mbs_only_flag */
+    /* map units are macroblock pairs unless frame_mbs_only_flag (VA gives the frame's height) */
+    int frame_mbs_only = pic->seq_fields.bits.frame_mbs_only_flag;
+    int height_mbs = pic->picture_height_in_mbs_minus1 + 1;
+    sva_bw_ue(w, (uint32_t)(frame_mbs_only ? height_mbs : (height_mbs + 1) / 2) - 1);
+    sva_bw_put(w, (uint32_t)frame_mbs_only, 1);
+    if (!frame_mbs_only)
+        sva_bw_put(w, pic->seq_fields.bits.mb_adaptive_frame_field_flag, 1);
     sva_bw_put(w, pic->seq_fields.bits.direct_8x8_inference_flag, 1);
     sva_bw_put(w, 0, 1);                                /* frame_cropping_flag: the client crops */
     sva_bw_put(w, 0, 1);                                /* vui_parameters_present_flag */
@@ -425,8 +444,6 @@ static VAStatus check_rebuildable(const VAPictureParameterBufferH264 *pic)
     VAStatus st = VA_STATUS_ERROR_UNIMPLEMENTED;
     if (pic->seq_fields.bits.pic_order_cnt_type == 1)
         why = "picture order count type 1 (its offsets are not in VAPictureParameterBufferH264)";
-    else if (!pic->seq_fields.bits.frame_mbs_only_flag || pic->pic_fields.bits.field_pic_flag)
-        why = "interlaced coding (field pictures or MBAFF)";
     else if (pic->bit_depth_luma_minus8 || pic->bit_depth_chroma_minus8) {
         why = "bit depths other than 8";
         st = VA_STATUS_ERROR_UNSUPPORTED_PROFILE;
@@ -569,7 +586,7 @@ VAStatus sva_h264_decode_picture(sva_driver *drv, sva_context *ctx, sva_surface 
             return VA_STATUS_ERROR_ALLOCATION_FAILED;
     }
 
-    release_capture(d);
+    uint64_t allocations = d->allocations;
     d->packet->data = d->stream;
     d->packet->size = (int)d->stream_len;
     int ret = avcodec_send_packet(d->avc, d->packet);
@@ -582,14 +599,17 @@ VAStatus sva_h264_decode_picture(sva_driver *drv, sva_context *ctx, sva_surface 
         char err[AV_ERROR_MAX_STRING_SIZE];
         av_strerror(ret, err, sizeof(err));
         fprintf(stderr, "softva: H.264 decode: libavcodec refused the rebuilt picture: %s\n", err);
-        release_capture(d);
         return VA_STATUS_ERROR_DECODING_ERROR;
     }
-    if (!d->cap_data[0]) {
+    /* A new frame, or the second field of the frame last copied into this same surface. */
+    int second_field = d->allocations == allocations && pic->pic_fields.bits.field_pic_flag &&
+                       d->cap_data[0] && d->cap_target == target->id;
+    if (d->allocations == allocations && !second_field) {
         fprintf(stderr, "softva: H.264 decode: libavcodec decoded no picture from the rebuilt stream\n");
         return VA_STATUS_ERROR_DECODING_ERROR;
     }
     st = store_picture(d, target);
-    release_capture(d);
+    if (st == VA_STATUS_SUCCESS)
+        d->cap_target = target->id;
     return st;
 }
