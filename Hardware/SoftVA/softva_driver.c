@@ -124,7 +124,8 @@ static int native_attribute(VAProfile p, VAEntrypoint e, VAConfigAttribType type
             *value = VA_RC_CQP | VA_RC_CBR | VA_RC_VBR;
             return 1;
         case VAConfigAttribEncPackedHeaders:
-            /* the client writes every header; SoftVA continues its slice headers */
+            /* the client may write every header (SoftVA continues its slice headers); headers it
+             * does not send, SoftVA writes */
             *value = VA_ENC_PACKED_HEADER_SEQUENCE | VA_ENC_PACKED_HEADER_PICTURE | VA_ENC_PACKED_HEADER_SLICE |
                      VA_ENC_PACKED_HEADER_MISC | VA_ENC_PACKED_HEADER_RAW_DATA;
             return 1;
