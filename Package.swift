@@ -63,7 +63,9 @@ let package = Package(
         .target(
             name: "SoftVA",
             path: "Hardware/SoftVA",
-            linkerSettings: [.linkedLibrary("jpeg"), .linkedLibrary("va"), .linkedLibrary("m"), .linkedLibrary("pthread")]
+            // H.264 decode runs libavcodec's decoder on the rebuilt stream.
+            linkerSettings: [.linkedLibrary("jpeg"), .linkedLibrary("va"), .linkedLibrary("avcodec"), .linkedLibrary("avutil"),
+                             .linkedLibrary("m"), .linkedLibrary("pthread")]
         ),
         .target(name: "VATestSupport", dependencies: ["ChildProcess"]),
         .testTarget(

@@ -72,16 +72,32 @@ void *sva_table_take(sva_table *t, uint32_t id)
 static const sva_pair native_pairs[] = {
     { VAProfileJPEGBaseline, VAEntrypointVLD },
     { VAProfileJPEGBaseline, VAEntrypointEncPicture },
+    { VAProfileH264ConstrainedBaseline, VAEntrypointVLD },
+    { VAProfileH264ConstrainedBaseline, VAEntrypointEncSlice },
+    { VAProfileH264Main, VAEntrypointVLD },
+    { VAProfileH264Main, VAEntrypointEncSlice },
+    { VAProfileH264High, VAEntrypointVLD },
+    { VAProfileH264High, VAEntrypointEncSlice },
     { VAProfileNone, VAEntrypointVideoProc },
 };
 #define NUM_NATIVE_PAIRS ((int)(sizeof(native_pairs) / sizeof(native_pairs[0])))
 
+/* The pairs SoftVA runs: the native ones, plus H.264 EncSliceLP, which the native personality
+ * does not advertise (FFmpeg would pick it only with low_power=1) but personalities of devices
+ * with low-power-only encoders (Arc) do. */
 static int pair_executable(VAProfile p, VAEntrypoint e)
 {
+    if (sva_profile_is_h264(p) && e == VAEntrypointEncSliceLP)
+        return 1;
     for (int i = 0; i < NUM_NATIVE_PAIRS; i++)
         if (native_pairs[i].profile == p && native_pairs[i].entrypoint == e)
             return 1;
     return 0;
+}
+
+static int is_h264_encode(VAProfile p, VAEntrypoint e)
+{
+    return sva_profile_is_h264(p) && (e == VAEntrypointEncSlice || e == VAEntrypointEncSliceLP);
 }
 
 #define JPEG_RT_FORMATS (VA_RT_FORMAT_YUV420 | VA_RT_FORMAT_YUV422 | VA_RT_FORMAT_YUV444 | VA_RT_FORMAT_YUV400)
@@ -93,6 +109,40 @@ static int native_attribute(VAProfile p, VAEntrypoint e, VAConfigAttribType type
 {
     if (!pair_executable(p, e))
         return 0;
+    if (sva_profile_is_h264(p)) {
+        /* No MaxPictureWidth/Height here (FFmpeg reads the limits from the surface attributes):
+         * a personality of a device that did not report them then does not report them either. */
+        if (type == VAConfigAttribRTFormat) {
+            *value = VA_RT_FORMAT_YUV420;
+            return 1;
+        }
+        if (e == VAEntrypointVLD)
+            return 0;
+        switch (type) {
+        case VAConfigAttribRateControl:
+            /* accepted and recorded; the output is I_PCM whatever the mode */
+            *value = VA_RC_CQP | VA_RC_CBR | VA_RC_VBR;
+            return 1;
+        case VAConfigAttribEncPackedHeaders:
+            /* the client may write every header (SoftVA continues its slice headers); headers it
+             * does not send, SoftVA writes */
+            *value = VA_ENC_PACKED_HEADER_SEQUENCE | VA_ENC_PACKED_HEADER_PICTURE | VA_ENC_PACKED_HEADER_SLICE |
+                     VA_ENC_PACKED_HEADER_MISC | VA_ENC_PACKED_HEADER_RAW_DATA;
+            return 1;
+        case VAConfigAttribEncMaxRefFrames:
+            /* one reference in L0 and one in L1, so that FFmpeg codes B-frames */
+            *value = 1 | (1u << 16);
+            return 1;
+        case VAConfigAttribEncMaxSlices:
+            *value = 256;
+            return 1;
+        case VAConfigAttribEncSliceStructure:
+            *value = VA_ENC_SLICE_STRUCTURE_ARBITRARY_MACROBLOCKS;
+            return 1;
+        default:
+            return 0;
+        }
+    }
     switch (type) {
     case VAConfigAttribRTFormat:
         *value = e == VAEntrypointVideoProc ? VPP_RT_FORMATS : JPEG_RT_FORMATS;
@@ -196,6 +246,11 @@ void sva_counters_write(sva_driver *drv)
     fprintf(f, "decodes=%llu\n", (unsigned long long)c->decodes);
     fprintf(f, "encodes=%llu\n", (unsigned long long)c->encodes);
     fprintf(f, "vpp_ops=%llu\n", (unsigned long long)c->vpp_ops);
+    static const char *const codecs[2] = { "jpeg", "h264" };
+    for (int k = 0; k < 2; k++) {
+        fprintf(f, "%s_decodes=%llu\n", codecs[k], (unsigned long long)c->codec_decodes[k]);
+        fprintf(f, "%s_encodes=%llu\n", codecs[k], (unsigned long long)c->codec_encodes[k]);
+    }
     fprintf(f, "coded_bytes=%llu\n", (unsigned long long)c->coded_bytes);
     fprintf(f, "end_pictures=%llu\n", (unsigned long long)c->end_pictures);
     fprintf(f, "injected_failures=%llu\n", (unsigned long long)c->injected_failures);
@@ -217,6 +272,8 @@ static void free_context_state(sva_context *c)
 {
     free(c->dec.data);
     free(c->enc.header);
+    sva_h264_decoder_destroy(c);
+    sva_h264_encoder_destroy(c);
 }
 
 static VAStatus sva_Terminate(VADriverContextP ctx)
@@ -251,8 +308,11 @@ static VAStatus sva_QueryConfigProfiles(VADriverContextP ctx, VAProfile *list, i
     LOCKED(ctx);
     int n = 0;
     if (!drv->personality.loaded) {
-        list[n++] = VAProfileJPEGBaseline;
-        list[n++] = VAProfileNone;
+        for (int i = 0; i < NUM_NATIVE_PAIRS; i++) {
+            int seen = 0;
+            for (int j = 0; j < n; j++) if (list[j] == native_pairs[i].profile) seen = 1;
+            if (!seen) list[n++] = native_pairs[i].profile;
+        }
     } else {
         for (int i = 0; i < drv->personality.num_pairs && n < SVA_MAX_PROFILES; i++) {
             VAProfile p = drv->personality.pairs[i].profile;
@@ -366,7 +426,7 @@ static VAStatus sva_QueryConfigAttributes(VADriverContextP ctx, VAConfigID id, V
     int n = 0;
     attribs[n].type = VAConfigAttribRTFormat;
     attribs[n++].value = c->rt_format;
-    if (c->entrypoint == VAEntrypointEncPicture) {
+    if (c->entrypoint == VAEntrypointEncPicture || is_h264_encode(c->profile, c->entrypoint)) {
         attribs[n].type = VAConfigAttribEncPackedHeaders;
         attribs[n++].value = c->packed_headers;
     }
@@ -504,7 +564,12 @@ static VAStatus sva_QuerySurfaceAttributes(VADriverContextP ctx, VAConfigID conf
         RETURN(VA_STATUS_ERROR_INVALID_PARAMETER);
     uint32_t fourccs[32];
     int nf = 0;
-    if (c->executable && c->entrypoint == VAEntrypointVLD) {
+    if (c->executable && sva_profile_is_h264(c->profile) && c->entrypoint == VAEntrypointVLD) {
+        fourccs[nf++] = VA_FOURCC_NV12;
+    } else if (c->executable && sva_profile_is_h264(c->profile)) {
+        uint32_t f[] = { VA_FOURCC_NV12, VA_FOURCC_I420, VA_FOURCC_YV12 };
+        for (size_t i = 0; i < sizeof(f) / 4; i++) fourccs[nf++] = f[i];
+    } else if (c->executable && c->entrypoint == VAEntrypointVLD) {
         uint32_t f[] = { VA_FOURCC_NV12, VA_FOURCC_422H, VA_FOURCC_444P, VA_FOURCC_Y800 };
         for (size_t i = 0; i < sizeof(f) / 4; i++) fourccs[nf++] = f[i];
     } else if (c->executable && c->entrypoint == VAEntrypointEncPicture) {
@@ -582,8 +647,16 @@ static VAStatus sva_CreateContext(VADriverContextP ctx, VAConfigID config, int w
     c->width = width;
     c->height = height;
     c->render_target = VA_INVALID_SURFACE;
+    if (sva_profile_is_h264(cfg->profile)) {
+        VAStatus st = cfg->entrypoint == VAEntrypointVLD ? sva_h264_decoder_create(c) : sva_h264_encoder_create(c);
+        if (st != VA_STATUS_SUCCESS) {
+            free(c);
+            RETURN(st);
+        }
+    }
     c->id = sva_table_add(&drv->contexts, c);
     if (c->id == VA_INVALID_ID) {
+        free_context_state(c);
         free(c);
         RETURN(VA_STATUS_ERROR_MAX_NUM_EXCEEDED);
     }
@@ -761,6 +834,8 @@ static VAStatus sva_BeginPicture(VADriverContextP ctx, VAContextID context, VASu
     c->dec.pending_slices = VA_INVALID_ID;
     c->dec.data = dd; c->dec.data_cap = dcap;
     c->enc.header = hd; c->enc.header_cap = hcap;
+    if (c->h264dec) sva_h264_decode_begin(c);
+    if (c->h264enc) sva_h264_encode_begin(c);
     RETURN(VA_STATUS_SUCCESS);
 }
 
@@ -941,7 +1016,11 @@ static VAStatus sva_RenderPicture(VADriverContextP ctx, VAContextID context, VAB
         if (!b || !b->data)
             RETURN(VA_STATUS_ERROR_INVALID_BUFFER);
         VAStatus st;
-        switch (c->config.entrypoint) {
+        if (c->h264dec)
+            st = sva_h264_decode_render(c, b);
+        else if (c->h264enc)
+            st = sva_h264_encode_render(c, b);
+        else switch (c->config.entrypoint) {
         case VAEntrypointVLD: st = render_decode(c, b, &pending_slices); break;
         case VAEntrypointEncPicture: st = render_encode(c, b); break;
         default: st = render_vpp(c, b); break;
@@ -1018,9 +1097,26 @@ static VAStatus sva_EndPicture(VADriverContextP ctx, VAContextID context)
         ++drv->frames_counted > (uint64_t)drv->fail_after) {
         drv->counters.injected_failures++;
         st = drv->fail_status;
+    } else if (c->h264dec) {
+        st = sva_h264_decode_picture(drv, c, target);
+        if (st == VA_STATUS_SUCCESS) {
+            drv->counters.decodes++;
+            drv->counters.codec_decodes[SVA_CODEC_H264]++;
+        }
+    } else if (c->h264enc) {
+        uint64_t bytes = 0;
+        st = sva_h264_encode_picture(drv, c, target, &bytes);
+        if (st == VA_STATUS_SUCCESS) {
+            drv->counters.encodes++;
+            drv->counters.codec_encodes[SVA_CODEC_H264]++;
+            drv->counters.coded_bytes += bytes;
+        }
     } else if (op == SVA_OP_DECODE) {
         st = sva_jpeg_decode_picture(drv, c, target);
-        if (st == VA_STATUS_SUCCESS) drv->counters.decodes++;
+        if (st == VA_STATUS_SUCCESS) {
+            drv->counters.decodes++;
+            drv->counters.codec_decodes[SVA_CODEC_JPEG]++;
+        }
     } else if (op == SVA_OP_ENCODE) {
         sva_buffer *coded = c->enc.have_picture ? sva_table_get(&drv->buffers, c->enc.picture.coded_buf) : NULL;
         if (!c->enc.have_picture)
@@ -1031,6 +1127,7 @@ static VAStatus sva_EndPicture(VADriverContextP ctx, VAContextID context)
             st = sva_jpeg_encode_picture(drv, c, target, coded);
             if (st == VA_STATUS_SUCCESS) {
                 drv->counters.encodes++;
+                drv->counters.codec_encodes[SVA_CODEC_JPEG]++;
                 drv->counters.coded_bytes += coded->segment.size;
             }
         }

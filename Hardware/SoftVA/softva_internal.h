@@ -13,6 +13,7 @@
 #include <va/va_backend.h>
 #include <va/va_backend_vpp.h>
 #include <va/va_dec_jpeg.h>
+#include <va/va_enc_h264.h>
 #include <va/va_enc_jpeg.h>
 #include <va/va_vpp.h>
 
@@ -126,8 +127,11 @@ enum { SVA_OP_DECODE = 1, SVA_OP_ENCODE = 2, SVA_OP_VPP = 4 };
 /* The SVA_OP_* kind of work a configuration's entrypoint does. */
 static inline unsigned sva_config_op(const sva_config *c)
 {
-    return c->entrypoint == VAEntrypointVLD ? SVA_OP_DECODE
-         : c->entrypoint == VAEntrypointEncPicture ? SVA_OP_ENCODE : SVA_OP_VPP;
+    switch (c->entrypoint) {
+    case VAEntrypointVLD: return SVA_OP_DECODE;
+    case VAEntrypointEncPicture: case VAEntrypointEncSlice: case VAEntrypointEncSliceLP: return SVA_OP_ENCODE;
+    default: return SVA_OP_VPP;
+    }
 }
 
 /* The index of an SVA_OP_* kind in per-kind counters: 0 decode, 1 encode, 2 vpp. */
@@ -164,6 +168,10 @@ typedef struct sva_vpp {
     int has_surface_region, has_output_region;
 } sva_vpp;
 
+/* H.264 state of a context, defined in softva_h264_decode.c and softva_h264_encode.c. */
+typedef struct sva_h264_decoder sva_h264_decoder;
+typedef struct sva_h264_encoder sva_h264_encoder;
+
 typedef struct sva_context {
     VAContextID id;
     sva_config config;
@@ -173,6 +181,8 @@ typedef struct sva_context {
     sva_jpeg_decode dec;
     sva_jpeg_encode enc;
     sva_vpp vpp;
+    sva_h264_decoder *h264dec;  /* H.264 VLD contexts only */
+    sva_h264_encoder *h264enc;  /* H.264 EncSlice/EncSliceLP contexts only */
 } sva_context;
 
 /* ---- Personality (device profile) ------------------------------------------------------- */
@@ -213,6 +223,8 @@ typedef struct sva_counters {
     uint64_t get_image_calls, put_image_calls;
     uint64_t get_image_bytes, put_image_bytes, derived_map_bytes;
     uint64_t decodes, encodes, vpp_ops;
+    /* the same by codec: SVA_CODEC_JPEG, SVA_CODEC_H264 */
+    uint64_t codec_decodes[2], codec_encodes[2];
     uint64_t coded_bytes;
     uint64_t end_pictures, injected_failures, failed_operations;
 } sva_counters;
@@ -238,6 +250,22 @@ void sva_counters_write(sva_driver *drv);
 VAStatus sva_jpeg_decode_picture(sva_driver *drv, sva_context *ctx, sva_surface *target);
 VAStatus sva_jpeg_encode_picture(sva_driver *drv, sva_context *ctx, sva_surface *source,
                                  sva_buffer *coded);
+
+/* H.264 (softva_h264_decode.c, softva_h264_encode.c). */
+enum { SVA_CODEC_JPEG = 0, SVA_CODEC_H264 = 1 };
+int sva_profile_is_h264(VAProfile p);
+VAStatus sva_h264_decoder_create(sva_context *ctx);
+void sva_h264_decoder_destroy(sva_context *ctx);
+void sva_h264_decode_begin(sva_context *ctx);
+VAStatus sva_h264_decode_render(sva_context *ctx, sva_buffer *b);
+VAStatus sva_h264_decode_picture(sva_driver *drv, sva_context *ctx, sva_surface *target);
+VAStatus sva_h264_encoder_create(sva_context *ctx);
+void sva_h264_encoder_destroy(sva_context *ctx);
+void sva_h264_encode_begin(sva_context *ctx);
+VAStatus sva_h264_encode_render(sva_context *ctx, sva_buffer *b);
+/* Encodes the source surface into the coded buffer named by the picture parameters; *coded_bytes
+ * gets the size written. */
+VAStatus sva_h264_encode_picture(sva_driver *drv, sva_context *ctx, sva_surface *source, uint64_t *coded_bytes);
 
 #pragma GCC visibility pop
 

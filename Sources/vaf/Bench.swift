@@ -50,7 +50,7 @@ extension Vaf {
         @Option(help: ArgumentHelp("Length of the synthetic sources in seconds (default 5; --quick: 2).", valueName: "seconds"))
         var seconds: Double?
 
-        @Option(help: ArgumentHelp("Codec of the synthetic sources: h264, mjpeg, or auto (mjpeg when the device decodes JPEG but not H.264, as SoftVA does; else h264).", valueName: "codec"))
+        @Option(help: ArgumentHelp("Codec of the synthetic sources: h264, mjpeg, or auto (mjpeg when the device decodes JPEG but not H.264; else h264).", valueName: "codec"))
         var sourceCodec: String = "auto"
 
         @Option(help: ArgumentHelp("VA-API device for the device paths: a render node (/dev/dri/renderD128) or an X display (:0); default: the first usable render node.", valueName: "path"))

@@ -14,7 +14,7 @@ enum BenchTarget: String, CaseIterable, Sendable {
     case remux
     /// Frame-rate conversion to 30 fps at the source's size class (sources faster than 30 fps only).
     case fps30
-    /// MJPEG at the 1280x720 preset: the codec SoftVA (CI's VA-API driver) encodes and decodes.
+    /// MJPEG at the 1280x720 preset: a second codec SoftVA (CI's VA-API driver) encodes and decodes.
     case jpeg
 
     static let standard: [BenchTarget] = [.h264, .hevc, .h264At720p, .remux, .fps30]

@@ -66,15 +66,12 @@ import VATestSupport
             #expect(software.quality != nil, "\(software.qualityProblem ?? "")")
         }
         #expect(path("360p30/remux", "software")?.quality?.psnr == QualityMeter.psnrCap, "a remux is bit-exact")
-        // What each row must be on SoftVA (JPEG decode, VPP and JPEG encode; no H.264 encode):
-        // every row that SoftVA can run is measured, not skipped.
+        // What each row must be on SoftVA (JPEG and H.264 decode and encode, VPP): every row that
+        // SoftVA can run is measured, not skipped.
         let expected: [String: PathResult.Status] = [
             "360p30/h264 software": .measured, "360p30/h264 hybrid": .measured, "360p30/h264 ffmpeg": .measured,
-            // The plan for H.264 out is hybrid (no H.264 encode entry point), so the hardware row is refused up front.
-            "360p30/h264 hardware": .skipped,
-            // SoftVA's probe lists no H.264 encode entry point, so the ffmpeg-vaapi row is refused up front
-            // (a baseline that runs and fails would be a failure, not a skip).
-            "360p30/h264 ffmpeg-vaapi": .skipped,
+            // H.264 decode, VPP and h264_vaapi all on SoftVA.
+            "360p30/h264 hardware": .measured, "360p30/h264 ffmpeg-vaapi": .measured,
             "360p30/remux software": .measured, "360p30/remux ffmpeg": .measured,
             "360p30/remux hybrid": .skipped, "360p30/remux hardware": .skipped, "360p30/remux ffmpeg-vaapi": .skipped,
             "360p30/jpeg software": .measured, "360p30/jpeg hybrid": .measured, "360p30/jpeg hardware": .measured,
@@ -86,7 +83,6 @@ import VATestSupport
             #expect(p.status == expected[row], "\(row): \(p.status) \(p.reason ?? "")")
             if p.status != .measured { #expect(!(p.reason ?? "").isEmpty, "\(row) says why") }
         }
-        #expect(rows.first { $0.0 == "360p30/h264 ffmpeg-vaapi" }?.1.reason?.contains("no h264 encode entry point") == true)
         for job in decoded.jobs {
             for p in job.paths where ["hybrid", "hardware", "ffmpeg-vaapi"].contains(p.path) {
                 #expect(p.label == "CPU-emulated (SoftVA)", "\(job.id) \(p.path)")
@@ -97,6 +93,12 @@ import VATestSupport
                 #expect(hardware.hostTransferBytes == 0, "\(job.id): \(hardware.hostTransferBytes ?? -1) host bytes")
             }
         }
+        // H.264 → H.264 entirely on SoftVA: decode, VPP scale and h264_vaapi (lossless I_PCM), no host copy.
+        let h264Hardware = try #require(path("360p30/h264", "hardware"))
+        print("softva: bench 360p30/h264 hardware: \(h264Hardware.actualPath ?? "?"), host bytes \(h264Hardware.hostTransferBytes ?? -1), "
+              + "PSNR \(h264Hardware.quality?.psnr ?? -1) dB")
+        #expect(h264Hardware.actualPath == "hardware")
+        #expect(h264Hardware.quality != nil, "\(h264Hardware.qualityProblem ?? "")")
         let csv = try String(contentsOf: report.appendingPathComponent("bench.csv"), encoding: .utf8)
         #expect(csv.hasPrefix(BenchReport.csvColumns.joined(separator: ",")))
         #expect(csv.split(separator: "\n").count == 1 + decoded.jobs.reduce(0) { $0 + $1.paths.count })

@@ -67,14 +67,21 @@ import VATestSupport
         #expect(off.plan?.encoder == "libx264 (software)")
     }
 
+    @Test func softVAsOwnPersonalityTakesH264ToH264FullyInHardware() throws {
+        let (status, plan, stderr) = try Self.plan(profile: nil, ["--preset", "1280x720", "--hw", "require"])
+        #expect(status == 0, "\(stderr)")
+        #expect(plan?.path == "hardware", "\(plan?.pathReason ?? "")")
+        #expect(plan?.encoder == "h264_vaapi (hardware)")
+    }
+
     @Test func requireFailsWithOneLineWhereTheDeviceCannotHelp() throws {
-        // SoftVA's own personality has JPEG only: nothing of an H.264 → H.264 job can run on it.
-        let (status, plan, _) = try Self.plan(profile: nil, ["--preset", "1280x720", "--hw", "require"])
+        // SoftVA with JPEG and VPP only: nothing of an H.264 → H.264 job can run on it.
+        let (status, plan, _) = try Self.plan(profile: "softva-jpeg-vpp.profile", ["--preset", "1280x720", "--hw", "require"])
         #expect(status == 1)
         #expect(plan?.status == "failed")
         #expect(plan?.error?.contains("--hw require") == true, "\(plan?.error ?? "")")
         #expect(plan?.error?.contains("\n") == false)
-        let auto = try Self.plan(profile: nil, ["--preset", "1280x720", "--hw", "auto"])
+        let auto = try Self.plan(profile: "softva-jpeg-vpp.profile", ["--preset", "1280x720", "--hw", "auto"])
         #expect(auto.status == 0, "auto never fails where software succeeds")
         #expect(auto.plan?.path == "software")
     }

@@ -119,4 +119,59 @@ import VATestSupport
         #expect(worstLuma >= 64.5, "worst luma PSNR \(worstLuma) dB")
         #expect(worstChroma >= 63.5, "worst chroma PSNR \(worstChroma) dB")
     }
+
+    /// H.264 with B-frames (decode order differs from display order): every picture comes out of
+    /// FFmpegSupport's decoder in a VA surface, in display order, equal to ffmpeg's software decode.
+    @Test func h264WithBFramesDecodesToSurfacesInDisplayOrder() throws {
+        let env = try SoftVAEnvironment.start()
+        defer { env.stop() }
+        let tmp = try TemporaryDirectory()
+        let input = tmp.file("h264.mp4")
+        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30",
+                                      "-t", "1", "-c:v", "libx264", "-profile:v", "high", "-bf", "3", "-pix_fmt", "yuv420p", "-y", input])
+        let counters = tmp.file("counters.txt")
+        let pictures = try env.withProcessEnvironment(SoftVAOptions(countersPath: counters)) { () throws -> [Frame] in
+            let device = try HardwareDevice(openingVAAPIDevice: env.display.name)
+            let demuxer = try Demuxer(path: input)
+            let stream = try #require(demuxer.streams.first { $0.kind == .video })
+            let decoder = try Decoder(parameters: try demuxer.codecParameters(ofStream: stream.index), timeBase: stream.timeBase,
+                                      hardware: device, extraHardwareFrames: 4)
+            var pictures: [Frame] = []
+            let packet = Packet()
+            func drain() throws {
+                while case .frame(let frame) = try decoder.receiveFrame() {
+                    #expect(frame.pixelFormat == .vaapi, "a picture came out in host memory")
+                    pictures.append(try frame.transferToHost())
+                }
+            }
+            while try demuxer.readPacket(into: packet) == .packet {
+                guard packet.streamIndex == stream.index else { continue }
+                _ = try decoder.send(packet)
+                try drain()
+            }
+            try decoder.sendEndOfStream()
+            try drain()
+            #expect(decoder.isDecodingToSurfaces)
+            return pictures
+        }
+        try #require(pictures.count == 30)
+        let c = try SoftVACounters(path: counters)
+        #expect(c["h264_decodes"] == 30 && c["failed_operations"] == 0)
+        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", input, "-pix_fmt", "nv12", "-f", "rawvideo",
+                                      "-y", tmp.file("sw.nv12")])
+        let oracle = try readBytes(tmp.file("sw.nv12"))
+        let frameBytes = 320 * 240 * 3 / 2
+        try #require(oracle.count == 30 * frameBytes)
+        for (index, picture) in pictures.enumerated() {
+            #expect(picture.width == 320 && picture.height == 240 && picture.pixelFormat.name == "nv12")
+            var ours: [UInt8] = []
+            for plane in 0..<2 {
+                let base = try #require(picture.baseAddress(plane: plane)).assumingMemoryBound(to: UInt8.self)
+                for y in 0..<(plane == 0 ? 240 : 120) {
+                    ours.append(contentsOf: UnsafeBufferPointer(start: base + y * picture.bytesPerRow(plane: plane), count: 320))
+                }
+            }
+            #expect(ours == Array(oracle[(index * frameBytes)..<((index + 1) * frameBytes)]), "picture \(index) differs")
+        }
+    }
 }

@@ -125,12 +125,16 @@ import VATestSupport
         }
     }
 
+    /// SoftVA without its H.264 entry points: H.264 sources take the hybrid path there.
+    static let jpegOnly = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Hardware/Profiles/softva-jpeg-vpp.profile").path
+
     @Test func softwareDecodedH264IsUploadedOncePerFrameForTheJPEGEncoder() async throws {
         let dir = try TemporaryDirectory()
         let source = URL(fileURLWithPath: dir.file("h264.mov"))
         try await Self.writeSource(to: source, settings: VideoSettings(codec: .h264, width: 640, height: 360, averageBitRate: 2_000_000))
         let counters = dir.file("counters.txt")
-        try await Self.withDevice(SoftVAOptions(countersPath: counters)) { device in
+        try await Self.withDevice(SoftVAOptions(profile: Self.jpegOnly, countersPath: counters)) { device in
             let result = try await Self.exportJPEG(source, to: URL(fileURLWithPath: dir.file("hybrid.mov"))) { $0.hardwareDevice = device }
 
             #expect(result.path == .hybrid, "\(result.pathReason)")
@@ -150,7 +154,7 @@ import VATestSupport
         let dir = try TemporaryDirectory()
         let source = URL(fileURLWithPath: dir.file("h264.mov"))
         try await Self.writeSource(to: source, settings: VideoSettings(codec: .h264, width: 640, height: 360, averageBitRate: 2_000_000))
-        try await Self.withDevice { device in
+        try await Self.withDevice(SoftVAOptions(profile: Self.jpegOnly)) { device in
             let (a, b) = (URL(fileURLWithPath: dir.file("a.mov")), URL(fileURLWithPath: dir.file("b.mov")))
             async let first = Self.exportJPEG(source, to: a) { $0.hardwareDevice = device }
             async let second = Self.exportJPEG(source, to: b) { $0.hardwareDevice = device }
@@ -162,12 +166,12 @@ import VATestSupport
         }
     }
 
-    /// Impersonating Tiger Lake, SoftVA lists H.264 decoding, so the plan decodes on the device;
-    /// SoftVA cannot decode H.264, libavcodec falls back to software, and the result says so.
+    /// Impersonating Tiger Lake, SoftVA lists HEVC decoding, so the plan decodes on the device;
+    /// SoftVA cannot decode HEVC, libavcodec falls back to software, and the result says so.
     @Test func theResultReportsThePathThatRanNotThePlan() async throws {
         let dir = try TemporaryDirectory()
-        let source = URL(fileURLWithPath: dir.file("h264.mov"))
-        try await Self.writeSource(to: source, settings: VideoSettings(codec: .h264, width: 640, height: 360, averageBitRate: 2_000_000))
+        let source = URL(fileURLWithPath: dir.file("hevc.mov"))
+        try await Self.writeSource(to: source, settings: VideoSettings(codec: .hevc, width: 640, height: 360, averageBitRate: 2_000_000))
         let counters = dir.file("counters.txt")
         try await Self.withDevice(SoftVAOptions(profile: Fixtures.path("intel-ihd-tigerlake.profile"), countersPath: counters)) { device in
             let session = ExportSession(asset: Asset(url: source), preset: .preset640x480)
@@ -178,7 +182,7 @@ import VATestSupport
             try #require(plan.path == .hardware, "the plan decodes and encodes on the device: \(plan.pathReason)")
             let result = try await session.export(to: URL(fileURLWithPath: dir.file("out.mov")), as: .mov)
             let driver = try SoftVACounters(path: counters)
-            #expect(driver["decodes"] == 0, "SoftVA decoded no H.264 picture")
+            #expect(driver["decodes"] == 0, "SoftVA decoded no HEVC picture")
             #expect(result.path == .hybrid, "decoded on the host, encoded on the device: \(result.pathReason)")
             #expect(result.pathReason.contains("decode on the host"), "\(result.pathReason)")
             #expect(result.warnings.contains { $0.contains("planned the hardware path but ran the hybrid one") }, "\(result.warnings)")

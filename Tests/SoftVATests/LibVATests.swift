@@ -578,7 +578,45 @@ struct LibVATests {
         #expect(c["coded_bytes"] == UInt64(jpeg.count))
     }
 
-    @Test("Native configs: JPEG decode, JPEG encode with packed raw headers, VPP; others refused")
+    /// H.264 with picture order count type 1 cannot be rebuilt (its offset_for_* values are not
+    /// in VAPictureParameterBufferH264): vaEndPicture says so with a status, before any decoding.
+    @Test("H.264 decode of a POC type 1 picture fails at vaEndPicture with VA_STATUS_ERROR_UNIMPLEMENTED")
+    func h264PictureOrderCountType1IsRefused() throws {
+        let env = try SoftVAEnvironment.start()
+        defer { env.stop() }
+        let tmp = try TemporaryDirectory()
+        let va = try LibVASession(env, options: SoftVAOptions(countersPath: tmp.file("counters.txt")))
+        defer { va.terminate() }
+        var surface = try va.createSurface(width: 16, height: 16, fourcc: UInt32(VA_FOURCC_NV12), rtFormat: UInt32(VA_RT_FORMAT_YUV420))
+        var config = VAConfigID(0), context = VAContextID(0)
+        try va.check(vaCreateConfig(va.display, VAProfileH264High, VAEntrypointVLD, nil, 0, &config), "vaCreateConfig")
+        try va.check(vaCreateContext(va.display, config, 16, 16, Int32(VA_PROGRESSIVE), &surface, 1, &context), "vaCreateContext")
+        var picture = VAPictureParameterBufferH264()
+        picture.num_ref_frames = 1
+        // seq_fields: chroma_format_idc 1 (bits 0-1), frame_mbs_only_flag (bit 4), pic_order_cnt_type 1 (bits 12-13).
+        picture.seq_fields.value = 1 | (1 << 4) | (1 << 12)
+        var slice = VASliceParameterBufferH264()
+        var data: [UInt8] = [0x65, 0x88, 0x84, 0x00, 0x33, 0xff] // an IDR slice NAL's first bytes
+        slice.slice_data_size = UInt32(data.count)
+        slice.slice_data_flag = UInt32(VA_SLICE_DATA_FLAG_ALL)
+        var buffers = [VABufferID](repeating: 0, count: 3)
+        try va.check(vaCreateBuffer(va.display, context, VAPictureParameterBufferType,
+                                    UInt32(MemoryLayout.size(ofValue: picture)), 1, &picture, &buffers[0]), "vaCreateBuffer")
+        try va.check(vaCreateBuffer(va.display, context, VASliceParameterBufferType,
+                                    UInt32(MemoryLayout.size(ofValue: slice)), 1, &slice, &buffers[1]), "vaCreateBuffer")
+        try va.check(vaCreateBuffer(va.display, context, VASliceDataBufferType, UInt32(data.count), 1, &data, &buffers[2]), "vaCreateBuffer")
+        try va.check(vaBeginPicture(va.display, context, surface), "vaBeginPicture")
+        try va.check(vaRenderPicture(va.display, context, &buffers, 3), "vaRenderPicture")
+        #expect(vaEndPicture(va.display, context) == VA_STATUS_ERROR_UNIMPLEMENTED)
+        for b in buffers { vaDestroyBuffer(va.display, b) }
+        vaDestroyContext(va.display, context)
+        vaDestroyConfig(va.display, config)
+        vaDestroySurfaces(va.display, &surface, 1)
+        let c = try SoftVACounters(path: tmp.file("counters.txt"))
+        #expect(c["h264_decodes"] == 0 && c["failed_operations"] == 1)
+    }
+
+    @Test("Native configs: JPEG decode, JPEG encode with packed raw headers, H.264 decode and encode, VPP; others refused")
     func nativeConfigs() throws {
         let env = try SoftVAEnvironment.start()
         defer { env.stop() }
@@ -590,8 +628,18 @@ struct LibVATests {
         #expect(attributes[0].value & UInt32(VA_RT_FORMAT_YUV420) != 0)
         #expect(attributes[0].value & UInt32(VA_RT_FORMAT_YUV422) != 0)
         #expect(attributes[1].value == UInt32(VA_ENC_PACKED_HEADER_RAW_DATA))
+        // H.264 encode: every packed header (the client writes them all) and one L0 plus one L1
+        // reference, so that FFmpeg codes B-frames.
+        var h264 = [VAConfigAttrib(type: VAConfigAttribEncPackedHeaders, value: 0),
+                    VAConfigAttrib(type: VAConfigAttribEncMaxRefFrames, value: 0),
+                    VAConfigAttrib(type: VAConfigAttribRTFormat, value: 0)]
+        try va.check(vaGetConfigAttributes(va.display, VAProfileH264High, VAEntrypointEncSlice, &h264, 3), "vaGetConfigAttributes")
+        #expect(h264[0].value == UInt32(VA_ENC_PACKED_HEADER_SEQUENCE | VA_ENC_PACKED_HEADER_PICTURE | VA_ENC_PACKED_HEADER_SLICE
+                                        | VA_ENC_PACKED_HEADER_MISC | VA_ENC_PACKED_HEADER_RAW_DATA))
+        #expect(h264[1].value == 0x0001_0001)
+        #expect(h264[2].value == UInt32(VA_RT_FORMAT_YUV420))
         var config = VAConfigID(0)
-        #expect(vaCreateConfig(va.display, VAProfileH264Main, VAEntrypointVLD, nil, 0, &config)
+        #expect(vaCreateConfig(va.display, VAProfileHEVCMain, VAEntrypointVLD, nil, 0, &config)
                 == VA_STATUS_ERROR_UNSUPPORTED_PROFILE)
         #expect(vaCreateConfig(va.display, VAProfileJPEGBaseline, VAEntrypointEncSlice, nil, 0, &config)
                 == VA_STATUS_ERROR_UNSUPPORTED_ENTRYPOINT)

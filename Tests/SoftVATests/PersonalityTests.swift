@@ -16,7 +16,7 @@ func profileEntrypointLines(_ text: String) -> [String] {
 
 @Suite("SoftVA personalities, seen by vainfo")
 struct PersonalityTests {
-    @Test("Without a profile, vainfo lists SoftVA's native JPEG and VPP entrypoints")
+    @Test("Without a profile, vainfo lists SoftVA's native JPEG, H.264 and VPP entrypoints")
     func nativePersonality() throws {
         let env = try SoftVAEnvironment.start()
         defer { env.stop() }
@@ -26,6 +26,12 @@ struct PersonalityTests {
         #expect(profileEntrypointLines(r.stdout) == [
             "VAProfileJPEGBaseline : VAEntrypointVLD",
             "VAProfileJPEGBaseline : VAEntrypointEncPicture",
+            "VAProfileH264ConstrainedBaseline : VAEntrypointVLD",
+            "VAProfileH264ConstrainedBaseline : VAEntrypointEncSlice",
+            "VAProfileH264Main : VAEntrypointVLD",
+            "VAProfileH264Main : VAEntrypointEncSlice",
+            "VAProfileH264High : VAEntrypointVLD",
+            "VAProfileH264High : VAEntrypointEncSlice",
             "VAProfileNone : VAEntrypointVideoProc",
         ])
     }
@@ -56,21 +62,42 @@ struct PersonalityTests {
         #expect(r.stderr.contains("vaInitialize failed with error code -1 (unknown libva error)"))
     }
 
-    @Test("A personality's profile SoftVA cannot run fails at vaCreateContext, and ffmpeg falls back")
+    @Test("A personality's profile SoftVA cannot run (HEVC) fails at vaCreateContext, and ffmpeg falls back")
     func unsupportedProfileFailsCleanly() throws {
         let env = try SoftVAEnvironment.start()
         defer { env.stop() }
         let tmp = try TemporaryDirectory()
-        // A short H.264 (High) clip from the real picture, made by libx264.
+        // A short HEVC (Main) clip from the real picture, made by libx265.
+        try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-loop", "1", "-i", Fixtures.picture1080p,
+                                      "-frames:v", "3", "-vf", "scale=320:180", "-pix_fmt", "yuv420p",
+                                      "-c:v", "libx265", "-x265-params", "log-level=error", "-y", tmp.file("hevc.mp4")])
+        let r = try env.run(Tools.ffmpeg, [
+            "-hide_banner", "-loglevel", "error", "-init_hw_device", "vaapi=va:\(env.display.name)",
+            "-hwaccel", "vaapi", "-hwaccel_device", "va", "-hwaccel_output_format", "vaapi",
+            "-i", tmp.file("hevc.mp4"), "-frames:v", "3", "-an", "-f", "null", "-",
+        ], options: SoftVAOptions(profile: Fixtures.path("intel-ihd-tigerlake.profile")))
+        #expect(!r.signalled)
+        #expect(r.stderr.contains("Failed to create decode context: 12 (the requested VAProfile is not supported)"))
+    }
+
+    @Test("The Tiger Lake personality runs the H.264 decode the real device lists")
+    func tigerLakeDecodesH264() throws {
+        let env = try SoftVAEnvironment.start()
+        defer { env.stop() }
+        let tmp = try TemporaryDirectory()
         try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-loop", "1", "-i", Fixtures.picture1080p,
                                       "-frames:v", "3", "-vf", "scale=320:180", "-pix_fmt", "yuv420p",
                                       "-c:v", "libx264", "-y", tmp.file("h264.mp4")])
+        let counters = tmp.file("counters.txt")
         let r = try env.run(Tools.ffmpeg, [
             "-hide_banner", "-loglevel", "error", "-init_hw_device", "vaapi=va:\(env.display.name)",
             "-hwaccel", "vaapi", "-hwaccel_device", "va", "-hwaccel_output_format", "vaapi",
             "-i", tmp.file("h264.mp4"), "-frames:v", "3", "-an", "-f", "null", "-",
-        ], options: SoftVAOptions(profile: Fixtures.path("intel-ihd-tigerlake.profile")))
-        #expect(!r.signalled)
-        #expect(r.stderr.contains("Failed to create decode context: 12 (the requested VAProfile is not supported)"))
+        ], options: SoftVAOptions(profile: Fixtures.path("intel-ihd-tigerlake.profile"), countersPath: counters))
+        #expect(r.succeeded, "ffmpeg: \(r.stderr)")
+        let c = try SoftVACounters(path: counters)
+        #expect(c.personality == "intel-ihd-tigerlake")
+        #expect(c["h264_decodes"] == 3)
+        #expect(c["failed_operations"] == 0)
     }
 }

@@ -55,8 +55,8 @@ func name(of value: UnsafePointer<CChar>?) -> String { value.map { String(cStrin
 struct ProfileFileTests {
     @Test("every committed profile is impersonated (a list that came out empty would run no case)")
     func everyProfileIsListed() {
-        // Ten real-device profiles plus SoftVA's own.
-        #expect(DeviceProfileFile.all.count == 11, "\(DeviceProfileFile.all)")
+        // Ten real-device profiles plus SoftVA's own two (native, and JPEG/VPP only).
+        #expect(DeviceProfileFile.all.count == 12, "\(DeviceProfileFile.all)")
     }
 
     @Test("vainfo lists the profile's configs and vendor; vaGetConfigAttributes returns its attr values",
