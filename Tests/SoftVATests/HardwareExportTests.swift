@@ -226,6 +226,39 @@ import VATestSupport
         }
     }
 
+    /// H.264 on the device (decode and h264_vaapi, keyframes every 2 s): the encoder fails at
+    /// its 76th picture, in the second group of pictures. The first group stays as the device
+    /// wrote it; libx264 goes on from the keyframe at 2 s with its parameter sets in the
+    /// stream; the whole file decodes without an error, every picture once.
+    @Test func anH264DeviceFailingInItsSecondGroupKeepsTheFirst() async throws {
+        let dir = try TemporaryDirectory()
+        let source = dir.file("h264-4s.mp4")
+        _ = try runChecked(Tools.ffmpeg, ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30", "-t", "4",
+                                          "-c:v", "libx264", "-bf", "2", "-pix_fmt", "yuv420p", source])
+        let options = SoftVAOptions(failAfter: 75, failStatus: "VA_STATUS_ERROR_HW_BUSY", failOn: "encode")
+        let videoReads = Mutex(0)
+        let probe = StageProbe { step throws(MediaError) in
+            if case .sampleRead(.video, _, _) = step { videoReads.withLock { $0 += 1 } }
+        }
+        try await Self.withDevice(options) { device in
+            let session = ExportSession(asset: Asset(url: URL(fileURLWithPath: source)), preset: .preset640x480)
+            session.hardwareDevice = device
+            session.stageProbe = probe
+            let output = dir.file("out.mp4")
+            let result = try await session.export(to: URL(fileURLWithPath: output), as: .mp4)
+            #expect(result.pathReason.contains("from the keyframe at 2.000 s, keeping the 60 pictures before it"), "\(result.pathReason)")
+            #expect(result.videoFrames == 120)
+            let times = try Self.videoPacketTimes(output)
+            #expect(times.count == 120 && Set(times).count == 120, "every picture once: \(times.count)")
+            let decode = try runChecked(Tools.ffmpeg, ["-v", "error", "-i", output, "-f", "null", "-"])
+            #expect(decode.stderr.isEmpty, "the file decodes without an error across the seam: \(decode.stderr.prefix(500))")
+            #expect(try Self.frameCount(output) == 120)
+            #expect(try Self.psnr(output, source) > 30, "the pictures are the source's on both sides of the seam")
+            let reads = videoReads.withLock { $0 }
+            #expect(reads <= 120 + 30, "\(reads) pictures read: the first group is not redone")
+        }
+    }
+
     /// Presentation times of the first video stream's packets, in file order.
     static func videoPacketTimes(_ path: String) throws -> [Double] {
         let result = try runChecked(Tools.ffprobe, ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time",
