@@ -1,0 +1,354 @@
+import Dispatch
+import FFmpegSupport
+import Foundation
+import Synchronization
+
+/// Still images from an asset's video at given times (`AVAssetImageGenerator`'s role).
+///
+/// One decoder serves every request of a generator and is reused across times in order: a
+/// time after the last decoded picture, in the same group of pictures, is reached by decoding
+/// on; otherwise the demuxer seeks once, to the keyframe at or before it. A file is never
+/// decoded from its start for each time. Decoding and scaling run on the CPU.
+public final class AssetImageGenerator: Sendable {
+    /// How much of the encoded picture makes the image.
+    public enum ApertureMode: String, Sendable {
+        /// The picture as displayed: non-square pixels are made square (the default).
+        case cleanAperture
+        /// As `cleanAperture` (files rarely carry a separate production aperture).
+        case productionAperture
+        /// The encoded pixels as they are, non-square pixels included.
+        case encodedPixels
+    }
+
+    /// The outcome for one requested time of `images(for:)`.
+    public enum Result: Sendable {
+        case success(requestedTime: MediaTime, image: Image, actualTime: MediaTime)
+        case failure(requestedTime: MediaTime, error: MediaError)
+
+        public var requestedTime: MediaTime {
+            switch self {
+            case .success(let t, _, _), .failure(let t, _): t
+            }
+        }
+    }
+
+    public let asset: Asset
+
+    private struct Settings {
+        var appliesPreferredTrackTransform = false
+        var maximumSize: (width: Int, height: Int)?
+        var apertureMode = ApertureMode.cleanAperture
+        var toleranceBefore = MediaTime.positiveInfinity
+        var toleranceAfter = MediaTime.positiveInfinity
+    }
+    private let settings = Mutex(Settings())
+    /// Requests from before the latest `cancelAllImageGeneration()` are cancelled.
+    private let generation = Atomic<Int>(0)
+    /// The decoder and its position, confined to `queue`.
+    private let queue = DispatchQueue(label: "VAFoundation.AssetImageGenerator")
+    private let source = Mutex<FrameSourceBox?>(nil)
+
+    public init(asset: Asset) {
+        self.asset = asset
+    }
+
+    /// Turns portrait phone clips upright (90° steps only, as AVFoundation). Default false.
+    public var appliesPreferredTrackTransform: Bool {
+        get { settings.withLock { $0.appliesPreferredTrackTransform } }
+        set { settings.withLock { $0.appliesPreferredTrackTransform = newValue } }
+    }
+
+    /// The box images are fitted into, keeping their aspect; never upscaled. nil: full size.
+    public var maximumSize: (width: Int, height: Int)? {
+        get { settings.withLock { $0.maximumSize } }
+        set { settings.withLock { $0.maximumSize = newValue } }
+    }
+
+    public var apertureMode: ApertureMode {
+        get { settings.withLock { $0.apertureMode } }
+        set { settings.withLock { $0.apertureMode = newValue } }
+    }
+
+    /// How far before the requested time the image may be (default: infinite, so the nearest
+    /// keyframe, which is fast). `.zero` with `requestedTimeToleranceAfter = .zero` gives the
+    /// exact picture on screen at the time.
+    public var requestedTimeToleranceBefore: MediaTime {
+        get { settings.withLock { $0.toleranceBefore } }
+        set { settings.withLock { $0.toleranceBefore = newValue } }
+    }
+
+    /// How far after the requested time the image may be (default: infinite).
+    public var requestedTimeToleranceAfter: MediaTime {
+        get { settings.withLock { $0.toleranceAfter } }
+        set { settings.withLock { $0.toleranceAfter = newValue } }
+    }
+
+    /// The image for `time` and the time of the picture it shows.
+    public func image(at time: MediaTime) async throws -> (image: Image, actualTime: MediaTime) {
+        let started = generation.load(ordering: .acquiring)
+        let track = try await videoTrack()
+        return try await withCheckedThrowingContinuation { continuation in
+            queue.async {
+                continuation.resume(with: Swift.Result { try self.generate(at: time, track: track, generation: started) })
+            }
+        }
+    }
+
+    /// `image(at:)` for callers that may block (the guide's `copyCGImageAtTime:actualTime:error:`).
+    public func copyImage(at time: MediaTime) throws -> (image: Image, actualTime: MediaTime) {
+        let started = generation.load(ordering: .acquiring)
+        let track = try Self.videoTrack(in: AssetInspector.inspect(path: asset.url.path, options: asset.options).tracks, path: asset.url.path)
+        return try queue.sync { try generate(at: time, track: track, generation: started) }
+    }
+
+    /// One result per time, in the order given. Cancelling the consuming task, or
+    /// `cancelAllImageGeneration()`, makes the rest `cancelled` failures.
+    public func images(for times: [MediaTime]) -> AsyncStream<Result> {
+        let started = generation.load(ordering: .acquiring)
+        return AsyncStream { continuation in
+            let work = Task {
+                let track: AssetTrack
+                do { track = try await videoTrack() } catch {
+                    let failure = error as? MediaError ?? MediaError(.decodeFailed, "\(error)", path: asset.url.path)
+                    for time in times { continuation.yield(.failure(requestedTime: time, error: failure)) }
+                    continuation.finish()
+                    return
+                }
+                for time in times {
+                    let result: Result
+                    if Task.isCancelled {
+                        result = .failure(requestedTime: time, error: MediaError(.cancelled, "image generation was cancelled", path: asset.url.path))
+                    } else {
+                        do {
+                            let (image, actual) = try await withCheckedThrowingContinuation { c in
+                                queue.async { c.resume(with: Swift.Result { try self.generate(at: time, track: track, generation: started) }) }
+                            }
+                            result = .success(requestedTime: time, image: image, actualTime: actual)
+                        } catch {
+                            result = .failure(requestedTime: time, error: error as? MediaError ?? MediaError(.decodeFailed, "\(error)", path: asset.url.path))
+                        }
+                    }
+                    continuation.yield(result)
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in work.cancel() }
+        }
+    }
+
+    /// Cancels every request not yet done: each ends with a `cancelled` error.
+    public func cancelAllImageGeneration() {
+        generation.add(1, ordering: .releasing)
+    }
+
+    // MARK: Generating (on `queue`)
+
+    /// The track images are made from: the first enabled video track that is not cover art.
+    private func videoTrack() async throws -> AssetTrack {
+        try Self.videoTrack(in: try await asset.load(.tracks), path: asset.url.path)
+    }
+
+    private static func videoTrack(in tracks: [AssetTrack], path: String) throws(MediaError) -> AssetTrack {
+        guard let track = tracks.first(where: { $0.mediaType == .video && $0.isEnabled && !$0.isAttachedPicture })
+            ?? tracks.first(where: { $0.mediaType == .video && !$0.isAttachedPicture }) else {
+            throw MediaError(.noTracks, "the asset has no video track to make images from", path: path)
+        }
+        return track
+    }
+
+    private func generate(at time: MediaTime, track: AssetTrack, generation started: Int) throws -> (image: Image, actualTime: MediaTime) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard generation.load(ordering: .acquiring) == started else {
+            throw MediaError(.cancelled, "image generation was cancelled", path: asset.url.path)
+        }
+        guard time.isNumeric else { throw MediaError(.invalidArgument, "the requested time is not numeric", path: asset.url.path) }
+        let s = settings.withLock { $0 }
+        let frames = try frameSource(track: track)
+        let (frame, actual) = try frames.picture(at: time, before: s.toleranceBefore, after: s.toleranceAfter)
+        var rotation = 0
+        if s.appliesPreferredTrackTransform {
+            let degrees = frames.track.preferredTransform.rotationDegrees
+            if degrees % 90 == 0 { rotation = degrees }
+        }
+        let image = try frames.image(from: frame, box: s.maximumSize, rotation: rotation,
+                                     squarePixels: s.apertureMode != .encodedPixels)
+        return (image.rotated(clockwise: rotation), actual)
+    }
+
+    private func frameSource(track: AssetTrack) throws -> FrameSource {
+        if let box = source.withLock({ $0 }) { return box.source }
+        let made = try FrameSource(path: asset.url.path, track: track)
+        source.withLock { $0 = FrameSourceBox(source: made) }
+        return made
+    }
+}
+
+/// Holds the generator's frame source; it is used only on the generator's queue.
+private final class FrameSourceBox: @unchecked Sendable {
+    // @unchecked: the source is reached only from the generator's serial queue (checked there).
+    let source: FrameSource
+    init(source: FrameSource) { self.source = source }
+}
+
+/// The demuxer and decoder of an asset's first enabled video track, with where decoding stands.
+private final class FrameSource {
+    let track: AssetTrack
+    let path: String
+    private let demuxer: Demuxer
+    private let decoder: Decoder
+    private let stream: Int
+    private let timeBase: Rational
+    /// Keyframe decode times from the container's index (empty for MPEG-TS).
+    private let keyframes: [Int64]
+    /// The last picture decoded (a candidate for the next request), and one decoded past it.
+    private var current: Frame?
+    private var lookahead: Frame?
+    private var endOfStream = false
+    private var scaler: Scaler?
+
+    init(path: String, track: AssetTrack) throws {
+        self.path = path
+        self.track = track
+        stream = track.streamIndex
+        do { demuxer = try Demuxer(path: path) } catch { throw AssetInspector.openFailure(error, path: path) }
+        demuxer.selectStreams([stream])
+        timeBase = demuxer.streams[stream].timeBase
+        keyframes = demuxer.indexEntries(ofStream: stream).filter(\.isKeyframe).map(\.timestamp).sorted()
+        do {
+            decoder = try Decoder(parameters: try demuxer.codecParameters(ofStream: stream), timeBase: timeBase)
+        } catch {
+            throw MediaError(.unsupported, "cannot decode the video track \(track.trackID)", path: path, underlying: error)
+        }
+    }
+
+    private func ticks(_ t: MediaTime) -> Int64 {
+        Rational(1, t.timescale).rescale(t.value, to: timeBase)
+    }
+
+    private func mediaTime(_ ticks: Int64) -> MediaTime {
+        MediaTime(value: ticks * Int64(timeBase.numerator), timescale: timeBase.denominator)
+    }
+
+    /// The picture for `time` within the tolerances, and its presentation time.
+    func picture(at time: MediaTime, before: MediaTime, after: MediaTime) throws -> (Frame, MediaTime) {
+        let target = ticks(time)
+        let earliest = before.isPositiveInfinity ? Int64.min / 2 : target - ticks(before)
+        let latest = after.isPositiveInfinity ? Int64.max / 2 : target + ticks(after)
+        // A keyframe inside the tolerance is the fast answer: the nearest one. Index times are
+        // decode times, and seeking goes by presentation time: any time short of the next
+        // keyframe's decode time lands on this one.
+        if let i = keyframes.indices.filter({ keyframes[$0] >= earliest && keyframes[$0] <= latest })
+            .min(by: { abs(keyframes[$0] - target) < abs(keyframes[$1] - target) }) {
+            try seek(to: i + 1 < keyframes.count ? max(keyframes[i], keyframes[i + 1] - 1) : Int64.max / 2)
+            if let frame = try nextFrame() {
+                current = frame
+                return (frame, mediaTime(pts(frame)))
+            }
+        }
+        // Otherwise the picture on screen at the earliest acceptable time: decode on from where
+        // the decoder stands when no keyframe lies between, else seek once (to the keyframe
+        // at or before the goal, by presentation time).
+        let goal = earliest
+        let keyframeBefore = keyframes.last { $0 <= goal }
+        let position = current.map(pts)
+        let decodesOn = position.map { p in
+            p <= goal && (keyframeBefore.map { p >= $0 } ?? (goal - p < ticks(MediaTime(value: 5, timescale: 1))))
+        } ?? false
+        if !decodesOn { try seek(to: goal) }
+        var shown: Frame? = decodesOn ? current : nil
+        while let frame = try nextFrame() {
+            if pts(frame) > goal {
+                lookahead = frame
+                break
+            }
+            shown = frame
+        }
+        // Before the first picture: the first one. Past the last: the last one.
+        let picture: Frame
+        if let shown {
+            picture = shown
+        } else if let first = lookahead {
+            picture = first
+            lookahead = nil
+        } else {
+            throw MediaError(.decodeFailed, "no picture could be decoded at \(time.seconds) s", path: path)
+        }
+        current = picture
+        return (picture, mediaTime(pts(picture)))
+    }
+
+    private func pts(_ frame: Frame) -> Int64 { frame.bestEffortTimestamp ?? frame.pts ?? 0 }
+
+    /// Seeks to the keyframe shown at or before `time` (stream ticks, presentation time).
+    private func seek(to time: Int64) throws {
+        do { try demuxer.seek(stream: stream, toKeyframeAtOrBefore: time) } catch {
+            throw MediaError(.corruptOrTruncated, "cannot seek to \(mediaTime(time).seconds) s", path: path, underlying: error)
+        }
+        decoder.flush()
+        current = nil
+        lookahead = nil
+        endOfStream = false
+    }
+
+    /// The next decoded picture, nil at the end of the stream. Damaged packets are skipped.
+    private func nextFrame() throws -> Frame? {
+        if let frame = lookahead {
+            lookahead = nil
+            return frame
+        }
+        let packet = Packet()
+        while true {
+            switch try? decoder.receiveFrame() {
+            case .frame(let frame): return frame
+            case .endOfStream: return nil
+            case .needsInput, nil: break
+            }
+            if endOfStream { return nil }
+            packet.reset()
+            let read: Demuxer.ReadResult
+            do { read = try demuxer.readPacket(into: packet) } catch { read = .endOfFile }
+            if read == .endOfFile {
+                endOfStream = true
+                try? decoder.sendEndOfStream()
+                continue
+            }
+            guard packet.streamIndex == stream else { continue }
+            _ = try? decoder.send(packet)
+        }
+    }
+
+    /// `frame` scaled into RGB, fitted in `box` (never upscaled) on its displayed aspect.
+    func image(from frame: Frame, box: (width: Int, height: Int)?, rotation: Int, squarePixels: Bool) throws -> Image {
+        let aspect = squarePixels ? frame.pixelAspect : 1
+        var (w, h) = (Double(frame.width) * aspect, Double(frame.height))
+        if let box {
+            // The box applies to the image as shown, after a quarter turn.
+            let (bw, bh) = rotation % 180 == 0 ? (Double(box.width), Double(box.height)) : (Double(box.height), Double(box.width))
+            let scale = min(1, bw / w, bh / h)
+            (w, h) = (w * scale, h * scale)
+        }
+        let (width, height) = (max(1, Int(w.rounded())), max(1, Int(h.rounded())))
+        do {
+            let output = try Frame(width: width, height: height, pixelFormat: Image.rgb24)
+            let full = frame.isFullRange ?? frame.pixelFormat.impliesFullRange
+            if scaler == nil || scaler!.sourceWidth != frame.width || scaler!.sourceHeight != frame.height
+                || scaler!.sourceFormat != frame.pixelFormat || scaler!.outputWidth != width || scaler!.outputHeight != height
+                || scaler!.sourceFullRange != full {
+                scaler = try Scaler(from: frame.width, frame.height, frame.pixelFormat, to: width, height, Image.rgb24, sourceFullRange: full)
+            }
+            try scaler!.scale(frame, into: output)
+            var pixels = [UInt8](repeating: 0, count: width * height * 3)
+            pixels.withUnsafeMutableBytes { target in
+                guard let base = output.baseAddress(plane: 0), let to = target.baseAddress else { return }
+                let stride = output.bytesPerRow(plane: 0)
+                for row in 0..<height { (to + row * width * 3).copyMemory(from: base + row * stride, byteCount: width * 3) }
+            }
+            return try Image(width: width, height: height, pixels: pixels)
+        } catch let error as MediaError {
+            throw error
+        } catch {
+            throw MediaError(.unsupported, "cannot convert a \(frame.width)x\(frame.height) \(frame.pixelFormat) picture to RGB", path: path,
+                             underlying: error as? FFmpegError)
+        }
+    }
+}
