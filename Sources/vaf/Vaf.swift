@@ -7,6 +7,6 @@ struct Vaf: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vaf",
         abstract: "Inspect, probe, transcode and benchmark media with FFmpeg and VA-API.",
-        subcommands: [Info.self, Probe.self, Transcode.self, Bench.self]
+        subcommands: [Info.self, Probe.self, Transcode.self, Thumbnails.self, Bench.self]
     )
 }

@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+
+/// `vaf thumbnails` as a user runs it: stills, sprite sheets with a WebVTT index checked
+/// against ffprobe, JSON lines, and its errors.
+@Suite struct ThumbnailsCommandTests {
+    let clip = Vaf.fixture("testsrc_320x240_30fps_3s.mp4")
+
+    private func temporaryDirectory() throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-thumbs-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    private func imageSize(_ path: String) throws -> (Int, Int) {
+        let r = try Vaf.run(executable: "/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0", path])
+        let parts = r.stdout.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").compactMap { Int($0) }
+        return parts.count == 2 ? (parts[0], parts[1]) : (0, 0)
+    }
+
+    /// Milliseconds of a WebVTT time `HH:MM:SS.mmm`.
+    private func milliseconds(_ text: Substring) -> Int {
+        let f = text.split(separator: ":")
+        let s = f[2].split(separator: ".")
+        return ((Int(f[0])! * 60 + Int(f[1])!) * 60 + Int(s[0])!) * 1000 + Int(s[1])!
+    }
+
+    @Test func spriteSheetsAndTheirWebVTTIndexCoverTheDuration() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let result = try Vaf.run(["thumbnails", clip, "--every", "0.25s", "--sprite", "4x2", "--vtt", "--size", "80x80",
+                                  "--output-dir", dir, "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        #expect(report["schemaVersion"] as? Int == 1 && report["status"] as? String == "completed")
+        let sheets = try #require(report["sprites"] as? [String])
+        #expect(sheets.count == 2, "12 tiles on 4x2 sheets: \(sheets)")
+        let vtt = try String(contentsOfFile: try #require(report["vtt"] as? String), encoding: .utf8)
+        #expect(vtt.hasPrefix("WEBVTT\n\n"))
+        let cues = vtt.components(separatedBy: "\n\n").dropFirst().map { $0.split(separator: "\n") }
+        #expect(cues.count == 12)
+        var end = 0
+        for cue in cues {
+            let times = cue[0].components(separatedBy: " --> ")
+            let (from, to) = (milliseconds(Substring(times[0])), milliseconds(Substring(times[1])))
+            #expect(from == end && to > from, "cues follow each other without gaps: \(cue[0])")
+            end = to
+            let target = cue[1].split(separator: "#")
+            let (sheetWidth, sheetHeight) = try imageSize(dir + "/" + target[0])
+            let xywh = target[1].dropFirst("xywh=".count).split(separator: ",").compactMap { Int($0) }
+            #expect(xywh.count == 4 && xywh[2] == 80 && xywh[3] == 60)
+            #expect(xywh[0] + xywh[2] <= sheetWidth && xywh[1] + xywh[3] <= sheetHeight, "\(cue[1]) inside \(sheetWidth)x\(sheetHeight)")
+        }
+        #expect(end == 3000, "the last cue ends at the duration")
+        // Each tile is its own picture: the times are a quarter second apart, not keyframes.
+        let images = try #require(report["images"] as? [[String: Any]])
+        let actual = images.compactMap { $0["actualTime"] as? Double }
+        #expect(Set(actual).count == 12 && actual == actual.sorted())
+    }
+
+    @Test func exactStillsAndAPoster() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let exact = try Vaf.run(["thumbnails", clip, "--at", "1.01,00:00:02.5", "--exact", "--format", "png", "--output-dir", dir, "--json"])
+        #expect(exact.status == 0, "\(exact.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(exact.stdout.utf8)) as? [String: Any])
+        let images = try #require(report["images"] as? [[String: Any]])
+        #expect(images.compactMap { $0["actualTime"] as? Double } == [1.0, 2.5])
+        for image in images {
+            let path = try #require(image["path"] as? String)
+            #expect(path.hasPrefix(dir + "/") && path.hasSuffix(".png"))
+            #expect(try imageSize(path) == (320, 240))
+        }
+        let poster = try Vaf.run(["thumbnails", clip, "--size", "160x160", "--output-dir", dir])
+        #expect(poster.status == 0 && poster.stdout.contains("1 image"), "\(poster.stdout)\(poster.stderr)")
+        #expect(try imageSize(dir + "/testsrc_320x240_30fps_3s-001.jpg") == (160, 120))
+        let left = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasPrefix(".") }
+        #expect(left.isEmpty, "no temporary file left: \(left)")
+    }
+
+    @Test func badInputsAndArgumentsAreOneLineErrors() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let missing = try Vaf.run(["thumbnails", "/nonexistent/clip.mp4", clip, "--output-dir", dir])
+        #expect(missing.status == 1)
+        #expect(missing.stderr.split(separator: "\n").count == 1 && missing.stderr.contains("/nonexistent/clip.mp4"), "\(missing.stderr)")
+        #expect(missing.stdout.contains("1 image"), "the good input is still done: \(missing.stdout)")
+        let audioOnly = try Vaf.run(["thumbnails", Vaf.fixture("ac3_51_plus_aac_stereo_two_tracks.mp4"), "--output-dir", dir])
+        #expect(audioOnly.status == 1 && audioOnly.stderr.contains("no video track"), "\(audioOnly.stderr)")
+        for arguments in [["--at", "1", "--count", "3"], ["--sprite", "0x3"], ["--vtt"], ["--size", "big"], ["--format", "gif"], ["--every", "-2"]] {
+            let usage = try Vaf.run(["thumbnails", clip, "--output-dir", dir] + arguments)
+            #expect(usage.status == 64, "\(arguments): \(usage.status) \(usage.stderr)")
+        }
+    }
+}
