@@ -138,6 +138,11 @@ public struct OutputSettingsAssistant: Sendable {
             // A "yuvj" source (full-range JPEG-style pixels) reaches a 4:2:0 video encoder
             // converted to limited range: tag it so. JPEG output keeps full range.
             let rangeConverted = !jpeg && (source.pixelFormat?.hasPrefix("yuvj") ?? false)
+            // HDR (PQ or HLG) into 8 bits is tone-mapped to BT.709 SDR by the reader, and tagged so.
+            if !deep && ColorProperties.isHDR(transfer: source.colorTransfer) {
+                return ColorProperties(primaries: "bt709", transfer: "bt709", matrix: "bt709",
+                                       fullRange: jpeg ? source.colorRange.map { $0 == "pc" } : false)
+            }
             return ColorProperties(primaries: source.colorPrimaries, transfer: source.colorTransfer, matrix: source.colorMatrix,
                                    fullRange: rangeConverted ? false : source.colorRange.map { $0 == "pc" })
         }

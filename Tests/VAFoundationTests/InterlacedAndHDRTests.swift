@@ -1,0 +1,128 @@
+import ChildProcess
+import FFmpegSupport
+import Foundation
+import Testing
+@testable import VAFoundation
+
+/// Interlaced sources are deinterlaced (bwdif) before they are scaled, and HDR sources going to
+/// 8-bit SDR are tone-mapped to BT.709 and tagged so. ffmpeg's own filters are the oracle.
+@Suite struct InterlacedAndHDRTests {
+    /// Luma PSNR of `output` against `source` run through `reference` (a filter chain), as
+    /// ffmpeg's psnr filter measures it. Neither input is auto-rotated.
+    static func lumaPSNR(_ output: URL, against source: URL, reference: String) async throws -> Double {
+        try await psnr(output, against: source, reference: reference)["y"] ?? 0
+    }
+
+    /// PSNR per plane ("y", "u", "v") and "average" of `output` against `source` run through `reference`.
+    static func psnr(_ output: URL, against source: URL, reference: String) async throws -> [String: Double] {
+        let ffmpeg = try #require(which("ffmpeg"))
+        let psnr = try await ChildProcess.run(ffmpeg, ["-v", "info", "-noautorotate", "-i", output.path, "-noautorotate", "-i", source.path,
+                                                       "-lavfi", "[1:v]\(reference)[ref];[0:v][ref]psnr", "-f", "null", "-"], timeLimit: 300)
+        let line = try #require(psnr.stderr.split(separator: "\n").first { $0.contains("PSNR y:") }, "\(psnr.stderr)")
+        var values: [String: Double] = [:]
+        for part in line.split(separator: " ") {
+            let pair = part.split(separator: ":")
+            if pair.count == 2, let value = Double(pair[1]) { values[String(pair[0])] = value }
+        }
+        return values
+    }
+
+    /// `entries` of the first video stream, as ffprobe prints them in CSV.
+    static func probe(_ url: URL, _ entries: String) throws -> String {
+        let ffprobe = try #require(which("ffprobe"))
+        return String(decoding: try run(ffprobe, ["-v", "error", "-select_streams", "v:0", "-count_frames", "-show_entries",
+                                                  "stream=\(entries)", "-of", "csv=p=0", url.path]).stdout, as: UTF8.self)
+            .trimmingCharacters(in: CharacterSet(charactersIn: ", \n"))
+    }
+
+    /// 2 s of 720x576 25i (top field first): testsrc2 at 50 fps woven two fields a frame.
+    static func interlacedClip(in dir: URL) throws -> URL {
+        let url = dir.appendingPathComponent("interlaced.mp4")
+        let ffmpeg = try #require(which("ffmpeg"))
+        try #require(try run(ffmpeg, ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=720x576:rate=50", "-t", "2",
+                                      "-vf", "tinterlace=interleave_top,fieldorder=tff", "-flags", "+ildct+ilme", "-c:v", "libx264",
+                                      "-preset", "ultrafast", "-qp", "0", "-x264opts", "tff=1", url.path]).status == 0)
+        return url
+    }
+
+    @Test func filterGraphKeepsOnePicturePerFrameAndDrains() throws {
+        let graph = try FilterGraph("bwdif=mode=send_frame:parity=tff:deint=all", width: 64, height: 48, pixelFormat: PixelFormatID(name: "yuv420p")!,
+                                    timeBase: Rational(1, 25))
+        var out: [Int64] = []
+        for k in 0..<5 {
+            let frame = try Frame(width: 64, height: 48, pixelFormat: PixelFormatID(name: "yuv420p")!)
+            try frame.fillBlack()
+            frame.pts = Int64(k)
+            try graph.push(frame)
+            while case .frame(let f) = try graph.pull() { out.append(f.pts ?? -1) }
+        }
+        // bwdif holds pictures back until it sees the next: some are still inside.
+        #expect(out.count < 5)
+        if case .endOfStream = try graph.pull() { Issue.record("end of stream before the input ended") }
+        try graph.pushEndOfStream()
+        loop: while true {
+            switch try graph.pull() {
+            case .frame(let f): out.append(f.pts ?? -1)
+            case .endOfStream: break loop
+            case .needsInput: Issue.record("needs input after the end"); break loop
+            }
+        }
+        #expect(out == [0, 1, 2, 3, 4])
+        #expect(throws: FFmpegError.self) { try FilterGraph("nosuchfilter", width: 64, height: 48, pixelFormat: PixelFormatID(name: "yuv420p")!, timeBase: Rational(1, 25)) }
+    }
+
+    @Test func interlacedSourceIsDeinterlacedBeforeScaling() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = try Self.interlacedClip(in: dir)
+        #expect(try Self.probe(source, "field_order") == "tt")
+        let output = dir.appendingPathComponent("out.mp4")
+        let session = try #require(ExportSession(asset: Asset(url: source), presetName: "640x480"))
+        let result = try await session.export(to: output, as: .mp4)
+        let (width, height) = try #require(result.videoSettings.map { ($0.width, $0.height) })
+        #expect((width, height) == (600, 480))
+        // The frame count and rate are the source's: one picture per frame, not per field.
+        #expect(try Self.probe(output, "r_frame_rate,nb_read_frames") == "25/1,50")
+        let deinterlaced = try await Self.lumaPSNR(output, against: source, reference: "bwdif=mode=send_frame,scale=\(width):\(height):flags=bicubic")
+        let woven = try await Self.lumaPSNR(output, against: source, reference: "scale=\(width):\(height):flags=bicubic")
+        print("interlaced 720x576 → \(width)x\(height): luma PSNR \(deinterlaced) dB against ffmpeg's bwdif+scale, \(woven) dB against scale alone")
+        #expect(deinterlaced >= 38, "against bwdif+scale: \(deinterlaced) dB")
+        #expect(deinterlaced - woven >= 4, "against bwdif+scale \(deinterlaced) dB, against scale alone \(woven) dB")
+    }
+
+    /// ffmpeg's tone mapping of HLG or PQ to BT.709 SDR, the chain the reader runs.
+    static let toneMap = "zscale=t=linear:npl=100,format=gbrpf32le,zscale=p=bt709,tonemap=hable:desat=0,zscale=t=bt709:m=bt709:r=tv,format=yuv420p"
+
+    @Test func hdrIntoEightBitH264IsToneMappedAndTaggedBT709() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = TestFiles.fixture("hevc_main10_dolbyvision84_hlg_iphone14pro.mov")
+        let output = dir.appendingPathComponent("sdr.mp4")
+        let session = try #require(ExportSession(asset: Asset(url: source), presetName: "640x480"))
+        _ = try await session.export(to: output, as: .mp4)
+        let tags = try Self.probe(output, "pix_fmt,color_range,color_space,color_transfer,color_primaries")
+        #expect(tags == "yuv420p,tv,bt709,bt709,bt709", "\(tags)")
+        let size = try Self.probe(output, "width,height").split(separator: ",")
+        let scale = "scale=\(size[0]):\(size[1]):flags=bicubic"
+        let mapped = try await Self.psnr(output, against: source, reference: "\(Self.toneMap),\(scale)")
+        // Without tone mapping: the HLG samples squeezed into 8 bits as they are. HLG is made to
+        // look passable on SDR screens, so luma is near; BT.2020's chroma read as BT.709's is not.
+        let unmapped = try await Self.psnr(output, against: source, reference: "\(scale),format=yuv420p")
+        print("HLG → H.264 SDR \(size[0])x\(size[1]): PSNR against ffmpeg's tone mapping \(mapped), against none \(unmapped)")
+        #expect(mapped["y"] ?? 0 >= 40, "against ffmpeg's tone mapping: \(mapped)")
+        #expect(mapped["v"] ?? 0 >= 40, "against ffmpeg's tone mapping: \(mapped)")
+        #expect((mapped["v"] ?? 0) - (unmapped["v"] ?? 0) >= 6, "tone-mapped \(mapped), untouched \(unmapped)")
+    }
+
+    @Test func hdrIntoTenBitHEVCKeepsItsTags() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = TestFiles.fixture("hevc_main10_dolbyvision84_hlg_iphone14pro.mov")
+        let output = dir.appendingPathComponent("hdr.mov")
+        let session = try #require(ExportSession(asset: Asset(url: source), presetName: "HEVC1280x720"))
+        let result = try await session.export(to: output, as: .mov)
+        #expect(result.videoSettings?.pixelFormat == .yuv420p10)
+        let tags = try Self.probe(output, "pix_fmt,color_space,color_transfer,color_primaries")
+        #expect(tags == "yuv420p10le,bt2020nc,arib-std-b67,bt2020", "\(tags)")
+    }
+}
