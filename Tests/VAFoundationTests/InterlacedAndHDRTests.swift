@@ -126,3 +126,40 @@ import Testing
         #expect(tags == "yuv420p10le,bt2020nc,arib-std-b67,bt2020", "\(tags)")
     }
 }
+
+extension InterlacedAndHDRTests {
+    /// The side data of the first video stream (`stream`) or of its first frame (`frame`), as ffprobe prints it.
+    static func sideData(_ url: URL, frame: Bool) throws -> String {
+        let ffprobe = try #require(which("ffprobe"))
+        let args = frame ? ["-read_intervals", "%+#1", "-show_entries", "frame_side_data"] : ["-show_entries", "stream_side_data"]
+        return String(decoding: try run(ffprobe, ["-v", "error", "-select_streams", "v:0"] + args + ["-of", "flat", url.path]).stdout, as: UTF8.self)
+    }
+
+    /// The values of `text`'s flat ffprobe lines whose key ends in one of `keys`, in order.
+    static func values(_ text: String, _ keys: [String]) -> [String] {
+        keys.map { key in
+            text.split(separator: "\n").first { $0.split(separator: "=").first?.hasSuffix(".\(key)") == true }
+                .map { String($0.split(separator: "=").last ?? "") } ?? "missing"
+        }
+    }
+
+    @Test func hdr10IntoHEVCKeepsMasteringDisplayAndContentLight() async throws {
+        let source = try TestFiles.requireSharedMedia().appendingPathComponent("av1_main10_hdr10_1080p60_aac.mp4")
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let output = dir.appendingPathComponent("hdr10.mp4")
+        let session = try #require(ExportSession(asset: Asset(url: source), presetName: "HEVC1280x720"))
+        _ = try await session.export(to: output, as: .mp4)
+        let tags = try Self.probe(output, "pix_fmt,color_space,color_transfer,color_primaries")
+        #expect(tags == "yuv420p10le,bt2020nc,smpte2084,bt2020", "\(tags)")
+        let keys = ["red_x", "red_y", "green_x", "green_y", "blue_x", "blue_y", "white_point_x", "white_point_y",
+                    "min_luminance", "max_luminance", "max_content", "max_average"]
+        let wanted = Self.values(try Self.sideData(source, frame: false), keys)
+        #expect(!wanted.contains("missing"), "\(wanted)")
+        // In the container (mdcv, clli) and in the HEVC stream's SEI, as the source has them.
+        let container = Self.values(try Self.sideData(output, frame: false), keys)
+        let sei = Self.values(try Self.sideData(output, frame: true), keys)
+        #expect(container == wanted)
+        #expect(sei == wanted)
+    }
+}

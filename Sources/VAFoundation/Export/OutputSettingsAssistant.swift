@@ -146,7 +146,7 @@ public struct OutputSettingsAssistant: Sendable {
             return ColorProperties(primaries: source.colorPrimaries, transfer: source.colorTransfer, matrix: source.colorMatrix,
                                    fullRange: rangeConverted ? false : source.colorRange.map { $0 == "pc" })
         }
-        return VideoSettings(
+        var settings = VideoSettings(
             codec: codec, width: width, height: height, scalingMode: .resizeAspect,
             averageBitRate: jpeg && videoBitRateOverride == nil ? nil : videoBitRate,
             quality: jpeg && videoBitRateOverride == nil ? Self.jpegQuality : nil,
@@ -154,6 +154,12 @@ public struct OutputSettingsAssistant: Sendable {
             profile: jpeg ? nil : deep ? "main10" : (codec == .hevc ? "main" : "high"),
             expectedSourceFrameRate: outputFrameRate ?? rate(sourceVideoMinFrameDuration),
             pixelFormat: jpeg ? nil : deep ? .yuv420p10 : .yuv420p, colorProperties: colors)
+        // HDR kept in 10 bits keeps its mastering display and content light level.
+        if deep && source?.isHDR == true {
+            settings.masteringDisplay = source?.masteringDisplay
+            settings.contentLightLevel = source?.contentLightLevel
+        }
+        return settings
     }
 
     /// Writer settings for the audio: AAC, never above the source's rate, the source's layout.

@@ -98,6 +98,11 @@ public struct VideoSettings: Sendable, Hashable, Codable {
     /// Output pixel format; nil picks the encoder's natural one (yuv420p, or yuv420p10le for 10-bit profiles).
     public var pixelFormat: PixelFormat?
     public var colorProperties: ColorProperties?
+    /// HDR10 static metadata written into the stream (SEI, where the encoder takes it: libx265)
+    /// and the container (`mdcv`/`clli` in MP4 and MOV, Matroska's MasteringMetadata): the
+    /// display the picture was mastered on and its content light level. nil writes none.
+    public var masteringDisplay: MasteringDisplay?
+    public var contentLightLevel: ContentLightLevel?
 
     public init(codec: VideoCodec, width: Int, height: Int, scalingMode: ScalingMode = .resizeAspect,
                 averageBitRate: Int? = nil, quality: Double? = nil, maxKeyFrameInterval: Int? = nil,
