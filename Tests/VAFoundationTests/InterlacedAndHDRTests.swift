@@ -163,3 +163,50 @@ extension InterlacedAndHDRTests {
         #expect(sei == wanted)
     }
 }
+
+extension InterlacedAndHDRTests {
+    /// Every frame's luma, row by row without padding, as the reader hands it out.
+    static func readLuma(_ url: URL, deinterlaces: Bool) async throws -> [Data] {
+        let asset = Asset(url: url)
+        let reader = AssetReader(asset: asset)
+        let output = try AssetReaderTrackOutput(track: try await asset.loadTracks(withMediaType: .video)[0],
+                                                outputSettings: .video(PixelBufferAttributes(pixelFormat: .yuv420p, deinterlaces: deinterlaces)))
+        try reader.add(output)
+        try reader.startReading()
+        var frames: [Data] = []
+        while let sample = try output.copyNextSampleBuffer() {
+            let picture = try #require(sample.imageBuffer)
+            frames.append(try picture.withUnsafePlanes { planes in
+                var luma = Data(capacity: picture.width * picture.height)
+                for row in 0..<picture.height {
+                    luma.append(UnsafeRawBufferPointer(start: planes[0].baseAddress + row * planes[0].bytesPerRow, count: picture.width)
+                        .bindMemory(to: UInt8.self))
+                }
+                return luma
+            })
+        }
+        return frames
+    }
+
+    /// Every frame's luma from ffmpeg's own decode, through `filter` when given.
+    static func ffmpegLuma(_ url: URL, filter: String?, width: Int, height: Int) throws -> [Data] {
+        let ffmpeg = try #require(which("ffmpeg"))
+        let raw = try run(ffmpeg, ["-v", "error", "-i", url.path] + (filter.map { ["-vf", $0] } ?? []) + ["-f", "rawvideo", "-pix_fmt", "yuv420p", "-"]).stdout
+        let frameSize = width * height * 3 / 2
+        return stride(from: 0, to: raw.count - frameSize + 1, by: frameSize).map { raw.subdata(in: $0..<($0 + width * height)) }
+    }
+
+    @Test func readerDeinterlacesExactlyAsFFmpegsBwdifAndKeepsFieldsWhenAsked() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = try Self.interlacedClip(in: dir)
+        let deinterlaced = try await Self.readLuma(source, deinterlaces: true)
+        let woven = try await Self.readLuma(source, deinterlaces: false)
+        let bwdif = try Self.ffmpegLuma(source, filter: "bwdif=mode=send_frame:parity=auto:deint=interlaced", width: 720, height: 576)
+        let decoded = try Self.ffmpegLuma(source, filter: nil, width: 720, height: 576)
+        #expect(deinterlaced.count == 50 && woven.count == 50 && bwdif.count == 50 && decoded.count == 50)
+        #expect(deinterlaced == bwdif, "bit-exact with ffmpeg's bwdif")
+        #expect(woven == decoded, "fields kept woven, as decoded")
+        #expect(deinterlaced != woven)
+    }
+}
