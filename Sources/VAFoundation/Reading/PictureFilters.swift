@@ -84,7 +84,23 @@ final class PictureFilters {
         var filters: [String] = []
         if let deinterlace = deinterlacing(for: frame) { filters.append(deinterlace) }
         if let convert = colorConversion(for: frame) { filters.append(convert) }
-        return filters.isEmpty ? nil : filters.joined(separator: ",")
+        guard !filters.isEmpty else { return nil }
+        if let planar = planarInput(for: frame) { filters.insert(planar, at: 0) }
+        return filters.joined(separator: ",")
+    }
+
+    /// The conversion of a downloaded surface's semi-planar layout (NV12, P010), which bwdif and
+    /// zscale do not take, to the planar one, keeping its range and saying it: the scaler
+    /// libavfilter would insert by itself converts full-range pictures to limited and untags them.
+    private func planarInput(for frame: Frame) -> String? {
+        let planar: String
+        switch (frame.surfaceSoftwareFormat ?? frame.pixelFormat).name {
+        case "nv12": planar = "yuv420p"
+        case "p010le", "p010be": planar = "yuv420p10le"
+        default: return nil
+        }
+        let range = frame.isFullRange.map { $0 ? "pc" : "tv" } ?? "auto"
+        return "scale=in_range=\(range):out_range=\(range),format=\(planar)"
     }
 
     /// bwdif, when the pictures are interlaced and the output is not kept so.

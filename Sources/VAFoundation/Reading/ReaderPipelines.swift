@@ -377,7 +377,9 @@ final class VideoDecodePipeline: TrackPipeline {
             if scaler == nil || scaler!.sourceWidth != source.width || scaler!.sourceHeight != source.height
                 || scaler!.sourceFormat != source.pixelFormat || scaler!.outputWidth != w || scaler!.outputHeight != h
                 || scaler!.sourceFullRange != sourceFull {
-                scaler = try Scaler(from: source.width, source.height, source.pixelFormat, to: w, h, targetFormat, sourceFullRange: sourceFull)
+                // Host pictures vended in place of surfaces keep their range, as the video processor does.
+                scaler = try Scaler(from: source.width, source.height, source.pixelFormat, to: w, h, targetFormat, sourceFullRange: sourceFull,
+                                    outputFullRange: wantsSurfaces ? sourceFull : nil)
             }
             try scaler!.scale(source, into: output, x: x, y: y)
             return PixelBuffer(frame: output)
