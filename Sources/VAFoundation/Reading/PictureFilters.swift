@@ -29,9 +29,6 @@ final class PictureFilters {
         self.observations = observations
     }
 
-    /// The filter chain in use, nil while pictures pass through unfiltered.
-    var chain: String? { graph?.description }
-
     /// The next picture, filtered where it needs it; nil at the end of the stream.
     func next() throws(MediaError) -> Frame? {
         while true {
