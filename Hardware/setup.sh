@@ -7,6 +7,8 @@ packages=(
   # Build: FFmpeg 5.1's libraries, libva 2.17 with its DRM and X11 back ends, libdrm.
   pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev
   libva-dev libdrm-dev libx11-dev
+  # libavfilter for deinterlacing (bwdif) and HDR-to-SDR tone mapping (zscale, tonemap).
+  libavfilter-dev
   # SoftVA, the CPU-backed VA driver used by tests, encodes and decodes JPEG with libjpeg
   # (H.264 decode uses libavcodec, from the FFmpeg packages above).
   libjpeg62-turbo-dev

@@ -1,4 +1,5 @@
 internal import CFFmpeg
+import MediaCore
 
 /// Reads packets out of a media file. Owns the `AVFormatContext`; not thread-safe, so one
 /// task uses it at a time.
@@ -231,7 +232,7 @@ public final class Demuxer {
         }
         var layout = par.ch_layout
         let layoutName: String? = layout.nb_channels > 0 ? describe(&layout) : nil
-        return StreamInfo(
+        var info = StreamInfo(
             index: Int(s.index), containerID: Int(s.id), kind: kind, codecName: codec.name, codec: codec,
             profile: par.profile == FF_PROFILE_UNKNOWN ? nil : codec.profileName(par.profile) ?? String(par.profile),
             level: par.level == FF_LEVEL_UNKNOWN || par.level < 0 ? nil : Int(par.level),
@@ -258,6 +259,45 @@ public final class Demuxer {
             sampleFormat: kind == .audio ? SampleFormatID(rawValue: par.format) : .none,
             frameSize: Int(par.frame_size), initialPadding: Int(par.initial_padding)
         )
+        if kind == .video { readHDRSideData(stream, into: &info) }
+        return info
+    }
+
+    /// The stream's mastering display, content light level and Dolby Vision configuration side
+    /// data. The corresponding C function is `av_stream_get_side_data`.
+    private static func readHDRSideData(_ stream: UnsafeMutablePointer<AVStream>, into info: inout StreamInfo) {
+        var size = 0
+        if let raw = av_stream_get_side_data(stream, AV_PKT_DATA_MASTERING_DISPLAY_METADATA, &size),
+           size >= MemoryLayout<AVMasteringDisplayMetadata>.size {
+            let m = UnsafeRawPointer(raw).loadUnaligned(as: AVMasteringDisplayMetadata.self)
+            func value(_ r: AVRational) -> Double { r.den == 0 ? 0 : Double(r.num) / Double(r.den) }
+            var display = MasteringDisplay()
+            if m.has_primaries != 0 {
+                let p = m.display_primaries
+                display.red = [value(p.0.0), value(p.0.1)]
+                display.green = [value(p.1.0), value(p.1.1)]
+                display.blue = [value(p.2.0), value(p.2.1)]
+                display.whitePoint = [value(m.white_point.0), value(m.white_point.1)]
+            }
+            if m.has_luminance != 0 {
+                display.minLuminance = value(m.min_luminance)
+                display.maxLuminance = value(m.max_luminance)
+            }
+            info.masteringDisplay = display
+        }
+        if let raw = av_stream_get_side_data(stream, AV_PKT_DATA_CONTENT_LIGHT_LEVEL, &size),
+           size >= MemoryLayout<AVContentLightMetadata>.size {
+            let c = UnsafeRawPointer(raw).loadUnaligned(as: AVContentLightMetadata.self)
+            info.contentLightLevel = ContentLightLevel(maxContentLightLevel: Int(c.MaxCLL), maxFrameAverageLightLevel: Int(c.MaxFALL))
+        }
+        if let raw = av_stream_get_side_data(stream, AV_PKT_DATA_DOVI_CONF, &size),
+           size >= MemoryLayout<AVDOVIDecoderConfigurationRecord>.size {
+            let d = UnsafeRawPointer(raw).loadUnaligned(as: AVDOVIDecoderConfigurationRecord.self)
+            info.dolbyVision = DolbyVisionConfiguration(
+                versionMajor: Int(d.dv_version_major), versionMinor: Int(d.dv_version_minor), profile: Int(d.dv_profile),
+                level: Int(d.dv_level), hasRPU: d.rpu_present_flag != 0, hasEnhancementLayer: d.el_present_flag != 0,
+                hasBaseLayer: d.bl_present_flag != 0, baseLayerCompatibilityID: Int(d.dv_bl_signal_compatibility_id))
+        }
     }
 
     private static func fieldOrderName(_ order: AVFieldOrder) -> String? {

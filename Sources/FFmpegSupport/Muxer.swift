@@ -1,4 +1,5 @@
 internal import CFFmpeg
+import MediaCore
 
 /// Writes packets into a media file. Owns the output `AVFormatContext` and its `AVIOContext`;
 /// one task or queue at a time. The file is closed in `deinit` if `finish` was not reached,
@@ -97,6 +98,41 @@ public final class Muxer {
             throw FFmpegError(code: .outOfMemory, function: "av_stream_new_side_data")
         }
         data.withMemoryRebound(to: Int32.self, capacity: 9) { $0.update(from: matrix, count: 9) }
+    }
+
+    /// Attaches the mastering display (SMPTE ST 2086) as stream side data; the MP4/MOV muxer
+    /// writes it as `mdcv`, Matroska as MasteringMetadata. The corresponding C function is
+    /// `av_stream_new_side_data` with `AV_PKT_DATA_MASTERING_DISPLAY_METADATA`.
+    public func setMasteringDisplay(_ m: MasteringDisplay, ofStream index: Int) throws(FFmpegError) {
+        var metadata = AVMasteringDisplayMetadata()
+        func rational(_ v: Double, _ den: Int32) -> AVRational { AVRational(num: Int32((v * Double(den)).rounded()), den: den) }
+        if let r = m.red, let g = m.green, let b = m.blue, let w = m.whitePoint, [r, g, b, w].allSatisfy({ $0.count == 2 }) {
+            metadata.display_primaries = ((rational(r[0], 50000), rational(r[1], 50000)), (rational(g[0], 50000), rational(g[1], 50000)),
+                                          (rational(b[0], 50000), rational(b[1], 50000)))
+            metadata.white_point = (rational(w[0], 50000), rational(w[1], 50000))
+            metadata.has_primaries = 1
+        }
+        if let low = m.minLuminance, let high = m.maxLuminance {
+            metadata.min_luminance = rational(low, 10000)
+            metadata.max_luminance = rational(high, 10000)
+            metadata.has_luminance = 1
+        }
+        let size = MemoryLayout<AVMasteringDisplayMetadata>.size
+        guard let data = av_stream_new_side_data(context.pointee.streams[index]!, AV_PKT_DATA_MASTERING_DISPLAY_METADATA, size) else {
+            throw FFmpegError(code: .outOfMemory, function: "av_stream_new_side_data")
+        }
+        UnsafeMutableRawPointer(data).storeBytes(of: metadata, as: AVMasteringDisplayMetadata.self)
+    }
+
+    /// Attaches the content light level (MaxCLL, MaxFALL) as stream side data (`clli` in MP4/MOV).
+    /// The corresponding C function is `av_stream_new_side_data` with `AV_PKT_DATA_CONTENT_LIGHT_LEVEL`.
+    public func setContentLightLevel(_ c: ContentLightLevel, ofStream index: Int) throws(FFmpegError) {
+        let metadata = AVContentLightMetadata(MaxCLL: UInt32(clamping: c.maxContentLightLevel), MaxFALL: UInt32(clamping: c.maxFrameAverageLightLevel))
+        let size = MemoryLayout<AVContentLightMetadata>.size
+        guard let data = av_stream_new_side_data(context.pointee.streams[index]!, AV_PKT_DATA_CONTENT_LIGHT_LEVEL, size) else {
+            throw FFmpegError(code: .outOfMemory, function: "av_stream_new_side_data")
+        }
+        UnsafeMutableRawPointer(data).storeBytes(of: metadata, as: AVContentLightMetadata.self)
     }
 
     /// Sets a container-level metadata entry ("title", "artist").

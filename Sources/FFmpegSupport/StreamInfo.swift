@@ -1,3 +1,5 @@
+import MediaCore
+
 /// A snapshot of one demuxed stream's properties, taken when the demuxer opened the file.
 ///
 /// Plain values only, so it outlives the demuxer and crosses tasks freely.
@@ -49,6 +51,10 @@ public struct StreamInfo: Sendable {
     public var fieldOrder: String?
     /// The 3×3 display matrix (16.16 / 2.30 fixed point, row major) when the stream carries one.
     public var displayMatrix: [Int32]?
+    /// HDR side data: the mastering display, the content light level, the Dolby Vision record.
+    public var masteringDisplay: MasteringDisplay? = nil
+    public var contentLightLevel: ContentLightLevel? = nil
+    public var dolbyVision: DolbyVisionConfiguration? = nil
 
     // Audio
     public var sampleRate: Int

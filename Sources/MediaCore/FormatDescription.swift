@@ -59,6 +59,11 @@ public struct VideoFormat: Sendable, Hashable, Codable {
         self.pixelAspectRatio = pixelAspectRatio
     }
 
+    /// HDR side data the stream carries: mastering display, content light level, Dolby Vision.
+    public var masteringDisplay: MasteringDisplay?
+    public var contentLightLevel: ContentLightLevel?
+    public var dolbyVision: DolbyVisionConfiguration?
+
     /// True for HDR transfer functions (PQ, HLG).
     public var isHDR: Bool { colorTransfer == "smpte2084" || colorTransfer == "arib-std-b67" }
 }

@@ -78,6 +78,9 @@ extension InfoReport {
                 if let pf = v.pixelFormat { line += " \(pf)" }
                 if let trc = v.colorTransfer, trc == "smpte2084" || trc == "arib-std-b67" { line += ", HDR \(trc)" }
                 if let field = v.fieldOrder, field != "progressive" { line += ", interlaced (\(field))" }
+                if let m = v.masteringDisplay { line += ", " + Self.describe(m) }
+                if let c = v.contentLightLevel { line += ", MaxCLL \(c.maxContentLightLevel) nits, MaxFALL \(c.maxFrameAverageLightLevel) nits" }
+                if let d = v.dolbyVision { line += ", " + Self.describe(d) }
             }
             if let a = t.audio {
                 line += ", \(a.sampleRate) Hz, \(a.channelLayout ?? "\(a.channels) channels")"
@@ -92,6 +95,27 @@ extension InfoReport {
         }
         for warning in warnings { lines.append("  warning: \(warning)") }
         return lines.joined(separator: "\n") + "\n"
+    }
+}
+
+extension InfoReport {
+    /// "mastering display R(0.708,0.292) G(0.170,0.797) B(0.131,0.046) WP(0.3127,0.3290) 0.0050-1000 nits".
+    static func describe(_ m: MasteringDisplay) -> String {
+        var text = "mastering display"
+        func xy(_ p: [Double]?, _ format: String) -> String { (p ?? []).map { String(format: format, $0) }.joined(separator: ",") }
+        if m.red != nil {
+            text += " R(\(xy(m.red, "%.3f"))) G(\(xy(m.green, "%.3f"))) B(\(xy(m.blue, "%.3f"))) WP(\(xy(m.whitePoint, "%.4f")))"
+        }
+        if let low = m.minLuminance, let high = m.maxLuminance { text += String(format: " %.4f-%.0f nits", low, high) }
+        return text
+    }
+
+    /// "Dolby Vision 8.4 (profile 8, level 2, RPU, BL, base layer compatible: HLG)".
+    static func describe(_ d: DolbyVisionConfiguration) -> String {
+        let compatibility = [0: "none", 1: "HDR10", 2: "SDR", 4: "HLG", 6: "BT.2020 SDR"][d.baseLayerCompatibilityID] ?? "\(d.baseLayerCompatibilityID)"
+        let layers = [d.hasRPU ? "RPU" : nil, d.hasBaseLayer ? "BL" : nil, d.hasEnhancementLayer ? "EL" : nil].compactMap { $0 }
+        return "Dolby Vision \(d.profile).\(d.baseLayerCompatibilityID) (profile \(d.profile), level \(d.level), "
+            + layers.joined(separator: "+") + ", base layer compatible: \(compatibility))"
     }
 }
 

@@ -86,6 +86,10 @@ struct InfoReport: Encodable {
         var colorRange: String?
         var fieldOrder: String?
         var attachedPicture: Bool
+        /// HDR side data of the stream, null when absent.
+        var masteringDisplay: MasteringDisplay? = nil
+        var contentLightLevel: ContentLightLevel? = nil
+        var dolbyVision: DolbyVisionConfiguration? = nil
 
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
@@ -106,11 +110,15 @@ struct InfoReport: Encodable {
             try c.encode(colorRange, forKey: .colorRange)
             try c.encode(fieldOrder, forKey: .fieldOrder)
             try c.encode(attachedPicture, forKey: .attachedPicture)
+            try c.encode(masteringDisplay, forKey: .masteringDisplay)
+            try c.encode(contentLightLevel, forKey: .contentLightLevel)
+            try c.encode(dolbyVision, forKey: .dolbyVision)
         }
 
         enum CodingKeys: String, CodingKey {
             case width, height, displayWidth, displayHeight, rotation, mirrored, nominalFrameRate, minFrameDurationSeconds
             case variableFrameRate, pixelFormat, bitDepth, colorPrimaries, colorTransfer, colorMatrix, colorRange, fieldOrder, attachedPicture
+            case masteringDisplay, contentLightLevel, dolbyVision
         }
     }
 
@@ -205,7 +213,8 @@ extension InfoReport.TrackReport {
                 minFrameDurationSeconds: finite(track.minFrameDuration.seconds),
                 variableFrameRate: track.isVariableFrameRate, pixelFormat: v.pixelFormat, bitDepth: v.bitDepth,
                 colorPrimaries: v.colorPrimaries, colorTransfer: v.colorTransfer, colorMatrix: v.colorMatrix,
-                colorRange: v.colorRange, fieldOrder: v.fieldOrder, attachedPicture: track.isAttachedPicture)
+                colorRange: v.colorRange, fieldOrder: v.fieldOrder, attachedPicture: track.isAttachedPicture,
+                masteringDisplay: v.masteringDisplay, contentLightLevel: v.contentLightLevel, dolbyVision: v.dolbyVision)
         }
         if let a = format.audio {
             audio = InfoReport.AudioReport(sampleRate: a.sampleRate, channels: a.channelCount,

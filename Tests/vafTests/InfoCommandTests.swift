@@ -79,6 +79,71 @@ enum Vaf {
         #expect(result.stdout.contains("10-bit yuv420p10le"))
     }
 
+    /// The first video stream's side data as ffprobe reports it: the oracle for HDR metadata.
+    static func ffprobeSideData(_ path: String) throws -> [[String: Any]] {
+        let probe = try Vaf.run(executable: "/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
+                                                                 "stream_side_data", "-of", "json", path])
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(probe.stdout.utf8)) as? [String: Any])
+        let streams = try #require(json["streams"] as? [[String: Any]])
+        return streams.first?["side_data_list"] as? [[String: Any]] ?? []
+    }
+
+    /// ffprobe's "num/den" as a number.
+    static func ratio(_ value: Any?) -> Double? {
+        guard let text = value as? String else { return nil }
+        let parts = text.split(separator: "/").compactMap { Double($0) }
+        return parts.count == 2 && parts[1] != 0 ? parts[0] / parts[1] : nil
+    }
+
+    @Test func dolbyVisionConfigurationOfTheIPhoneClip() throws {
+        let path = Vaf.fixture("hevc_main10_dolbyvision84_hlg_iphone14pro.mov")
+        let oracle = try #require(try Self.ffprobeSideData(path).first { $0["side_data_type"] as? String == "DOVI configuration record" })
+        let result = try Vaf.run(["info", "--json", path])
+        #expect(result.status == 0)
+        let files = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
+        let tracks = try #require(files.first?["tracks"] as? [[String: Any]])
+        let video = try #require(tracks.first { $0["mediaType"] as? String == "video" })
+        let dv = try #require(video["dolbyVision"] as? [String: Any])
+        #expect(dv["profile"] as? Int == oracle["dv_profile"] as? Int)
+        #expect(dv["level"] as? Int == oracle["dv_level"] as? Int)
+        #expect(dv["versionMajor"] as? Int == oracle["dv_version_major"] as? Int)
+        #expect(dv["hasRPU"] as? Bool == ((oracle["rpu_present_flag"] as? Int) == 1))
+        #expect(dv["hasEnhancementLayer"] as? Bool == ((oracle["el_present_flag"] as? Int) == 1))
+        #expect(dv["hasBaseLayer"] as? Bool == ((oracle["bl_present_flag"] as? Int) == 1))
+        #expect(dv["baseLayerCompatibilityID"] as? Int == oracle["dv_bl_signal_compatibility_id"] as? Int)
+        // The iPhone clip has no mastering display or content light level: null, not made up.
+        #expect(video["masteringDisplay"] is NSNull && video["contentLightLevel"] is NSNull)
+        let text = try Vaf.run(["info", path])
+        #expect(text.stdout.contains("Dolby Vision 8.4 (profile 8, level 2, RPU+BL, base layer compatible: HLG)"), "\(text.stdout)")
+    }
+
+    @Test func masteringDisplayAndContentLightOfAnHDR10Clip() throws {
+        let path = Vaf.packageRoot.deletingLastPathComponent().appendingPathComponent("shared/media/av1_main10_hdr10_1080p60_aac.mp4").path
+        try #require(FileManager.default.fileExists(atPath: path), "CI always has ../shared/media; missing: \(path)")
+        let sideData = try Self.ffprobeSideData(path)
+        let mastering = try #require(sideData.first { $0["side_data_type"] as? String == "Mastering display metadata" })
+        let light = try #require(sideData.first { $0["side_data_type"] as? String == "Content light level metadata" })
+        let result = try Vaf.run(["info", "--json", path])
+        let files = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
+        let tracks = try #require(files.first?["tracks"] as? [[String: Any]])
+        let video = try #require(tracks.first { $0["mediaType"] as? String == "video" })
+        let m = try #require(video["masteringDisplay"] as? [String: Any])
+        for (key, x, y) in [("red", "red_x", "red_y"), ("green", "green_x", "green_y"), ("blue", "blue_x", "blue_y"),
+                            ("whitePoint", "white_point_x", "white_point_y")] {
+            let xy = try #require(m[key] as? [Double])
+            #expect(abs(xy[0] - (Self.ratio(mastering[x]) ?? -1)) < 1e-6 && abs(xy[1] - (Self.ratio(mastering[y]) ?? -1)) < 1e-6, "\(key)")
+        }
+        #expect(abs((m["maxLuminance"] as? Double ?? -1) - (Self.ratio(mastering["max_luminance"]) ?? -2)) < 1e-6)
+        #expect(abs((m["minLuminance"] as? Double ?? -1) - (Self.ratio(mastering["min_luminance"]) ?? -2)) < 1e-6)
+        let c = try #require(video["contentLightLevel"] as? [String: Any])
+        #expect(c["maxContentLightLevel"] as? Int == light["max_content"] as? Int)
+        #expect(c["maxFrameAverageLightLevel"] as? Int == light["max_average"] as? Int)
+        #expect(video["dolbyVision"] is NSNull)
+        let text = try Vaf.run(["info", path])
+        #expect(text.stdout.contains("MaxCLL \(light["max_content"] as? Int ?? -1) nits, MaxFALL \(light["max_average"] as? Int ?? -1) nits"), "\(text.stdout)")
+        #expect(text.stdout.contains("mastering display R(0.678,0.322) G(0.245,0.703) B(0.138,0.052) WP(0.3127,0.3290)"), "\(text.stdout)")
+    }
+
     @Test func noFilesIsAUsageError() throws {
         let result = try Vaf.run(["info"])
         #expect(result.status == 64)

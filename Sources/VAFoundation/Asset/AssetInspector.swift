@@ -340,6 +340,9 @@ enum AssetInspector {
                 colorPrimaries: s.colorPrimaries, colorTransfer: s.colorTransfer, colorMatrix: s.colorMatrix,
                 colorRange: s.colorRange, fieldOrder: s.fieldOrder,
                 pixelAspectRatio: sar.isPositive && sar.numerator != sar.denominator ? [Int(sar.numerator), Int(sar.denominator)] : nil)
+            video?.masteringDisplay = s.masteringDisplay
+            video?.contentLightLevel = s.contentLightLevel
+            video?.dolbyVision = s.dolbyVision
         } else if s.kind == .audio {
             audio = AudioFormat(
                 sampleRate: s.sampleRate, channelCount: s.channelCount, channelLayout: s.channelLayout,

@@ -204,7 +204,7 @@ extension ExportSession {
         }
         if let video = plan.videoTrack, let videoSettings = plan.videoSettings {
             let hardware = plan.hardware
-            let attributes = if hardware?.scalesOnDevice == true {
+            var attributes = if hardware?.scalesOnDevice == true {
                 // Decoded, scaled and encoded on the device: the reader's video processor fits
                 // the picture, the encoder reads its surfaces.
                 PixelBufferAttributes(pixelFormat: .vaapiSurface, width: videoSettings.width, height: videoSettings.height,
@@ -218,6 +218,9 @@ extension ExportSession {
                 // A range conversion is the writer's: it fits and converts in one pass.
                 PixelBufferAttributes(pixelFormat: videoSettings.pixelFormat ?? .yuv420p)
             }
+            // Interlaced pictures are deinterlaced (the writer makes progressive video only);
+            // HDR pictures going to SDR settings are tone-mapped where they are decoded.
+            attributes.colorProperties = Self.toneMapping(from: video, to: videoSettings)
             let output = try AssetReaderTrackOutput(track: video, outputSettings: .video(attributes))
             if hardware?.decodesOnDevice == true { output.hardwareDevice = plan.device }
             output.observations.withLock { $0 = observations }
@@ -462,7 +465,8 @@ extension ExportSession {
         let reader = AssetReader(asset: asset)
         reader.timeRange = MediaTimeRange(start: resumeAt, duration: end.isNumeric ? end - resumeAt : .positiveInfinity)
         let output = try AssetReaderTrackOutput(track: lane.track, outputSettings: .video(PixelBufferAttributes(
-            pixelFormat: settings.pixelFormat ?? .yuv420p, width: settings.width, height: settings.height, scalingMode: settings.scalingMode)))
+            pixelFormat: settings.pixelFormat ?? .yuv420p, width: settings.width, height: settings.height, scalingMode: settings.scalingMode,
+            colorProperties: Self.toneMapping(from: lane.track, to: settings))))
         output.probe = stageProbe
         try reader.add(output)
         let cause = failure.message + (failure.underlying.map { " (\($0))" } ?? "")
@@ -609,5 +613,17 @@ actor ExportSlots {
         } else {
             waiters.removeFirst().resume()
         }
+    }
+}
+
+extension ExportSession {
+    /// The colours the reader converts `track`'s pictures to for `settings`: the settings' own
+    /// when the source is HDR (PQ or HLG) and the settings are not, so the pictures are
+    /// tone-mapped to match their tags; nil (the source's colours) otherwise.
+    static func toneMapping(from track: AssetTrack, to settings: VideoSettings) -> ColorProperties? {
+        guard ColorProperties.isHDR(transfer: track.formatDescription.video?.colorTransfer),
+              let target = settings.colorProperties, target.transfer != nil,
+              !ColorProperties.isHDR(transfer: target.transfer) else { return nil }
+        return target
     }
 }

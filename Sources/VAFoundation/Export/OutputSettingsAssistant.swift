@@ -138,10 +138,15 @@ public struct OutputSettingsAssistant: Sendable {
             // A "yuvj" source (full-range JPEG-style pixels) reaches a 4:2:0 video encoder
             // converted to limited range: tag it so. JPEG output keeps full range.
             let rangeConverted = !jpeg && (source.pixelFormat?.hasPrefix("yuvj") ?? false)
+            // HDR (PQ or HLG) into 8 bits is tone-mapped to BT.709 SDR by the reader, and tagged so.
+            if !deep && ColorProperties.isHDR(transfer: source.colorTransfer) {
+                return ColorProperties(primaries: "bt709", transfer: "bt709", matrix: "bt709",
+                                       fullRange: jpeg ? source.colorRange.map { $0 == "pc" } : false)
+            }
             return ColorProperties(primaries: source.colorPrimaries, transfer: source.colorTransfer, matrix: source.colorMatrix,
                                    fullRange: rangeConverted ? false : source.colorRange.map { $0 == "pc" })
         }
-        return VideoSettings(
+        var settings = VideoSettings(
             codec: codec, width: width, height: height, scalingMode: .resizeAspect,
             averageBitRate: jpeg && videoBitRateOverride == nil ? nil : videoBitRate,
             quality: jpeg && videoBitRateOverride == nil ? Self.jpegQuality : nil,
@@ -149,6 +154,12 @@ public struct OutputSettingsAssistant: Sendable {
             profile: jpeg ? nil : deep ? "main10" : (codec == .hevc ? "main" : "high"),
             expectedSourceFrameRate: outputFrameRate ?? rate(sourceVideoMinFrameDuration),
             pixelFormat: jpeg ? nil : deep ? .yuv420p10 : .yuv420p, colorProperties: colors)
+        // HDR kept in 10 bits keeps its mastering display and content light level.
+        if deep && source?.isHDR == true {
+            settings.masteringDisplay = source?.masteringDisplay
+            settings.contentLightLevel = source?.contentLightLevel
+        }
+        return settings
     }
 
     /// Writer settings for the audio: AAC, never above the source's rate, the source's layout.

@@ -265,6 +265,8 @@ final class VideoDecodePipeline: TrackPipeline {
     /// Told where pictures were decoded and scaled, and of each copy to host memory.
     private let observations: StageObservations?
     private var scaler: Scaler?
+    /// Deinterlacing and tone mapping, between the decoder and the fitting.
+    private let filters: PictureFilters
     private var surfaceScaler: SurfaceScaler?
     /// Host frames converted pictures are written into, recycled once their consumer lets go.
     private var outputFrames: FramePool?
@@ -303,10 +305,12 @@ final class VideoDecodePipeline: TrackPipeline {
         self.device = device
         self.timeBase = session.streams[track.streamIndex].timeBase
         self.range = TickRange(timeRange, timeBase: timeBase)
+        self.filters = PictureFilters(loop: loop, stream: session.streams[track.streamIndex], attributes: attributes,
+                                      outputFormat: format, observations: observations)
     }
 
     func next() throws(MediaError) -> SampleBuffer? {
-        while let frame = try loop.nextFrame() {
+        while let frame = try filters.next() {
             let pts = frame.bestEffortTimestamp ?? frame.pts ?? lastEnd ?? 0
             let fallback = track.minFrameDuration.isNumeric ? track.minFrameDuration.convertScale(timeBase.denominator).value / Int64(max(timeBase.numerator, 1)) : 1
             let duration = frame.duration > 0 ? frame.duration : max(fallback, 1)
@@ -343,7 +347,6 @@ final class VideoDecodePipeline: TrackPipeline {
         let width = attributes.width ?? decoded.width
         let height = attributes.height ?? decoded.height
         var frame = decoded
-        observations?.decoded(on: decoded.surfaceSoftwareFormat == nil ? .host : .device)
         do {
             if let layout = decoded.surfaceSoftwareFormat {
                 if wantsSurfaces {
@@ -374,7 +377,9 @@ final class VideoDecodePipeline: TrackPipeline {
             if scaler == nil || scaler!.sourceWidth != source.width || scaler!.sourceHeight != source.height
                 || scaler!.sourceFormat != source.pixelFormat || scaler!.outputWidth != w || scaler!.outputHeight != h
                 || scaler!.sourceFullRange != sourceFull {
-                scaler = try Scaler(from: source.width, source.height, source.pixelFormat, to: w, h, targetFormat, sourceFullRange: sourceFull)
+                // Host pictures vended in place of surfaces keep their range, as the video processor does.
+                scaler = try Scaler(from: source.width, source.height, source.pixelFormat, to: w, h, targetFormat, sourceFullRange: sourceFull,
+                                    outputFullRange: wantsSurfaces ? sourceFull : nil)
             }
             try scaler!.scale(source, into: output, x: x, y: y)
             return PixelBuffer(frame: output)

@@ -98,6 +98,11 @@ public struct VideoSettings: Sendable, Hashable, Codable {
     /// Output pixel format; nil picks the encoder's natural one (yuv420p, or yuv420p10le for 10-bit profiles).
     public var pixelFormat: PixelFormat?
     public var colorProperties: ColorProperties?
+    /// HDR10 static metadata written into the stream (SEI, where the encoder takes it: libx265)
+    /// and the container (`mdcv`/`clli` in MP4 and MOV, Matroska's MasteringMetadata): the
+    /// display the picture was mastered on and its content light level. nil writes none.
+    public var masteringDisplay: MasteringDisplay?
+    public var contentLightLevel: ContentLightLevel?
 
     public init(codec: VideoCodec, width: Int, height: Int, scalingMode: ScalingMode = .resizeAspect,
                 averageBitRate: Int? = nil, quality: Double? = nil, maxKeyFrameInterval: Int? = nil,
@@ -180,11 +185,22 @@ public struct PixelBufferAttributes: Sendable, Hashable, Codable {
     public var width: Int?
     public var height: Int?
     public var scalingMode: ScalingMode
+    /// Interlaced pictures (two fields woven into one frame) come out deinterlaced by bwdif, one
+    /// picture per frame, before they are fitted. False hands them out woven, as decoded, but
+    /// only at the source's size: a resized picture is always deinterlaced first.
+    public var deinterlaces: Bool
+    /// The colours pictures are converted to, nil to keep the source's. A PQ or HLG source read
+    /// as BT.709 (the `bt709` transfer) is tone-mapped to SDR; other differences in primaries,
+    /// transfer or matrix are converted by zscale.
+    public var colorProperties: ColorProperties?
 
-    public init(pixelFormat: PixelFormat, width: Int? = nil, height: Int? = nil, scalingMode: ScalingMode = .resize) {
+    public init(pixelFormat: PixelFormat, width: Int? = nil, height: Int? = nil, scalingMode: ScalingMode = .resize,
+                deinterlaces: Bool = true, colorProperties: ColorProperties? = nil) {
         self.pixelFormat = pixelFormat
         self.width = width
         self.height = height
         self.scalingMode = scalingMode
+        self.deinterlaces = deinterlaces
+        self.colorProperties = colorProperties
     }
 }

@@ -114,6 +114,7 @@ enum WriterCodecs {
             if let l = s.level { params.append("level-idc=\(l)") }
             if !s.allowFrameReordering { params.append("bframes=0") }
             if let gop { params.append("keyint=\(gop)") }
+            params += hdr10Parameters(s)
             options.append(("x265-params", params.joined(separator: ":")))
         case "libsvtav1":
             options.append(("preset", realTime ? "12" : "10"))
@@ -203,6 +204,20 @@ enum WriterCodecs {
         }
         c.privateOptions = options
         return (name, c)
+    }
+
+    /// x265's HDR10 SEI parameters for the settings' mastering display and content light level:
+    /// chromaticities in units of 0.00002, luminance in units of 0.0001 cd/m² (x265's own).
+    static func hdr10Parameters(_ s: VideoSettings) -> [String] {
+        var params: [String] = []
+        if let m = s.masteringDisplay, let r = m.red, let g = m.green, let b = m.blue, let w = m.whitePoint,
+           let low = m.minLuminance, let high = m.maxLuminance, [r, g, b, w].allSatisfy({ $0.count == 2 }) {
+            func xy(_ p: [Double]) -> String { "(\(Int((p[0] * 50000).rounded())),\(Int((p[1] * 50000).rounded())))" }
+            params.append("master-display=G\(xy(g))B\(xy(b))R\(xy(r))WP\(xy(w))L(\(Int((high * 10000).rounded())),\(Int((low * 10000).rounded())))")
+        }
+        if let c = s.contentLightLevel { params.append("max-cll=\(c.maxContentLightLevel),\(c.maxFrameAverageLightLevel)") }
+        if !params.isEmpty { params.insert("hdr10=1", at: 0) }
+        return params
     }
 
     /// What software and VA-API encoders take alike from `s`: size, time base, frame rate,

@@ -542,6 +542,14 @@ final class WriterEngine: @unchecked Sendable {
                 if pipeline.configuration.mediaType == .video && t != .identity {
                     try muxer.setDisplayMatrix(Self.displayMatrix(t), ofStream: index)
                 }
+                // HDR10 static metadata: the settings' when encoding, the source's when copying.
+                if pipeline.configuration.mediaType == .video {
+                    let hint = pipeline.configuration.sourceFormatHint?.video
+                    var mastering = hint?.masteringDisplay, light = hint?.contentLightLevel
+                    if case .video(let s) = pipeline.configuration.settings { (mastering, light) = (s.masteringDisplay, s.contentLightLevel) }
+                    if let mastering { try muxer.setMasteringDisplay(mastering, ofStream: index) }
+                    if let light { try muxer.setContentLightLevel(light, ofStream: index) }
+                }
             }
             for item in configuration.metadata { try muxer.setMetadata(item.value, forKey: item.key) }
             try muxer.writeHeader(options: muxerOptions())

@@ -1,0 +1,122 @@
+internal import CFFmpeg
+
+/// A libavfilter graph for video: pictures of one size and format go in through a buffer
+/// source, run through the filters of a description ("bwdif=mode=send_frame", "zscale=…"),
+/// and come out of a buffer sink. Owns the graph (and with it both ends); one task at a time.
+public final class FilterGraph {
+    private let graph: UnsafeMutablePointer<AVFilterGraph>
+    private let source: UnsafeMutablePointer<AVFilterContext>
+    private let sink: UnsafeMutablePointer<AVFilterContext>
+    public let description: String
+    public let width: Int, height: Int, pixelFormat: PixelFormatID
+    /// The time base of the pictures pushed, and of those pulled.
+    public let timeBase: Rational
+    private var ended = false
+
+    /// What a pull gave.
+    public enum PullResult {
+        case frame(Frame)
+        /// The graph needs another picture first (EAGAIN).
+        case needsInput
+        /// Every picture has come out after `pushEndOfStream` (EOF).
+        case endOfStream
+    }
+
+    /// A graph running `description` on pictures of `width`×`height` in `pixelFormat`, timed
+    /// in `timeBase`, with `pixelAspect` as their sample aspect ratio (0/1 when unknown).
+    /// Colour properties travel on each frame; FFmpeg 5.1's buffer source takes none.
+    /// The corresponding C functions are `avfilter_graph_create_filter`, `avfilter_graph_parse_ptr`
+    /// and `avfilter_graph_config`.
+    public init(_ description: String, width: Int, height: Int, pixelFormat: PixelFormatID,
+                timeBase: Rational, pixelAspect: Rational = Rational(0, 1), threads: Int = 0) throws(FFmpegError) {
+        guard let graph = avfilter_graph_alloc() else { throw FFmpegError(code: .outOfMemory, function: "avfilter_graph_alloc") }
+        var owned: UnsafeMutablePointer<AVFilterGraph>? = graph
+        graph.pointee.nb_threads = Int32(threads)
+        let sar = pixelAspect.isPositive ? pixelAspect : Rational(0, 1)
+        let args = "video_size=\(width)x\(height):pix_fmt=\(pixelFormat.rawValue):time_base=\(timeBase.numerator)/\(timeBase.denominator)"
+            + ":pixel_aspect=\(sar.numerator)/\(sar.denominator)"
+        var source: UnsafeMutablePointer<AVFilterContext>?
+        var sink: UnsafeMutablePointer<AVFilterContext>?
+        var status = avfilter_graph_create_filter(&source, avfilter_get_by_name("buffer"), "in", args, nil, graph)
+        if status >= 0 {
+            status = avfilter_graph_create_filter(&sink, avfilter_get_by_name("buffersink"), "out", nil, nil, graph)
+        }
+        guard status >= 0, let source, let sink else {
+            avfilter_graph_free(&owned)
+            throw FFmpegError(status < 0 ? status : cffmpeg_averror(EINVAL), "avfilter_graph_create_filter")
+        }
+        // The description's open input is fed by the source, its open output feeds the sink.
+        var outputs = avfilter_inout_alloc()
+        var inputs = avfilter_inout_alloc()
+        defer { avfilter_inout_free(&outputs); avfilter_inout_free(&inputs) }
+        guard let o = outputs, let i = inputs else {
+            avfilter_graph_free(&owned)
+            throw FFmpegError(code: .outOfMemory, function: "avfilter_inout_alloc")
+        }
+        o.pointee.name = av_strdup("in"); o.pointee.filter_ctx = source; o.pointee.pad_idx = 0; o.pointee.next = nil
+        i.pointee.name = av_strdup("out"); i.pointee.filter_ctx = sink; i.pointee.pad_idx = 0; i.pointee.next = nil
+        status = avfilter_graph_parse_ptr(graph, description, &inputs, &outputs, nil)
+        if status >= 0 { status = avfilter_graph_config(graph, nil) }
+        guard status >= 0 else {
+            avfilter_graph_free(&owned)
+            throw FFmpegError(status, "avfilter_graph_parse_ptr(\(description))")
+        }
+        self.graph = graph
+        self.source = source
+        self.sink = sink
+        self.description = description
+        self.timeBase = timeBase
+        (self.width, self.height, self.pixelFormat) = (width, height, pixelFormat)
+    }
+
+    deinit { var g: UnsafeMutablePointer<AVFilterGraph>? = graph; avfilter_graph_free(&g) }
+
+    /// Hands `frame` to the graph; the frame itself is left as it was (the graph takes its own
+    /// reference). The corresponding C function is `av_buffersrc_add_frame_flags`.
+    public func push(_ frame: Frame) throws(FFmpegError) {
+        guard frame.width == width, frame.height == height, frame.pixelFormat == pixelFormat, !ended else {
+            throw FFmpegError(code: .invalidArgument, function: "av_buffersrc_add_frame_flags")
+        }
+        try check(av_buffersrc_add_frame_flags(source, frame.pointer, Int32(AV_BUFFERSRC_FLAG_KEEP_REF)),
+                  "av_buffersrc_add_frame_flags")
+    }
+
+    /// Tells the graph no more pictures come, so it lets go of those it holds back.
+    public func pushEndOfStream() throws(FFmpegError) {
+        guard !ended else { return }
+        ended = true
+        try check(av_buffersrc_add_frame_flags(source, nil, 0), "av_buffersrc_add_frame_flags(EOF)")
+    }
+
+    /// The next filtered picture, or the state the graph is in. The corresponding C function is
+    /// `av_buffersink_get_frame`.
+    public func pull() throws(FFmpegError) -> PullResult {
+        let frame = Frame()
+        let status = av_buffersink_get_frame(sink, frame.pointer)
+        if status == cffmpeg_averror(EAGAIN) { return .needsInput }
+        if status == cffmpeg_AVERROR_EOF() { return .endOfStream }
+        try check(status, "av_buffersink_get_frame")
+        // bwdif and yadif count in half frames (their time base is half the input's): the
+        // picture comes back timed in the input's time base, as it went in.
+        let output = Rational(av_buffersink_get_time_base(sink))
+        if output != timeBase {
+            if let pts = frame.pts { frame.pts = output.rescale(pts, to: timeBase) }
+            if frame.duration > 0 { frame.duration = output.rescale(frame.duration, to: timeBase) }
+        }
+        frame.pointer.pointee.best_effort_timestamp = frame.pointer.pointee.pts
+        return .frame(frame)
+    }
+
+    /// True when libavfilter here has a filter of that name ("bwdif", "zscale").
+    /// The corresponding C function is `avfilter_get_by_name`.
+    public static func hasFilter(_ name: String) -> Bool { avfilter_get_by_name(name) != nil }
+}
+
+extension Frame {
+    /// True when the picture is two interleaved fields (`interlaced_frame`).
+    public var isInterlaced: Bool { pointer.pointee.interlaced_frame != 0 }
+    /// True when the top field is the first (`top_field_first`); meaningful only when interlaced.
+    public var isTopFieldFirst: Bool { pointer.pointee.top_field_first != 0 }
+    /// The sample aspect ratio as the frame states it (0/1 when unknown).
+    public var sampleAspectRatio: Rational { Rational(pointer.pointee.sample_aspect_ratio) }
+}

@@ -1,0 +1,166 @@
+import FFmpegSupport
+
+/// The libavfilter stage between a video decoder and the fitting: deinterlacing (bwdif) and
+/// HDR-to-SDR tone mapping (zscale and tonemap), on the CPU. Pictures that need neither pass
+/// straight through, surfaces included; those that need one are downloaded from the device first.
+///
+/// The graph is chosen from the pictures themselves (a picture flagged interlaced, a transfer
+/// of PQ or HLG) and the stream's field order, and rebuilt, after draining the old one, when
+/// the pictures change size or format or interlacing first appears mid-stream.
+final class PictureFilters {
+    let loop: DecodeLoop
+    let stream: StreamInfo
+    let attributes: PixelBufferAttributes
+    let outputFormat: PixelFormatID
+    private let observations: StageObservations?
+    private var graph: FilterGraph?
+    /// Filtered pictures drained from a graph being replaced, handed out first.
+    private var ready: [Frame] = []
+    private var decoderEnded = false
+    /// Set once a picture flagged interlaced has been seen: deinterlacing stays on from then.
+    private var sawInterlacedFrame = false
+
+    init(loop: DecodeLoop, stream: StreamInfo, attributes: PixelBufferAttributes, outputFormat: PixelFormatID,
+         observations: StageObservations?) {
+        self.loop = loop
+        self.stream = stream
+        self.attributes = attributes
+        self.outputFormat = outputFormat
+        self.observations = observations
+    }
+
+    /// The next picture, filtered where it needs it; nil at the end of the stream.
+    func next() throws(MediaError) -> Frame? {
+        while true {
+            if !ready.isEmpty { return ready.removeFirst() }
+            if let graph {
+                switch try pull(graph) {
+                case .frame(let frame): return frame
+                case .endOfStream: return nil
+                case .needsInput: break
+                }
+            }
+            guard let decoded = try loop.nextFrame() else {
+                guard let graph, !decoderEnded else { return nil }
+                decoderEnded = true
+                do { try graph.pushEndOfStream() } catch { throw failure(error, graph.description) }
+                continue
+            }
+            observations?.decoded(on: decoded.surfaceSoftwareFormat == nil ? .host : .device)
+            if decoded.isInterlaced { sawInterlacedFrame = true }
+            guard let description = chain(for: decoded) else {
+                try drain()
+                guard !ready.isEmpty else { return decoded }
+                ready.append(decoded)
+                continue
+            }
+            var host = decoded
+            if decoded.surfaceSoftwareFormat != nil {
+                do { host = try decoded.transferToHost() } catch {
+                    throw MediaError(.hardwareFailed, "cannot download a \(decoded.width)x\(decoded.height) surface to filter it",
+                                     path: loop.path, underlying: error)
+                }
+                observations?.transferred(host)
+            }
+            if let current = graph, current.description != description || current.width != host.width
+                || current.height != host.height || current.pixelFormat != host.pixelFormat {
+                try drain()
+            }
+            if graph == nil {
+                do {
+                    graph = try FilterGraph(description, width: host.width, height: host.height, pixelFormat: host.pixelFormat,
+                                            timeBase: stream.timeBase, pixelAspect: host.sampleAspectRatio)
+                } catch { throw failure(error, description) }
+            }
+            do { try graph!.push(host) } catch { throw failure(error, description) }
+        }
+    }
+
+    /// The filters `frame` needs, nil for none.
+    func chain(for frame: Frame) -> String? {
+        var filters: [String] = []
+        if let deinterlace = deinterlacing(for: frame) { filters.append(deinterlace) }
+        if let convert = colorConversion(for: frame) { filters.append(convert) }
+        guard !filters.isEmpty else { return nil }
+        if let planar = planarInput(for: frame) { filters.insert(planar, at: 0) }
+        return filters.joined(separator: ",")
+    }
+
+    /// The conversion of a downloaded surface's semi-planar layout (NV12, P010), which bwdif and
+    /// zscale do not take, to the planar one, keeping its range and saying it: the scaler
+    /// libavfilter would insert by itself converts full-range pictures to limited and untags them.
+    private func planarInput(for frame: Frame) -> String? {
+        let planar: String
+        switch (frame.surfaceSoftwareFormat ?? frame.pixelFormat).name {
+        case "nv12": planar = "yuv420p"
+        case "p010le", "p010be": planar = "yuv420p10le"
+        default: return nil
+        }
+        let range = frame.isFullRange.map { $0 ? "pc" : "tv" } ?? "auto"
+        return "scale=in_range=\(range):out_range=\(range),format=\(planar)"
+    }
+
+    /// bwdif, when the pictures are interlaced and the output is not kept so.
+    ///
+    /// `send_frame` gives one picture per frame, so the frame rate, count and timestamps stay
+    /// those of the source; `send_field` would double the rate (50i to 50p) and the writer's
+    /// settings and the export's frame-rate policy are the source's rate. Pictures flagged as
+    /// interlaced are the ones deinterlaced (mixed streams keep their progressive frames
+    /// intact); a stream that says it is interlaced but flags no picture has them all done.
+    private func deinterlacing(for frame: Frame) -> String? {
+        let streamOrder = stream.fieldOrder.flatMap { ["tt", "bb", "tb", "bt"].contains($0) ? $0 : nil }
+        guard sawInterlacedFrame || streamOrder != nil else { return nil }
+        let resized = (attributes.width.map { $0 != frame.width } ?? false) || (attributes.height.map { $0 != frame.height } ?? false)
+        guard attributes.deinterlaces || resized else { return nil }
+        if sawInterlacedFrame { return "bwdif=mode=send_frame:parity=auto:deint=interlaced" }
+        let parity = streamOrder == "bb" || streamOrder == "bt" ? "bff" : "tff"
+        return "bwdif=mode=send_frame:parity=\(parity):deint=all"
+    }
+
+    /// zscale (and tonemap) to the asked-for colours, when they differ from the picture's.
+    private func colorConversion(for frame: Frame) -> String? {
+        guard let target = attributes.colorProperties else { return nil }
+        let transfer = frame.colorTransfer ?? stream.colorTransfer
+        let primaries = frame.colorPrimaries ?? stream.colorPrimaries
+        let matrix = frame.colorMatrix ?? stream.colorMatrix
+        guard let transfer, let primaries, let matrix else { return nil }
+        // What the picture is, said explicitly: a frame may leave a tag to its stream.
+        let input = "tin=\(transfer):pin=\(primaries):min=\(matrix)"
+        let deep = (outputFormat.bitDepth ?? 8) > 8
+        let format = deep ? "yuv420p10le" : "yuv420p"
+        let range = target.fullRange == true ? "pc" : "tv"
+        if ColorProperties.isHDR(transfer: transfer), let out = target.transfer, !ColorProperties.isHDR(transfer: out) {
+            // To linear light with 100 nits as 1.0, to the output's primaries, Hable's curve
+            // with no desaturation, then the output's transfer and matrix (ffmpeg's own recipe).
+            return "zscale=\(input):t=linear:npl=100,format=gbrpf32le,zscale=p=\(target.primaries ?? "bt709"),"
+                + "tonemap=hable:desat=0,zscale=t=\(out):m=\(target.matrix ?? "bt709"):r=\(range),format=\(format)"
+        }
+        let differs = (target.transfer.map { $0 != transfer } ?? false) || (target.primaries.map { $0 != primaries } ?? false)
+            || (target.matrix.map { $0 != matrix } ?? false)
+        guard differs else { return nil }
+        return "zscale=\(input):t=\(target.transfer ?? transfer):p=\(target.primaries ?? primaries):m=\(target.matrix ?? matrix):r=\(range),format=\(format)"
+    }
+
+    /// Lets the current graph go, keeping the pictures it still held.
+    private func drain() throws(MediaError) {
+        guard let current = graph else { return }
+        graph = nil
+        do {
+            try current.pushEndOfStream()
+            while case .frame(let frame) = try current.pull() { ready.append(frame) }
+        } catch { throw failure(error, current.description) }
+    }
+
+    private func pull(_ graph: FilterGraph) throws(MediaError) -> FilterGraph.PullResult {
+        do { return try graph.pull() } catch { throw failure(error, graph.description) }
+    }
+
+    private func failure(_ error: FFmpegError, _ description: String) -> MediaError {
+        MediaError(.unsupported, "cannot filter \(stream.codecName) pictures with \(description)", path: loop.path, underlying: error)
+    }
+}
+
+extension ColorProperties {
+    /// True for the HDR transfers: PQ (SMPTE ST 2084) and HLG (ARIB STD-B67).
+    public static func isHDR(transfer: String?) -> Bool { transfer == "smpte2084" || transfer == "arib-std-b67" }
+}
