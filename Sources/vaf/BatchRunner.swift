@@ -16,6 +16,9 @@ struct BatchJob: Sendable {
     var videoCodec: VideoCodec?
     var audioCodec: AudioCodec?
     var videoBitRate: Int?
+    /// `--quality`, 0–100.
+    var quality: Int?
+    var speed: EncoderSpeed?
     var audioBitRate: Int?
     var hardwarePolicy: HardwarePolicy = .auto
     /// Render node or X11 display for the hardware path; nil takes the first render node.
@@ -31,6 +34,8 @@ struct BatchJob: Sendable {
         session.videoCodec = videoCodec
         session.audioCodec = audioCodec
         session.videoBitRate = videoBitRate
+        session.videoQuality = quality.map { Double($0) / 100 }
+        session.encoderSpeed = speed
         session.audioBitRate = audioBitRate
         session.overwritesExistingFile = overwrite
         session.hardwarePolicy = hardwarePolicy
@@ -124,6 +129,10 @@ struct JobReport: Encodable, Sendable {
     var inputBytes: Int64?
     var outputBytes: Int64?
     var videoBitRate: Int?
+    /// The peak video rate (the cap at what the source needs), null when uncapped.
+    var videoMaxBitRate: Int?
+    /// `--quality` (0–100) for a constant-quality encode, null for a bit-rate one.
+    var quality: Int?
     var encoder: String?
     var path: String?
     var pathReason: String?
@@ -142,6 +151,12 @@ struct JobReport: Encodable, Sendable {
         self.inputBytes = inputBytes
     }
 
+    /// A constant-quality target as `--quality` spells it (0–100); nil for a bit-rate encode.
+    private func qualityPercent(_ settings: VideoSettings?) -> Int? {
+        guard let settings, settings.averageBitRate == nil, let q = settings.quality else { return nil }
+        return Int((q * 100).rounded())
+    }
+
     func failing(_ message: String) -> JobReport {
         var copy = self
         copy.status = .failed
@@ -154,6 +169,8 @@ struct JobReport: Encodable, Sendable {
         width = plan.videoSettings?.width
         height = plan.videoSettings?.height
         videoBitRate = plan.videoSettings?.averageBitRate
+        videoMaxBitRate = plan.videoSettings?.maxBitRate
+        quality = qualityPercent(plan.videoSettings)
         frameRate = plan.frameRate
         frameRatePolicy = plan.frameRatePolicy.description
         encoder = plan.videoEncoder.map { "\($0.encoder) (\($0.path.rawValue))" }
@@ -169,6 +186,8 @@ struct JobReport: Encodable, Sendable {
         width = result.videoSettings?.width
         height = result.videoSettings?.height
         videoBitRate = result.videoSettings?.averageBitRate
+        videoMaxBitRate = result.videoSettings?.maxBitRate
+        quality = qualityPercent(result.videoSettings)
         frameRate = result.frameRate
         frames = result.videoFrames
         seconds = result.durationSeconds
@@ -188,7 +207,7 @@ struct JobReport: Encodable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case input, output, status, error, preset, videoCodec, width, height, frameRate, frameRatePolicy, frames, seconds, speed
-        case elapsedSeconds, inputBytes, outputBytes, videoBitRate, encoder, path, pathReason, hostTransfers, hostTransferBytes
+        case elapsedSeconds, inputBytes, outputBytes, videoBitRate, videoMaxBitRate, quality, encoder, path, pathReason, hostTransfers, hostTransferBytes
         case hardwareDevice, fallbackReason, droppedTracks, warnings
     }
 
@@ -211,6 +230,8 @@ struct JobReport: Encodable, Sendable {
         try c.encode(inputBytes, forKey: .inputBytes)
         try c.encode(outputBytes, forKey: .outputBytes)
         try c.encode(videoBitRate, forKey: .videoBitRate)
+        try c.encode(videoMaxBitRate, forKey: .videoMaxBitRate)
+        try c.encode(quality, forKey: .quality)
         try c.encode(self.encoder, forKey: .encoder)
         try c.encode(path, forKey: .path)
         try c.encode(pathReason, forKey: .pathReason)

@@ -60,8 +60,17 @@ extension Vaf {
         @Option(help: ArgumentHelp("Replace the preset's video codec: h264, hevc, av1, vp9, mjpeg.", valueName: "codec"))
         var videoCodec: String?
 
-        @Option(help: ArgumentHelp("Replace the preset's video bit rate, e.g. 4M or 2500k.", valueName: "rate"))
+        @Option(help: ArgumentHelp("Replace the preset's video bit rate, e.g. 4M or 2500k (no cap at the source's rate then).", valueName: "rate"))
         var videoBitrate: String?
+
+        @Option(help: ArgumentHelp("""
+            Encode at constant quality 0–100 instead of a bit rate (55 = each encoder's usual default: \
+            x264 CRF 23, x265 CRF 28; see README), never above the rate the source needs.
+            """, valueName: "0-100"))
+        var quality: Int?
+
+        @Option(help: ArgumentHelp("Encoder speed: slower, slow, medium, fast, faster or fastest (x264/x265 preset, SVT-AV1 preset, VA-API quality level).", valueName: "speed"))
+        var speed: String?
 
         @Option(help: ArgumentHelp("Replace the audio codec: aac, opus, flac, alac.", valueName: "codec"))
         var audioCodec: String?
@@ -118,6 +127,55 @@ extension Vaf {
                 throw ValidationError("Unknown --audio-codec '\(c)'; use aac, opus, flac or alac.")
             }
             if let shard, Shard(shard) == nil { throw ValidationError("--shard takes I/N with 0 ≤ I < N, e.g. 0/4.") }
+            if let quality, !(0...100).contains(quality) { throw ValidationError("--quality takes 0 to 100 (55 is each encoder's usual default).") }
+            if let speed, EncoderSpeed(rawValue: speed.lowercased()) == nil {
+                throw ValidationError("Unknown --speed '\(speed)'; use \(EncoderSpeed.allCases.map(\.rawValue).joined(separator: ", ")).")
+            }
+            try checkConflicts()
+        }
+
+        /// Options that cannot all apply are a usage error naming both, never silently dropped.
+        func checkConflicts() throws {
+            if let quality, let videoBitrate {
+                throw ValidationError("--quality \(quality) and --video-bitrate \(videoBitrate) conflict: a constant-quality encode has no target bit rate; give one of them.")
+            }
+            if ExportPreset(named: preset)?.isPassthrough == true {
+                let encoding: [(String, String?)] = [
+                    ("--video-codec", videoCodec), ("--audio-codec", audioCodec), ("--video-bitrate", videoBitrate),
+                    ("--audio-bitrate", audioBitrate), ("--quality", quality.map(String.init)), ("--speed", speed), ("--size", size),
+                ]
+                if let (option, value) = encoding.first(where: { $0.1 != nil }), let value {
+                    throw ValidationError("--preset \(preset) and \(option) \(value) conflict: passthrough copies the streams as they are; choose a re-encoding preset (1280x720, HEVC1920x1080, …) to set \(option).")
+                }
+                if !["auto", "automatic"].contains(frameRate.lowercased()) {
+                    throw ValidationError("--preset \(preset) and --frame-rate \(frameRate) conflict: passthrough keeps the source's frames; choose a re-encoding preset to change the rate.")
+                }
+            }
+            if let fixed = Self.fixedExtension(of: name) {
+                guard let type = FileType(fileExtension: fixed) else {
+                    throw ValidationError("--name \(name) names a .\(fixed) file, which vaf cannot write; use {ext} or one of mp4, mov, m4v, m4a, mkv, webm.")
+                }
+                if let container, FileType(fileExtension: container) != type {
+                    throw ValidationError("--name \(name) and --container \(container) conflict: the name says .\(fixed) but the data would be \(container.lowercased()); make them agree or use {ext} in --name.")
+                }
+            }
+        }
+
+        /// The extension a `--name` template spells out literally ("out.mkv", "{name}.mov"), nil
+        /// when it uses `{ext}` or has none.
+        static func fixedExtension(of template: String) -> String? {
+            let last = template.split(separator: "/").last.map(String.init) ?? template
+            guard !last.contains("{ext}"), let dot = last.lastIndex(of: "."), dot != last.startIndex else { return nil }
+            let ext = String(last[last.index(after: dot)...])
+            return ext.isEmpty || ext.contains("{") || ext.contains("}") ? nil : ext.lowercased()
+        }
+
+        /// The container for a job with `preset`: `--container`, else the one `--name` spells,
+        /// else mp4 (m4a for AppleM4A).
+        func fileType(for preset: ExportPreset) -> FileType {
+            if let type = container.flatMap({ FileType(fileExtension: $0) }) { return type }
+            if let type = Self.fixedExtension(of: name).flatMap({ FileType(fileExtension: $0) }) { return type }
+            return preset == .appleM4A ? .m4a : .mp4
         }
 
         func run() async throws {
@@ -163,7 +221,7 @@ extension Vaf {
             var jobs: [BatchJob] = []
             for (index, input) in all.enumerated() {
                 let jobPreset = input.preset.flatMap { ExportPreset(named: $0) } ?? defaultPreset
-                let type = container.flatMap { FileType(fileExtension: $0) } ?? (jobPreset == .appleM4A ? .m4a : .mp4)
+                let type = fileType(for: jobPreset)
                 var path = namer.path(for: input, index: index, preset: jobPreset.name, fileExtension: type.fileExtension)
                 // Two inputs with the same name must not share an output: number the later ones.
                 taken[path, default: 0] += 1
@@ -179,6 +237,8 @@ extension Vaf {
                 job.videoCodec = videoCodec.map { VideoCodec(rawValue: $0.lowercased()) }
                 job.audioCodec = audioCodec.map { AudioCodec(rawValue: $0.lowercased()) }
                 job.videoBitRate = videoBitrate.flatMap(BitRate.parse)
+                job.quality = quality
+                job.speed = speed.flatMap { EncoderSpeed(rawValue: $0.lowercased()) }
                 job.audioBitRate = audioBitrate.flatMap(BitRate.parse)
                 job.hardwarePolicy = HardwarePolicy(rawValue: hw.lowercased()) ?? .auto
                 job.hardwareDevice = device
