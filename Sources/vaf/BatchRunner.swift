@@ -105,8 +105,12 @@ struct BatchJob: Sendable {
     }
 }
 
-/// What happened to one input: the `vaf transcode --json` schema (see README).
+/// What happened to one input: one line of `vaf transcode --json`, whose schema is
+/// `Schemas/vaf-transcode.schema.json`.
 struct JobReport: Encodable, Sendable {
+    /// The version of the line's layout: raised when a key changes meaning or goes away.
+    static let schemaVersion = 1
+
     enum Status: String, Encodable, Sendable { case completed, failed, skipped, cancelled, planned }
 
     var input: String
@@ -206,13 +210,14 @@ struct JobReport: Encodable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case input, output, status, error, preset, videoCodec, width, height, frameRate, frameRatePolicy, frames, seconds, speed
+        case schemaVersion, input, output, status, error, preset, videoCodec, width, height, frameRate, frameRatePolicy, frames, seconds, speed
         case elapsedSeconds, inputBytes, outputBytes, videoBitRate, videoMaxBitRate, quality, encoder, path, pathReason, hostTransfers, hostTransferBytes
         case hardwareDevice, fallbackReason, droppedTracks, warnings
     }
 
     func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(Self.schemaVersion, forKey: .schemaVersion)
         try c.encode(input, forKey: .input)
         try c.encode(output, forKey: .output)
         try c.encode(status, forKey: .status)
@@ -294,8 +299,9 @@ struct BatchRunner {
     /// The signals that stop a batch.
     static let stoppingSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP]
 
-    /// Every job's report, and the first stopping signal received, if any.
-    func run() async -> (reports: [JobReport], signal: Int32?) {
+    /// Every job's report, and the first stopping signal received, if any. `onReport` is given
+    /// each report as its job ends (jobs a signal kept from starting, at the end), one at a time.
+    func run(onReport: @escaping @Sendable (JobReport) -> Void = { _ in }) async -> (reports: [JobReport], signal: Int32?) {
         let batch = Task { () -> [JobReport] in
             await withTaskGroup(of: (Int, JobReport).self) { group in
                 var reports = [JobReport?](repeating: nil, count: jobs.count)
@@ -309,6 +315,7 @@ struct BatchRunner {
                 for _ in 0..<min(concurrency, jobs.count) { startNext() }
                 while let (index, report) = await group.next() {
                     reports[index] = report
+                    onReport(report)
                     if !Task.isCancelled { startNext() }
                 }
                 // Jobs never started because of an interrupt are reported as cancelled.
@@ -317,6 +324,7 @@ struct BatchRunner {
                         var report = jobs[i].baseReport
                         report.status = .cancelled
                         report.error = "interrupted before it started"
+                        onReport(report)
                         return report
                     }()
                 }

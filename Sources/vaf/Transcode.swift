@@ -16,7 +16,8 @@ extension Vaf {
                 batch: it is reported with its cause.
 
                 Progress goes to stderr (bars on a terminal, periodic lines otherwise); the summary table \
-                goes to stdout, or to stderr with --json, which prints one object per input to stdout.
+                goes to stdout, or to stderr with --json, which prints one JSON object per line on stdout \
+                as each input ends (schema: Schemas/vaf-transcode.schema.json).
 
                 Farms: --shard I/N takes every N-th input starting at I (0-based); without it the shard \
                 comes from JOB_COMPLETION_INDEX/JOB_COMPLETIONS (Kubernetes Indexed Jobs) or \
@@ -184,8 +185,13 @@ extension Vaf {
                 return
             }
             let plan = try makePlan()
+            let lines = JSONLines(enabled: json)
             if dryRun {
-                let reports = await plan.asyncMap { await $0.dryRun() }
+                let reports = await plan.asyncMap { job in
+                    let report = await job.dryRun()
+                    lines.write(report)
+                    return report
+                }
                 emit(reports)
                 if reports.contains(where: { $0.status == .failed }) { throw ExitCode(1) }
                 return
@@ -198,7 +204,7 @@ extension Vaf {
             // export gains nothing from it and would pay a mapping per large packet.)
             if plan.count > 1 { ProcessMemory.returnLargeBuffersToTheSystem() }
             let runner = BatchRunner(jobs: plan, concurrency: jobs, progress: ProgressDisplay(enabled: true))
-            let (reports, signal) = await runner.run()
+            let (reports, signal) = await runner.run(onReport: { lines.write($0) })
             emit(reports)
             // 128 + the signal, as shells report a process it stopped: 130 SIGINT, 143 SIGTERM, 129 SIGHUP.
             if let signal { throw ExitCode(128 + signal) }
@@ -318,16 +324,29 @@ extension Vaf {
             return (parts[0], parts[1])
         }
 
+        /// The summary table: on stdout, or on stderr when stdout carries the JSON lines.
         private func emit(_ reports: [JobReport]) {
             if json {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-                if let data = try? encoder.encode(reports) { print(String(decoding: data, as: UTF8.self)) }
                 FileHandle.standardError.write(Data(JobReport.table(reports).utf8))
             } else {
                 print(JobReport.table(reports), terminator: "")
             }
         }
+    }
+}
+
+/// JSON lines on stdout (`--json`): each value one compact object on its own line, written
+/// with one `write` as soon as it is known, so a reader acts on each input as it ends.
+struct JSONLines: Sendable {
+    let enabled: Bool
+
+    func write(_ value: some Encodable) {
+        guard enabled else { return }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard var data = try? encoder.encode(value) else { return }
+        data.append(UInt8(ascii: "\n"))
+        FileHandle.standardOutput.write(data)
     }
 }
 

@@ -14,7 +14,7 @@ import Testing
     static let ffmpeg = "/usr/bin/ffmpeg"
 
     private func rows(_ stdout: String) throws -> [[String: Any]] {
-        try #require(try JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [[String: Any]])
+        try Vaf.jsonLines(stdout)
     }
 
     private func scratch(_ name: String) throws -> URL {

@@ -6,7 +6,7 @@ import Testing
     static let clip = Vaf.fixture("testsrc_320x240_30fps_3s.mp4")
 
     private func report(_ stdout: String) throws -> [[String: Any]] {
-        try #require(try JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [[String: Any]])
+        try Vaf.jsonLines(stdout)
     }
 
     @Test func aBatchWithBrokenFilesFinishesTheGoodOnesAndResumes() throws {
