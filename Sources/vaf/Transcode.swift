@@ -29,7 +29,7 @@ extension Vaf {
                 """
         )
 
-        @Argument(help: "Media files and directories to transcode.")
+        @Argument(help: "Media files and directories to transcode (an existing file is a file even if its name starts with a dash; -- ends the options).")
         var inputs: [String] = []
 
         @Option(help: ArgumentHelp("A JSON-lines manifest of inputs (repeatable).", valueName: "file"))
