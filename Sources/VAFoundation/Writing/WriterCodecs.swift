@@ -1,5 +1,13 @@
 import FFmpegSupport
 
+extension VideoSettings {
+    /// The rate-control buffer, in bits, the encoder gets for `maxBitRate` (its rate over
+    /// `maxBitRateWindow`, a second at most); nil without a peak. FFmpeg's `-bufsize`.
+    public var maxBitRateBufferBits: Int64? {
+        maxBitRate.map { WriterCodecs.bufferBits(peak: $0, window: maxBitRateWindow) }
+    }
+}
+
 /// How output settings become an FFmpeg encoder and its options, and which containers hold
 /// which codecs. Pure decisions; nothing here opens an encoder.
 enum WriterCodecs {
@@ -255,7 +263,7 @@ enum WriterCodecs {
         if let peak = s.maxBitRate {
             guard peak > 0 else { throw MediaError(.invalidArgument, "peak bit rate \(peak) is not positive") }
             c.maxBitRate = Int64(peak)
-            c.bufferSize = bufferBits(peak: peak, window: s.maxBitRateWindow)
+            c.bufferSize = s.maxBitRateBufferBits
         }
         return c
     }
