@@ -69,6 +69,16 @@ import Testing
         #expect(settings.maxBitRateWindow == MediaTime(value: 1, timescale: 2), "a half-second clip gets a half-second window")
     }
 
+    @Test func av1AndVP9GetNoH264ProfileName() throws {
+        for codec in [VideoCodec.av1, .vp9] {
+            var a = OutputSettingsAssistant(preset: ExportPreset.highestQuality.replacingVideoCodec(codec))!
+            a.sourceVideoFormat = FormatDescription(mediaType: .video, codec: "h264", video: VideoFormat(width: 1280, height: 720, pixelFormat: "yuv420p", bitDepth: 8))
+            let settings = try #require(a.videoSettings)
+            #expect(settings.codec == codec && settings.profile == nil, "\(codec): \(settings.profile ?? "nil")")
+        }
+        #expect(assistant(.highestQuality, 1280, 720, rate: nil).videoSettings?.profile == "high")
+    }
+
     @Test func lossyAudioIsCappedAtItsSourceRate() throws {
         var a = OutputSettingsAssistant(preset: .preset1280x720)!
         a.sourceAudioFormat = FormatDescription(mediaType: .audio, codec: "aac", audio: AudioFormat(sampleRate: 44100, channelCount: 2, channelLayout: "stereo"))

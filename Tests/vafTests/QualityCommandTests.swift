@@ -94,4 +94,25 @@ import Testing
             #expect(ours >= theirs - 0.5, "\(name): PSNR \(ours) dB against ffmpeg's \(theirs) dB")
         }
     }
+
+    /// AV1 and VP9 open with the assistant's settings (no H.264 profile name) at a bit rate
+    /// and at constant quality, and stay under the source.
+    @Test func av1AndVP9EncodeUnderTheSource() throws {
+        let media = try ReencodeCorpus.requireMedia()
+        let input = media.appendingPathComponent("h264_aac_iphone6_rot90_gps_metadata.mov").path
+        let dir = try scratch("av1-vp9")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for (codec, container, encoder) in [("av1", "mp4", "libsvtav1"), ("vp9", "mkv", "libvpx-vp9")] {
+            for quality in [nil, "55"] {
+                let out = dir.appendingPathComponent("\(codec)-\(quality ?? "rate")").path
+                let run = try Vaf.run(["transcode", input, "--video-codec", codec, "--container", container, "--output-dir", out, "--json"]
+                                      + (quality.map { ["--quality", $0] } ?? []))
+                let row = try #require(try rows(run.stdout).first, "\(run.stderr)")
+                #expect(row["status"] as? String == "completed", "\(codec) \(quality ?? "rate"): \(row["error"] ?? "")")
+                #expect((row["encoder"] as? String)?.hasPrefix(encoder) == true)
+                let (before, after) = ((row["inputBytes"] as? Int) ?? 0, (row["outputBytes"] as? Int) ?? .max)
+                #expect(after <= before, "\(codec) \(quality ?? "rate"): \(before) → \(after) bytes")
+            }
+        }
+    }
 }

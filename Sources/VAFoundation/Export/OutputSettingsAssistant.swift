@@ -204,7 +204,9 @@ public struct OutputSettingsAssistant: Sendable {
             maxBitRate: peak, maxBitRateWindow: peak == nil ? nil : sourceDuration,
             speed: encoderSpeed,
             maxKeyFrameIntervalDuration: 2, allowFrameReordering: true,
-            profile: jpeg ? nil : deep ? "main10" : (codec == .hevc ? "main" : "high"),
+            // H.264 High and HEVC Main; AV1's and VP9's encoders pick their own profile ("high"
+            // would be AV1's 4:4:4 profile, which a 4:2:0 picture cannot open).
+            profile: deep ? "main10" : codec == .hevc ? "main" : codec == .h264 ? "high" : nil,
             expectedSourceFrameRate: outputFrameRate ?? rate(sourceVideoMinFrameDuration),
             pixelFormat: jpeg ? nil : deep ? .yuv420p10 : .yuv420p, colorProperties: colors)
     }

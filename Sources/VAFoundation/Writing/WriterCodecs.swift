@@ -129,6 +129,12 @@ enum WriterCodecs {
         case "libsvtav1":
             options.append(("preset", speed?.value ?? (realTime ? "12" : "10")))
             if let crf { options.append(("crf", crf)) }
+            // SVT-AV1 refuses a peak equal to the bit rate ("Max Bitrate must be greater than
+            // Target Bitrate"): a bit-rate encode keeps its average only; capped CRF takes one.
+            if crf == nil {
+                c.maxBitRate = nil
+                c.bufferSize = nil
+            }
         case "libaom-av1":
             options.append(("cpu-used", speed?.value ?? (realTime ? "8" : "6")))
             if let crf { options.append(("crf", crf)) }
