@@ -78,7 +78,7 @@ let package = Package(
             dependencies: ["MediaCore", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
         .testTarget(name: "VAFoundationTests", dependencies: ["VAFoundation", "ChildProcess"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "vafTests", dependencies: ["vaf", "ChildProcess"]),
+        .testTarget(name: "vafTests", dependencies: ["vaf", "ChildProcess", "BenchKit"]),
         .testTarget(name: "HardwareAccelerationTests", dependencies: ["HardwareAcceleration", "vaf", "VATestSupport"]),
         .testTarget(name: "BenchKitTests", dependencies: ["BenchKit", "vaf", "VATestSupport"]),
     ],

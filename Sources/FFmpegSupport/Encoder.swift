@@ -36,6 +36,14 @@ public final class Encoder {
         public var timeBase: Rational = Rational(1, 90000)
         /// Average bits per second.
         public var bitRate: Int64?
+        /// Peak bits per second (`rc_max_rate`): the ceiling of a constant-quality encode
+        /// (x264 and x265 VBV, VA-API QVBR); nil leaves it unlimited.
+        public var maxBitRate: Int64?
+        /// Rate-control buffer in bits (`rc_buffer_size`), which `maxBitRate` is measured over.
+        public var bufferSize: Int64?
+        /// `AVCodecContext.compression_level`: VA-API encoders pass it to the driver as the
+        /// quality level (`VAEncMiscParameterBufferQualityLevel`; lower is slower and better).
+        public var compressionLevel: Int?
         /// Fixed-quantiser quality (`global_quality` with `AV_CODEC_FLAG_QSCALE`), e.g. for mjpeg.
         public var fixedQuality: Int?
         /// `AVCodecContext.global_quality` as the encoder reads it raw (mjpeg_vaapi: JPEG quality 1–100).
@@ -87,6 +95,9 @@ public final class Encoder {
         ctx.pointee.time_base = c.timeBase.avRational
         ctx.pointee.thread_count = Int32(c.threadCount)
         if let bitRate = c.bitRate { ctx.pointee.bit_rate = bitRate }
+        if let maxBitRate = c.maxBitRate { ctx.pointee.rc_max_rate = maxBitRate }
+        if let bufferSize = c.bufferSize { ctx.pointee.rc_buffer_size = Int32(clamping: bufferSize) }
+        if let level = c.compressionLevel { ctx.pointee.compression_level = Int32(level) }
         if let profile = c.profile { ctx.pointee.profile = profile }
         if let q = c.fixedQuality {
             ctx.pointee.flags |= AV_CODEC_FLAG_QSCALE

@@ -16,6 +16,9 @@ struct BatchJob: Sendable {
     var videoCodec: VideoCodec?
     var audioCodec: AudioCodec?
     var videoBitRate: Int?
+    /// `--quality`, 0–100.
+    var quality: Int?
+    var speed: EncoderSpeed?
     var audioBitRate: Int?
     var hardwarePolicy: HardwarePolicy = .auto
     /// Render node or X11 display for the hardware path; nil takes the first render node.
@@ -31,6 +34,8 @@ struct BatchJob: Sendable {
         session.videoCodec = videoCodec
         session.audioCodec = audioCodec
         session.videoBitRate = videoBitRate
+        session.videoQuality = quality.map { Double($0) / 100 }
+        session.encoderSpeed = speed
         session.audioBitRate = audioBitRate
         session.overwritesExistingFile = overwrite
         session.hardwarePolicy = hardwarePolicy
@@ -100,8 +105,12 @@ struct BatchJob: Sendable {
     }
 }
 
-/// What happened to one input: the `vaf transcode --json` schema (see README).
+/// What happened to one input: one line of `vaf transcode --json`, whose schema is
+/// `Schemas/vaf-transcode.schema.json`.
 struct JobReport: Encodable, Sendable {
+    /// The version of the line's layout: raised when a key changes meaning or goes away.
+    static let schemaVersion = 1
+
     enum Status: String, Encodable, Sendable { case completed, failed, skipped, cancelled, planned }
 
     var input: String
@@ -124,6 +133,10 @@ struct JobReport: Encodable, Sendable {
     var inputBytes: Int64?
     var outputBytes: Int64?
     var videoBitRate: Int?
+    /// The peak video rate (the cap at what the source needs), null when uncapped.
+    var videoMaxBitRate: Int?
+    /// `--quality` (0–100) for a constant-quality encode, null for a bit-rate one.
+    var quality: Int?
     var encoder: String?
     var path: String?
     var pathReason: String?
@@ -142,6 +155,12 @@ struct JobReport: Encodable, Sendable {
         self.inputBytes = inputBytes
     }
 
+    /// A constant-quality target as `--quality` spells it (0–100); nil for a bit-rate encode.
+    private func qualityPercent(_ settings: VideoSettings?) -> Int? {
+        guard let settings, settings.averageBitRate == nil, let q = settings.quality else { return nil }
+        return Int((q * 100).rounded())
+    }
+
     func failing(_ message: String) -> JobReport {
         var copy = self
         copy.status = .failed
@@ -154,6 +173,8 @@ struct JobReport: Encodable, Sendable {
         width = plan.videoSettings?.width
         height = plan.videoSettings?.height
         videoBitRate = plan.videoSettings?.averageBitRate
+        videoMaxBitRate = plan.videoSettings?.maxBitRate
+        quality = qualityPercent(plan.videoSettings)
         frameRate = plan.frameRate
         frameRatePolicy = plan.frameRatePolicy.description
         encoder = plan.videoEncoder.map { "\($0.encoder) (\($0.path.rawValue))" }
@@ -169,6 +190,8 @@ struct JobReport: Encodable, Sendable {
         width = result.videoSettings?.width
         height = result.videoSettings?.height
         videoBitRate = result.videoSettings?.averageBitRate
+        videoMaxBitRate = result.videoSettings?.maxBitRate
+        quality = qualityPercent(result.videoSettings)
         frameRate = result.frameRate
         frames = result.videoFrames
         seconds = result.durationSeconds
@@ -187,13 +210,14 @@ struct JobReport: Encodable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case input, output, status, error, preset, videoCodec, width, height, frameRate, frameRatePolicy, frames, seconds, speed
-        case elapsedSeconds, inputBytes, outputBytes, videoBitRate, encoder, path, pathReason, hostTransfers, hostTransferBytes
+        case schemaVersion, input, output, status, error, preset, videoCodec, width, height, frameRate, frameRatePolicy, frames, seconds, speed
+        case elapsedSeconds, inputBytes, outputBytes, videoBitRate, videoMaxBitRate, quality, encoder, path, pathReason, hostTransfers, hostTransferBytes
         case hardwareDevice, fallbackReason, droppedTracks, warnings
     }
 
     func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(Self.schemaVersion, forKey: .schemaVersion)
         try c.encode(input, forKey: .input)
         try c.encode(output, forKey: .output)
         try c.encode(status, forKey: .status)
@@ -211,6 +235,8 @@ struct JobReport: Encodable, Sendable {
         try c.encode(inputBytes, forKey: .inputBytes)
         try c.encode(outputBytes, forKey: .outputBytes)
         try c.encode(videoBitRate, forKey: .videoBitRate)
+        try c.encode(videoMaxBitRate, forKey: .videoMaxBitRate)
+        try c.encode(quality, forKey: .quality)
         try c.encode(self.encoder, forKey: .encoder)
         try c.encode(path, forKey: .path)
         try c.encode(pathReason, forKey: .pathReason)
@@ -273,8 +299,9 @@ struct BatchRunner {
     /// The signals that stop a batch.
     static let stoppingSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP]
 
-    /// Every job's report, and the first stopping signal received, if any.
-    func run() async -> (reports: [JobReport], signal: Int32?) {
+    /// Every job's report, and the first stopping signal received, if any. `onReport` is given
+    /// each report as its job ends (jobs a signal kept from starting, at the end), one at a time.
+    func run(onReport: @escaping @Sendable (JobReport) -> Void = { _ in }) async -> (reports: [JobReport], signal: Int32?) {
         let batch = Task { () -> [JobReport] in
             await withTaskGroup(of: (Int, JobReport).self) { group in
                 var reports = [JobReport?](repeating: nil, count: jobs.count)
@@ -288,6 +315,7 @@ struct BatchRunner {
                 for _ in 0..<min(concurrency, jobs.count) { startNext() }
                 while let (index, report) = await group.next() {
                     reports[index] = report
+                    onReport(report)
                     if !Task.isCancelled { startNext() }
                 }
                 // Jobs never started because of an interrupt are reported as cancelled.
@@ -296,6 +324,7 @@ struct BatchRunner {
                         var report = jobs[i].baseReport
                         report.status = .cancelled
                         report.error = "interrupted before it started"
+                        onReport(report)
                         return report
                     }()
                 }

@@ -96,6 +96,9 @@ struct JobSettings: Sendable {
     var height: Int?
     var videoCodec: VideoCodec?
     var videoBitRate: Int?
+    /// The peak rate and its buffer in bits (the cap at what the source needs), nil when unbounded.
+    var videoMaxBitRate: Int?
+    var videoBufferBits: Int64?
     var profile: String?
     var frameRate: Double?
     /// Keyframe interval in frames.
@@ -116,6 +119,8 @@ struct JobSettings: Sendable {
             s.height = v.height
             s.videoCodec = v.codec
             s.videoBitRate = v.averageBitRate
+            s.videoMaxBitRate = v.maxBitRate
+            s.videoBufferBits = v.maxBitRateBufferBits
             s.profile = v.profile
             let fps = plan.frameRate ?? v.expectedSourceFrameRate ?? source.frameRate
             s.keyframeInterval = v.maxKeyFrameInterval ?? v.maxKeyFrameIntervalDuration.map { max(1, Int(($0 * fps).rounded(.down))) }
@@ -207,6 +212,9 @@ struct BenchCommands: Sendable {
             if let profile = s.profile, codec == .h264 || codec == .hevc { arguments += ["-profile:v", profile] }
             // mjpeg_vaapi has constant quality only: FFmpeg refuses a bit rate for it.
             if let rate = s.videoBitRate, !(hardware && codec == .mjpeg) { arguments += ["-b:v", String(rate)] }
+            if let peak = s.videoMaxBitRate, let buffer = s.videoBufferBits, codec != .mjpeg {
+                arguments += ["-maxrate", String(peak), "-bufsize", String(buffer)]
+            }
             if codec == .mjpeg && s.videoBitRate == nil {
                 // Our JPEG exports target a quality, not a rate: the same mapping the writer uses
                 // (mjpeg's qscale 2…31, mjpeg_vaapi's JPEG quality 1…100).

@@ -297,8 +297,12 @@ struct BenchMatrixRunner {
         return r
     }
 
-    /// The first object of `vaf transcode --json`'s array.
+    /// The first object `vaf transcode --json` printed: its first JSON line, or the first
+    /// element of the one array that builds before JSON lines printed.
     static func firstRow(_ stdout: String) -> [String: Any]? {
+        for line in stdout.split(separator: "\n") where line.hasPrefix("{") {
+            if let row = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] { return row }
+        }
         guard let start = stdout.firstIndex(of: "[") else { return nil }
         let json = (try? JSONSerialization.jsonObject(with: Data(stdout[start...].utf8))) as? [[String: Any]]
         return json?.first

@@ -8,10 +8,10 @@ extension Vaf {
         static let configuration = CommandConfiguration(
             abstract: "Show the container, duration, tracks and metadata of media files.",
             discussion: """
-                With --json, prints one object per file in a top-level array; the schema is \
-                documented in README.md ("vaf info --json"). A file that cannot be read gets an \
-                "error" object instead and its one-line error goes to stderr; the others are still \
-                reported. Exit status: 0 when every file was read, 1 when any failed.
+                With --json, prints one JSON object per line, per file as it is read; the schema \
+                is Schemas/vaf-info.schema.json (README.md, "vaf info --json"). A file that cannot \
+                be read gets an "error" object instead and its one-line error goes to stderr; the \
+                others are still reported. Exit status: 0 when every file was read, 1 when any failed.
                 """
         )
 
@@ -25,21 +25,16 @@ extension Vaf {
         var precise = false
 
         func run() async throws {
-            var reports: [InfoReport] = []
             var failed = false
+            let lines = JSONLines(enabled: json)
             for file in files {
                 let (report, error) = await InfoReport.make(path: file, precise: precise)
                 if let error {
                     failed = true
                     FileHandle.standardError.write(Data("vaf: \(error.description)\n".utf8))
                 }
-                reports.append(report)
+                lines.write(report)
                 if !json, error == nil { print(report.summary, terminator: "") }
-            }
-            if json {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-                print(String(decoding: try encoder.encode(reports), as: UTF8.self))
             }
             if failed { throw ExitCode(1) }
         }

@@ -1,7 +1,7 @@
 import Foundation
 import VAFoundation
 
-/// The JSON `vaf info --json` prints per file: a stable schema (see README "vaf info").
+/// The JSON line `vaf info --json` prints per file: a stable schema (`Schemas/vaf-info.schema.json`).
 /// Every key is always present; unknown values are null. Video keys appear on video tracks,
 /// audio keys on audio tracks.
 struct InfoReport: Encodable {
@@ -139,12 +139,17 @@ struct InfoReport: Encodable {
         enum CodingKeys: String, CodingKey { case sampleRate, channels, channelLayout, sampleFormat }
     }
 
+    /// The version of the line's layout (`Schemas/vaf-info.schema.json`): raised when a key
+    /// changes meaning or goes away.
+    static let schemaVersion = 1
+
     enum CodingKeys: String, CodingKey {
-        case path, container, containerLongName, durationSeconds, fileSize, bitRate, tracks, metadata, chapters, warnings, error
+        case schemaVersion, path, container, containerLongName, durationSeconds, fileSize, bitRate, tracks, metadata, chapters, warnings, error
     }
 
     func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(Self.schemaVersion, forKey: .schemaVersion)
         try c.encode(path, forKey: .path)
         if let error {
             try c.encode(error, forKey: .error)

@@ -16,7 +16,8 @@ extension Vaf {
                 batch: it is reported with its cause.
 
                 Progress goes to stderr (bars on a terminal, periodic lines otherwise); the summary table \
-                goes to stdout, or to stderr with --json, which prints one object per input to stdout.
+                goes to stdout, or to stderr with --json, which prints one JSON object per line on stdout \
+                as each input ends (schema: Schemas/vaf-transcode.schema.json).
 
                 Farms: --shard I/N takes every N-th input starting at I (0-based); without it the shard \
                 comes from JOB_COMPLETION_INDEX/JOB_COMPLETIONS (Kubernetes Indexed Jobs) or \
@@ -28,7 +29,7 @@ extension Vaf {
                 """
         )
 
-        @Argument(help: "Media files and directories to transcode.")
+        @Argument(help: "Media files and directories to transcode (an existing file is a file even if its name starts with a dash; -- ends the options).")
         var inputs: [String] = []
 
         @Option(help: ArgumentHelp("A JSON-lines manifest of inputs (repeatable).", valueName: "file"))
@@ -60,8 +61,17 @@ extension Vaf {
         @Option(help: ArgumentHelp("Replace the preset's video codec: h264, hevc, av1, vp9, mjpeg.", valueName: "codec"))
         var videoCodec: String?
 
-        @Option(help: ArgumentHelp("Replace the preset's video bit rate, e.g. 4M or 2500k.", valueName: "rate"))
+        @Option(help: ArgumentHelp("Replace the preset's video bit rate, e.g. 4M or 2500k (no cap at the source's rate then).", valueName: "rate"))
         var videoBitrate: String?
+
+        @Option(help: ArgumentHelp("""
+            Encode at constant quality 0–100 instead of a bit rate (55 = each encoder's usual default: \
+            x264 CRF 23, x265 CRF 28; see README), never above the rate the source needs.
+            """, valueName: "0-100"))
+        var quality: Int?
+
+        @Option(help: ArgumentHelp("Encoder speed: slower, slow, medium, fast, faster or fastest (x264/x265 preset, SVT-AV1 preset, VA-API quality level).", valueName: "speed"))
+        var speed: String?
 
         @Option(help: ArgumentHelp("Replace the audio codec: aac, opus, flac, alac.", valueName: "codec"))
         var audioCodec: String?
@@ -118,6 +128,55 @@ extension Vaf {
                 throw ValidationError("Unknown --audio-codec '\(c)'; use aac, opus, flac or alac.")
             }
             if let shard, Shard(shard) == nil { throw ValidationError("--shard takes I/N with 0 ≤ I < N, e.g. 0/4.") }
+            if let quality, !(0...100).contains(quality) { throw ValidationError("--quality takes 0 to 100 (55 is each encoder's usual default).") }
+            if let speed, EncoderSpeed(rawValue: speed.lowercased()) == nil {
+                throw ValidationError("Unknown --speed '\(speed)'; use \(EncoderSpeed.allCases.map(\.rawValue).joined(separator: ", ")).")
+            }
+            try checkConflicts()
+        }
+
+        /// Options that cannot all apply are a usage error naming both, never silently dropped.
+        func checkConflicts() throws {
+            if let quality, let videoBitrate {
+                throw ValidationError("--quality \(quality) and --video-bitrate \(videoBitrate) conflict: a constant-quality encode has no target bit rate; give one of them.")
+            }
+            if ExportPreset(named: preset)?.isPassthrough == true {
+                let encoding: [(String, String?)] = [
+                    ("--video-codec", videoCodec), ("--audio-codec", audioCodec), ("--video-bitrate", videoBitrate),
+                    ("--audio-bitrate", audioBitrate), ("--quality", quality.map(String.init)), ("--speed", speed), ("--size", size),
+                ]
+                if let (option, value) = encoding.first(where: { $0.1 != nil }), let value {
+                    throw ValidationError("--preset \(preset) and \(option) \(value) conflict: passthrough copies the streams as they are; choose a re-encoding preset (1280x720, HEVC1920x1080, …) to set \(option).")
+                }
+                if !["auto", "automatic"].contains(frameRate.lowercased()) {
+                    throw ValidationError("--preset \(preset) and --frame-rate \(frameRate) conflict: passthrough keeps the source's frames; choose a re-encoding preset to change the rate.")
+                }
+            }
+            if let fixed = Self.fixedExtension(of: name) {
+                guard let type = FileType(fileExtension: fixed) else {
+                    throw ValidationError("--name \(name) names a .\(fixed) file, which vaf cannot write; use {ext} or one of mp4, mov, m4v, m4a, mkv, webm.")
+                }
+                if let container, FileType(fileExtension: container) != type {
+                    throw ValidationError("--name \(name) and --container \(container) conflict: the name says .\(fixed) but the data would be \(container.lowercased()); make them agree or use {ext} in --name.")
+                }
+            }
+        }
+
+        /// The extension a `--name` template spells out literally ("out.mkv", "{name}.mov"), nil
+        /// when it uses `{ext}` or has none.
+        static func fixedExtension(of template: String) -> String? {
+            let last = template.split(separator: "/").last.map(String.init) ?? template
+            guard !last.contains("{ext}"), let dot = last.lastIndex(of: "."), dot != last.startIndex else { return nil }
+            let ext = String(last[last.index(after: dot)...])
+            return ext.isEmpty || ext.contains("{") || ext.contains("}") ? nil : ext.lowercased()
+        }
+
+        /// The container for a job with `preset`: `--container`, else the one `--name` spells,
+        /// else mp4 (m4a for AppleM4A).
+        func fileType(for preset: ExportPreset) -> FileType {
+            if let type = container.flatMap({ FileType(fileExtension: $0) }) { return type }
+            if let type = Self.fixedExtension(of: name).flatMap({ FileType(fileExtension: $0) }) { return type }
+            return preset == .appleM4A ? .m4a : .mp4
         }
 
         func run() async throws {
@@ -126,8 +185,13 @@ extension Vaf {
                 return
             }
             let plan = try makePlan()
+            let lines = JSONLines(enabled: json)
             if dryRun {
-                let reports = await plan.asyncMap { await $0.dryRun() }
+                let reports = await plan.asyncMap { job in
+                    let report = await job.dryRun()
+                    lines.write(report)
+                    return report
+                }
                 emit(reports)
                 if reports.contains(where: { $0.status == .failed }) { throw ExitCode(1) }
                 return
@@ -140,7 +204,7 @@ extension Vaf {
             // export gains nothing from it and would pay a mapping per large packet.)
             if plan.count > 1 { ProcessMemory.returnLargeBuffersToTheSystem() }
             let runner = BatchRunner(jobs: plan, concurrency: jobs, progress: ProgressDisplay(enabled: true))
-            let (reports, signal) = await runner.run()
+            let (reports, signal) = await runner.run(onReport: { lines.write($0) })
             emit(reports)
             // 128 + the signal, as shells report a process it stopped: 130 SIGINT, 143 SIGTERM, 129 SIGHUP.
             if let signal { throw ExitCode(128 + signal) }
@@ -163,7 +227,7 @@ extension Vaf {
             var jobs: [BatchJob] = []
             for (index, input) in all.enumerated() {
                 let jobPreset = input.preset.flatMap { ExportPreset(named: $0) } ?? defaultPreset
-                let type = container.flatMap { FileType(fileExtension: $0) } ?? (jobPreset == .appleM4A ? .m4a : .mp4)
+                let type = fileType(for: jobPreset)
                 var path = namer.path(for: input, index: index, preset: jobPreset.name, fileExtension: type.fileExtension)
                 // Two inputs with the same name must not share an output: number the later ones.
                 taken[path, default: 0] += 1
@@ -179,6 +243,8 @@ extension Vaf {
                 job.videoCodec = videoCodec.map { VideoCodec(rawValue: $0.lowercased()) }
                 job.audioCodec = audioCodec.map { AudioCodec(rawValue: $0.lowercased()) }
                 job.videoBitRate = videoBitrate.flatMap(BitRate.parse)
+                job.quality = quality
+                job.speed = speed.flatMap { EncoderSpeed(rawValue: $0.lowercased()) }
                 job.audioBitRate = audioBitrate.flatMap(BitRate.parse)
                 job.hardwarePolicy = HardwarePolicy(rawValue: hw.lowercased()) ?? .auto
                 job.hardwareDevice = device
@@ -258,16 +324,29 @@ extension Vaf {
             return (parts[0], parts[1])
         }
 
+        /// The summary table: on stdout, or on stderr when stdout carries the JSON lines.
         private func emit(_ reports: [JobReport]) {
             if json {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-                if let data = try? encoder.encode(reports) { print(String(decoding: data, as: UTF8.self)) }
                 FileHandle.standardError.write(Data(JobReport.table(reports).utf8))
             } else {
                 print(JobReport.table(reports), terminator: "")
             }
         }
+    }
+}
+
+/// JSON lines on stdout (`--json`): each value one compact object on its own line, written
+/// with one `write` as soon as it is known, so a reader acts on each input as it ends.
+struct JSONLines: Sendable {
+    let enabled: Bool
+
+    func write(_ value: some Encodable) {
+        guard enabled else { return }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard var data = try? encoder.encode(value) else { return }
+        data.append(UInt8(ascii: "\n"))
+        FileHandle.standardOutput.write(data)
     }
 }
 

@@ -30,8 +30,12 @@ import VATestSupport
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-paths-\(UUID().uuidString)").path
         let result = try VafBinary.run(["transcode", h264Source, "--dry-run", "--json", "--device", env.display.name, "--output-dir", out] + arguments,
                                        environment: env.environment(options))
-        let plans = try? JSONDecoder().decode([Plan].self, from: Data(result.stdout.utf8))
-        return (result.status, plans?.first, result.stderr)
+        return (result.status, firstPlan(result.stdout), result.stderr)
+    }
+
+    /// The first JSON line of `vaf transcode --json`.
+    static func firstPlan(_ stdout: String) -> Plan? {
+        stdout.split(separator: "\n").first.flatMap { try? JSONDecoder().decode(Plan.self, from: Data($0.utf8)) }
     }
 
     @Test func tigerLakeTakesH264ToHEVC720pFullyInHardware() throws {
@@ -90,7 +94,7 @@ import VATestSupport
         let missing = "/dev/dri/renderD250"
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-paths-\(UUID().uuidString)").path
         let auto = try VafBinary.run(["transcode", Self.h264Source, "--dry-run", "--json", "--device", missing, "--output-dir", out])
-        let autoPlan = try JSONDecoder().decode([Plan].self, from: Data(auto.stdout.utf8)).first
+        let autoPlan = Self.firstPlan(auto.stdout)
         #expect(autoPlan?.path == "software")
         #expect(autoPlan?.pathReason?.contains(missing) == true, "\(autoPlan?.pathReason ?? "")")
         let require = try VafBinary.run(["transcode", Self.h264Source, "--dry-run", "--json", "--hw", "require", "--device", missing, "--output-dir", out])

@@ -93,7 +93,10 @@ import Testing
         try #require(FileManager.default.isExecutableFile(atPath: vaf), "vaf is not built")
         let result = try run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", vaf, "info", "--json", url.path])
         #expect(result.status == 1)
-        let rows = try #require(try JSONSerialization.jsonObject(with: result.stdout) as? [[String: Any]])
+        // One JSON object per line.
+        let rows = try String(decoding: result.stdout, as: UTF8.self).split(separator: "\n").map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
         let error = try #require(rows.first?["error"] as? [String: Any], "\(rows)")
         #expect(error["code"] as? String == "permissionDenied", "\(error)")
         #expect((error["message"] as? String)?.hasPrefix("\(url.path): permission denied") == true, "\(error)")

@@ -56,7 +56,14 @@ struct ExportPresetTests {
             print("preset: \(preset) \(clip): \(Int(actual)) bit/s vs target \(target): \(String(format: "%+.1f", 100 * (actual - Double(target)) / Double(target)))%")
             // Measured (ffprobe's stream bit_rate, 2026-11-22) against the target: the 11.4 s phone clip +0.2% to +13.3% (HEVC 1280x720),
             // the 4.0 s rotated clip -10.1% to -2.6% (it was checked only on the first, within 20%).
-            #expect(abs(actual - Double(target)) / Double(target) <= 0.15, "\(preset): \(Int(actual)) bit/s vs table \(target)")
+            if result.videoSettings?.maxBitRate != nil {
+                // Capped at what the source needs, the target is also the peak over one second:
+                // never over it, and the variable-rate phone clip falls up to 23% under it
+                // (measured 2026-11-23: -22.7% LowQuality, -15.5% to -18.7% at 568 to 960 wide).
+                #expect(actual <= Double(target) * 1.05 && actual >= Double(target) * 0.7, "\(preset): \(Int(actual)) bit/s vs capped \(target)")
+            } else {
+                #expect(abs(actual - Double(target)) / Double(target) <= 0.15, "\(preset): \(Int(actual)) bit/s vs table \(target)")
+            }
         }
     }
 }

@@ -213,6 +213,11 @@ struct ExportSessionTests {
         #expect(!(await ExportSession.compatibility(ofExportPreset: "AppleM4A", with: audioOnly, outputFileType: .mp4)))
         #expect(!ExportSession.allExportPresets().contains("Passthrough"))
         let session = ExportSession(asset: Asset(url: clip), preset: .preset640x480)
+        // Capped at what the source needs, the estimate stays under the source's size.
+        let capped = try await session.estimatedOutputFileLength
+        let sourceBytes = try #require(try FileManager.default.attributesOfItem(atPath: clip.path)[.size] as? NSNumber).int64Value
+        #expect(capped > 0 && capped < sourceBytes, "\(capped) bytes estimated from a \(sourceBytes)-byte source")
+        session.capsBitRatesAtSource = false
         let estimate = try await session.estimatedOutputFileLength
         // 320x240 at 30 fps: 1 Mbit/s from the table, plus 64 kbit/s audio, for 3 s.
         #expect(abs(Double(estimate) - 1_064_000 * 3 / 8) < 2000)

@@ -22,6 +22,13 @@ enum Vaf {
         try run(executable: binary, arguments)
     }
 
+    /// The objects of JSON-lines output (`--json`), one per line, in order.
+    static func jsonLines(_ stdout: String) throws -> [[String: Any]] {
+        try stdout.split(separator: "\n").map { line in
+            try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not a JSON object: \(line)")
+        }
+    }
+
     /// Exit status, stdout and stderr of any program.
     static func run(executable: String, _ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
         let child = try ChildProcess.run(executable, arguments, timeLimit: 600)
@@ -33,7 +40,7 @@ enum Vaf {
     @Test func jsonForARotatedClip() throws {
         let result = try Vaf.run(["info", "--json", Vaf.fixture("h264_aac_iphone6_rot90_gps_metadata.mov")])
         #expect(result.status == 0)
-        let files = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
+        let files = try Vaf.jsonLines(result.stdout)
         #expect(files.count == 1)
         let file = files[0]
         #expect(file["container"] as? String == "mov,mp4,m4a,3gp,3g2,mj2")
@@ -66,7 +73,7 @@ enum Vaf {
         #expect(result.status == 1)
         #expect(result.stderr.contains("\(missing): no such file"))
         #expect(result.stderr.split(separator: "\n").count == 1, "one line per failed file")
-        let files = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
+        let files = try Vaf.jsonLines(result.stdout)
         #expect(files.count == 3)
         #expect((files[1]["error"] as? [String: Any])?["code"] as? String == "fileNotFound")
         #expect(files[0]["error"] == nil && files[2]["error"] == nil)

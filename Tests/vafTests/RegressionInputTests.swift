@@ -15,7 +15,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: out) }
         let child = try ChildProcess.run(Vaf.binary, ["transcode", input.path, "--preset", "640x480", "--output-dir", out.path, "--json"],
                                          timeLimit: 60)
-        let rows = try #require(try JSONSerialization.jsonObject(with: Data(child.stdout.utf8)) as? [[String: Any]], "stdout: \(child.stdout)\nstderr: \(child.stderr)")
+        let rows = try Vaf.jsonLines(child.stdout)
         let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: out.path)) ?? []
         return (child.shellStatus, try #require(rows.first), leftovers)
     }

@@ -6,7 +6,7 @@ import Testing
     static let clip = Vaf.fixture("testsrc_320x240_30fps_3s.mp4")
 
     private func report(_ stdout: String) throws -> [[String: Any]] {
-        try #require(try JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [[String: Any]])
+        try Vaf.jsonLines(stdout)
     }
 
     @Test func aBatchWithBrokenFilesFinishesTheGoodOnesAndResumes() throws {
@@ -172,6 +172,57 @@ import Testing
         for option in ["--preset", "--list-presets", "--output-dir", "--name", "--container", "--frame-rate", "--time-range", "--video-codec",
                        "--video-bitrate", "--audio-codec", "--audio-bitrate", "--size", "--jobs", "--overwrite", "--dry-run", "--json", "--shard", "--manifest"] {
             #expect(help.stdout.contains(option), "--help documents \(option)")
+        }
+    }
+}
+
+/// Issue 13, items 5 and 6: options that cannot all apply are usage errors naming both, and a
+/// file whose name starts with a dash is a file.
+@Suite struct TranscodeUsageTests {
+    private func usageError(_ arguments: [String], naming names: [String]) throws {
+        let result = try Vaf.run(["transcode", TranscodeCommandTests.clip, "--dry-run", "--output-dir", "/nonexistent/o"] + arguments)
+        #expect(result.status == 64, "\(arguments): \(result.stderr)")
+        for name in names { #expect(result.stderr.contains(name), "\(arguments) names \(name): \(result.stderr)") }
+    }
+
+    @Test func conflictingOptionsAreUsageErrorsNamingBoth() throws {
+        try usageError(["--preset", "Passthrough", "--video-codec", "hevc"], naming: ["--preset Passthrough", "--video-codec hevc"])
+        try usageError(["--preset", "passthrough", "--quality", "60"], naming: ["--preset passthrough", "--quality 60"])
+        try usageError(["--preset", "Passthrough", "--frame-rate", "30"], naming: ["--preset Passthrough", "--frame-rate 30"])
+        try usageError(["--quality", "60", "--video-bitrate", "2M"], naming: ["--quality 60", "--video-bitrate 2M"])
+        try usageError(["--name", "out.mkv", "--container", "mp4"], naming: ["--name out.mkv", "--container mp4"])
+        try usageError(["--name", "{name}.avi"], naming: ["--name {name}.avi", ".avi"])
+        try usageError(["--quality", "101"], naming: ["--quality"])
+        try usageError(["--speed", "warp"], naming: ["--speed", "slower"])
+    }
+
+    /// `--name out.mkv` without `--container` writes Matroska, as the name says.
+    @Test func aNamedExtensionChoosesTheContainer() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-named-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let run = try Vaf.run(["transcode", TranscodeCommandTests.clip, "--preset", "640x480", "--name", "out.mkv", "--output-dir", dir.path])
+        #expect(run.status == 0, "\(run.stderr)")
+        let probe = try Vaf.run(executable: "/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=format_name", "-of", "csv=p=0",
+                                                                 dir.appendingPathComponent("out.mkv").path])
+        #expect(probe.stdout.contains("matroska"), "\(probe.stdout) \(probe.stderr)")
+    }
+
+    @Test func aFileNamedLikeAnOptionIsAFile() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-dash-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try Data(contentsOf: URL(fileURLWithPath: TranscodeCommandTests.clip)).write(to: dir.appendingPathComponent("-dash.mp4"))
+        let script = """
+            cd "$1" && "$0" transcode -dash.mp4 --preset 640x480 --output-dir a --json > a.json 2>a.err; echo "plain $?"
+            "$0" transcode --preset 640x480 --output-dir b -- -dash.mp4 > b.json 2>b.err; echo "terminator $?"
+            "$0" transcode -nope.mp4 --output-dir c > /dev/null 2>c.err; echo "missing $?"
+            """
+        let run = try Vaf.run(executable: "/bin/bash", ["-c", script, Vaf.binary, dir.path])
+        #expect(run.stdout.contains("plain 0"), "\(run.stdout) \((try? String(contentsOf: dir.appendingPathComponent("a.err"), encoding: .utf8)) ?? "")")
+        #expect(run.stdout.contains("terminator 0"), "\(run.stdout) \((try? String(contentsOf: dir.appendingPathComponent("b.err"), encoding: .utf8)) ?? "")")
+        #expect(run.stdout.contains("missing 64"), "a dash that names no file is still an option: \(run.stdout)")
+        for out in ["a", "b"] {
+            #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("\(out)/-dash.mp4").path), "\(out)/-dash.mp4 written")
         }
     }
 }

@@ -57,4 +57,21 @@ enum ExportBitRate {
         if r >= 0.3 { return 3.25 * r - 0.875 }
         return 0.1
     }
+
+    /// Bits a codec needs for a picture relative to H.264 at the same quality (FFmpeg's codec
+    /// names): what the cap at the source's rate scales by. Rough, published ratios (HEVC and
+    /// VP9 save about 30%, AV1 about 40%, MPEG-2 needs about twice H.264's bits); intra-only
+    /// codecs need many times more. nil for codecs not listed, which get no cap.
+    static func relativeCost(of codec: String) -> Double? {
+        switch codec {
+        case "h264": 1
+        case "hevc", "vp9": 0.7
+        case "av1": 0.6
+        case "vp8": 1.1
+        case "mpeg4", "h263", "msmpeg4v3", "wmv3", "vc1": 1.5
+        case "mpeg2video", "mpeg1video": 2
+        case "mjpeg", "prores", "dnxhd", "dvvideo", "ffv1", "huffyuv", "rawvideo", "png", "qtrle": 8
+        default: nil
+        }
+    }
 }

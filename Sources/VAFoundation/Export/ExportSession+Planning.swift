@@ -46,7 +46,8 @@ extension ExportSession {
         }
     }
 
-    /// Expected output size in bytes: table rates × duration for re-encodes, sample bytes for passthrough.
+    /// Expected output size in bytes: target rates × duration for re-encodes (a constant-quality
+    /// encode counts its ceiling), sample bytes for passthrough.
     public var estimatedOutputFileLength: Int64 {
         get async throws {
             let (tracks, duration) = try await asset.load(.tracks, .duration)
@@ -56,7 +57,8 @@ extension ExportSession {
                 return Int64(rate * seconds / 8)
             }
             let plan = try await makeAssistant(tracks: tracks)
-            let bits = Double(plan.videoSettings?.averageBitRate ?? 0) + Double(plan.audioSettings?.bitRate ?? 0)
+            let video = plan.videoSettings.flatMap { $0.averageBitRate ?? $0.maxBitRate } ?? 0
+            let bits = Double(video) + Double(plan.audioSettings?.bitRate ?? 0)
             return Int64(bits * seconds / 8)
         }
     }
@@ -97,11 +99,39 @@ extension ExportSession {
             }
             if video.minFrameDuration.isNumeric { assistant.sourceVideoMinFrameDuration = video.minFrameDuration }
         }
-        assistant.sourceAudioFormat = Self.primaryAudioTrack(tracks)?.formatDescription
+        let audio = Self.primaryAudioTrack(tracks)
+        assistant.sourceAudioFormat = audio?.formatDescription
+        let duration = try? await asset.load(.duration)
+        let fileRate = Self.fileBitRate(of: asset.url, duration: duration)
+        // A track's rate is its sample bytes over its presented duration; samples an edit list
+        // hides count in the bytes but not the duration. The whole file's rate bounds it.
+        func rate(_ track: AssetTrack?) -> Int? {
+            guard let track, track.estimatedDataRate > 0 else { return nil }
+            let own = Int(track.estimatedDataRate.rounded())
+            return fileRate.map { min(own, $0) } ?? own
+        }
+        assistant.sourceVideoBitRate = rate(Self.primaryVideoTrack(tracks))
+        assistant.sourceAudioBitRate = rate(audio)
         assistant.frameRatePolicy = s.frameRatePolicy
+        if let duration, duration.isNumeric {
+            let start = s.timeRange.start.isNumeric ? max(s.timeRange.start, .zero) : .zero
+            let end = s.timeRange.end.isNumeric ? min(s.timeRange.end, duration) : duration
+            if end > start { assistant.sourceDuration = end - start }
+        }
         assistant.videoBitRateOverride = s.videoBitRate
+        assistant.videoQuality = s.videoQuality
+        assistant.encoderSpeed = s.encoderSpeed
+        assistant.capsBitRatesAtSource = s.capsBitRatesAtSource
         if let size = s.outputSize { assistant.sizeOverride = size }
         return assistant
+    }
+
+    /// The file's bytes over its duration in bits per second; nil when either is unknown.
+    static func fileBitRate(of url: URL, duration: MediaTime?) -> Int? {
+        guard let duration, duration.isNumeric, duration > .zero,
+              let bytes = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value,
+              bytes > 0 else { return nil }
+        return Int((Double(bytes) * 8 / duration.seconds).rounded())
     }
 
     /// The video track an export encodes: the first enabled one with samples that is not a cover picture.

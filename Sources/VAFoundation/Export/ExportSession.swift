@@ -39,6 +39,9 @@ public final class ExportSession: Sendable {
         var frameRatePolicy: FrameRatePolicy = .automatic
         var videoCodec: VideoCodec?
         var videoBitRate: Int?
+        var videoQuality: Double?
+        var encoderSpeed: EncoderSpeed?
+        var capsBitRatesAtSource = true
         var audioCodec: AudioCodec?
         var audioBitRate: Int?
         var outputSize: (width: Int, height: Int)?
@@ -117,10 +120,31 @@ public final class ExportSession: Sendable {
         get { settings.withLock { $0.videoCodec } }
         set { settings.withLock { $0.videoCodec = newValue } }
     }
-    /// Replaces the preset's table bit rate (bits per second).
+    /// Replaces the preset's table bit rate (bits per second), the cap at the source's rate
+    /// and `videoQuality`.
     public var videoBitRate: Int? {
         get { settings.withLock { $0.videoBitRate } }
         set { settings.withLock { $0.videoBitRate = newValue } }
+    }
+    /// Encode the video at this constant quality (0…1; `QualityScale` gives each encoder's
+    /// CRF or VA-API level) instead of at a bit rate. While `capsBitRatesAtSource`, the rate the
+    /// source needs stays the ceiling, so the output stays no larger than the source.
+    public var videoQuality: Double? {
+        get { settings.withLock { $0.videoQuality } }
+        set { settings.withLock { $0.videoQuality = newValue } }
+    }
+    /// Encoding time traded for compression (the encoder's preset or VA-API quality level);
+    /// nil keeps the encoder's default.
+    public var encoderSpeed: EncoderSpeed? {
+        get { settings.withLock { $0.encoderSpeed } }
+        set { settings.withLock { $0.encoderSpeed = newValue } }
+    }
+    /// Cap the preset's table bit rates at what the source needs (default true): the video at
+    /// the source's own rate scaled to the output's pixels, frame rate and codec, the audio at
+    /// a lossy source's rate. The policy is `OutputSettingsAssistant.sourceMatchedVideoBitRate`'s.
+    public var capsBitRatesAtSource: Bool {
+        get { settings.withLock { $0.capsBitRatesAtSource } }
+        set { settings.withLock { $0.capsBitRatesAtSource = newValue } }
     }
     /// Replaces the preset's audio codec.
     public var audioCodec: AudioCodec? {

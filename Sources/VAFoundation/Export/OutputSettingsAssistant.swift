@@ -62,8 +62,27 @@ public struct OutputSettingsAssistant: Sendable {
     /// Shortest interval between source frames, i.e. the fastest rate (default 1/30 s).
     public var sourceVideoMinFrameDuration = MediaTime(value: 1, timescale: 30)
     public var frameRatePolicy: FrameRatePolicy = .automatic
-    /// Overrides the table bit rate when set.
+    /// Overrides the table bit rate when set (and the source cap and `videoQuality` with it).
     public var videoBitRateOverride: Int?
+    /// The source video's average bit rate (its sample bytes over its duration); nil when
+    /// unknown, which leaves the table rate uncapped.
+    public var sourceVideoBitRate: Int?
+    /// The source audio's average bit rate; nil when unknown.
+    public var sourceAudioBitRate: Int?
+    /// Whether the preset's table rates are capped at what the source needs (default true):
+    /// see `sourceMatchedVideoBitRate`. Apple's tables are made for camera originals, and
+    /// applied to an already compressed phone clip they make a file several times larger.
+    public var capsBitRatesAtSource = true
+    /// Encode at this constant quality (0…1, the scale `QualityScale` maps to each encoder's
+    /// CRF or VA-API quality level) instead of the table bit rate. The source-matched rate
+    /// stays its ceiling while `capsBitRatesAtSource`. Ignored when `videoBitRateOverride` is set.
+    public var videoQuality: Double?
+    /// How much encoding time to trade for compression; nil keeps the encoder's default.
+    public var encoderSpeed: EncoderSpeed?
+    /// How much media the export covers; nil when unknown. A clip shorter than a second gets
+    /// a rate-control window that short, so its first keyframe cannot take several times its
+    /// share of the capped rate.
+    public var sourceDuration: MediaTime?
     /// Overrides the fitted size when set (still never larger than the source, still even).
     public var sizeOverride: (width: Int, height: Int)?
 
@@ -115,13 +134,44 @@ public struct OutputSettingsAssistant: Sendable {
         return (max(2, width), max(2, height))
     }
 
-    /// Bits per second for the output video: the preset table at the output size and rate.
+    /// Bits per second for the output video: the override if set; else the preset table at the
+    /// output size and rate, capped at `sourceMatchedVideoBitRate` while `capsBitRatesAtSource`.
     public var videoBitRate: Int? {
         if let videoBitRateOverride { return videoBitRateOverride }
         guard let (width, height) = outputSize else { return nil }
         let fps = outputFrameRate ?? rate(sourceVideoAverageFrameDuration)
-        return ExportBitRate.bitsPerSecond(width: width, height: height, frameRate: fps, table: preset.bitRateTable)
+        let table = ExportBitRate.bitsPerSecond(width: width, height: height, frameRate: fps, table: preset.bitRateTable)
+        guard capsBitRatesAtSource, let cap = sourceMatchedVideoBitRate else { return table }
+        return min(table, cap)
     }
+
+    /// What the source needs at the output's size, rate and codec, less headroom:
+    /// `sourceRateHeadroom` (90%) of the source's own video bit rate, scaled by
+    /// - the output's pixel count over the source's (a 1080p source at 720p: × 0.44),
+    /// - the output's frame rate over the source's, when frames are dropped (240 fps to 30: × 0.125),
+    /// - the target codec's cost relative to the source's, only when it is cheaper (H.264 to
+    ///   HEVC: × 0.7; MPEG-2 to H.264: × 0.5). A costlier target (HEVC to H.264) gets no more
+    ///   than the source had, so a default encode never grows a file; `videoBitRateOverride`
+    ///   or `videoQuality` ask for more.
+    ///
+    /// nil when the source's bit rate, size or codec is unknown: the table rate then stands.
+    public var sourceMatchedVideoBitRate: Int? {
+        guard let sourceRate = sourceVideoBitRate, sourceRate > 0, let source = sourceVideoFormat,
+              let video = source.video, video.width > 0, video.height > 0,
+              let target = preset.videoCodec, let (width, height) = outputSize,
+              let sourceCost = ExportBitRate.relativeCost(of: source.codec),
+              let targetCost = ExportBitRate.relativeCost(of: target.rawValue) else { return nil }
+        let pixels = Double(width * height) / Double(video.width * video.height)
+        let sourceFPS = rate(sourceVideoAverageFrameDuration)
+        let frames = outputFrameRate.map { min(1, $0 / sourceFPS) } ?? 1
+        let codec = min(1, targetCost / sourceCost)
+        return max(1, Int((Double(sourceRate) * Self.sourceRateHeadroom * pixels * frames * codec).rounded()))
+    }
+
+    /// The share of the source's rate a capped encode aims at: one-pass rate control runs a few
+    /// percent over its target on clips of a few seconds (x264 measured 6% over on a 3 s clip),
+    /// and an MP4 index can weigh more than the source container's.
+    public static let sourceRateHeadroom = 0.9
 
     /// JPEG is intra-only and has no rate control worth the name: it is exported at this
     /// quality (0…1) unless a bit rate is given.
@@ -134,6 +184,12 @@ public struct OutputSettingsAssistant: Sendable {
         let deep = (source?.bitDepth ?? 8) > 8 && codec == .hevc
         // JPEG has neither profiles nor a 4:2:0 limited-range format: the encoder picks its own.
         let jpeg = codec == .mjpeg
+        let constantQuality = videoBitRateOverride == nil && (jpeg || videoQuality != nil)
+        // The cap is also the peak rate, of a constant-quality encode and of a bit-rate encode
+        // the cap set: one-pass rate control alone runs over its target on short clips (x264
+        // put 81 KB into a 0.1 s clip budgeted 56 KB, and 24% over on a 3 s one).
+        let cap = capsBitRatesAtSource && videoBitRateOverride == nil && !jpeg ? sourceMatchedVideoBitRate : nil
+        let peak: Int? = cap.flatMap { cap in constantQuality || (videoBitRate ?? .max) >= cap ? cap : nil }
         let colors = source.map { source -> ColorProperties in
             // A "yuvj" source (full-range JPEG-style pixels) reaches a 4:2:0 video encoder
             // converted to limited range: tag it so. JPEG output keeps full range.
@@ -148,10 +204,14 @@ public struct OutputSettingsAssistant: Sendable {
         }
         var settings = VideoSettings(
             codec: codec, width: width, height: height, scalingMode: .resizeAspect,
-            averageBitRate: jpeg && videoBitRateOverride == nil ? nil : videoBitRate,
-            quality: jpeg && videoBitRateOverride == nil ? Self.jpegQuality : nil,
+            averageBitRate: constantQuality ? nil : videoBitRate,
+            quality: constantQuality ? (videoQuality ?? Self.jpegQuality) : nil,
+            maxBitRate: peak, maxBitRateWindow: peak == nil ? nil : sourceDuration,
+            speed: encoderSpeed,
             maxKeyFrameIntervalDuration: 2, allowFrameReordering: true,
-            profile: jpeg ? nil : deep ? "main10" : (codec == .hevc ? "main" : "high"),
+            // H.264 High and HEVC Main; AV1's and VP9's encoders pick their own profile ("high"
+            // would be AV1's 4:4:4 profile, which a 4:2:0 picture cannot open).
+            profile: deep ? "main10" : codec == .hevc ? "main" : codec == .h264 ? "high" : nil,
             expectedSourceFrameRate: outputFrameRate ?? rate(sourceVideoMinFrameDuration),
             pixelFormat: jpeg ? nil : deep ? .yuv420p10 : .yuv420p, colorProperties: colors)
         // HDR kept in 10 bits keeps its mastering display and content light level.
@@ -162,15 +222,26 @@ public struct OutputSettingsAssistant: Sendable {
         return settings
     }
 
-    /// Writer settings for the audio: AAC, never above the source's rate, the source's layout.
+    /// Writer settings for the audio: AAC, never above the source's sample rate, the source's
+    /// layout, 64 kb/s a channel (512 kb/s at most), and while `capsBitRatesAtSource` never
+    /// more than `sourceRateHeadroom` of a lossy source's own bit rate.
     public var audioSettings: AudioSettings? {
         guard let codec = preset.audioCodec else { return nil }
         let source = sourceAudioFormat?.audio
         let rate = min(48000, source?.sampleRate ?? 48000)
         let channels = source?.channelCount ?? 2
+        var bitRate = min(64_000 * channels, 512_000)
+        if capsBitRatesAtSource, let sourceRate = sourceAudioBitRate, sourceRate > 0,
+           let sourceCodec = sourceAudioFormat?.codec, Self.lossyAudioCodecs.contains(sourceCodec) {
+            bitRate = min(bitRate, max(1, Int((Double(sourceRate) * Self.sourceRateHeadroom).rounded())))
+        }
         return AudioSettings(codec: codec, sampleRate: rate, channelCount: channels,
-                             channelLayout: source?.channelLayout, bitRate: min(64_000 * channels, 512_000))
+                             channelLayout: source?.channelLayout, bitRate: bitRate)
     }
+
+    /// Audio codecs whose bit rate is a ceiling worth keeping (re-encoding them at a higher
+    /// rate adds bytes, not quality).
+    static let lossyAudioCodecs: Set<String> = ["aac", "mp3", "mp2", "opus", "vorbis", "ac3", "eac3", "wmav2"]
 
     /// The video encoder these settings will use and why.
     public var videoEncoder: EncoderChoice? {

@@ -81,8 +81,16 @@ public struct VideoSettings: Sendable, Hashable, Codable {
     public var scalingMode: ScalingMode
     /// Bits per second (`AVVideoAverageBitRateKey`); nil lets `quality` decide.
     public var averageBitRate: Int?
-    /// 0…1 constant-quality target (`AVVideoQualityKey`), used when no bit rate is set.
+    /// 0…1 constant-quality target (`AVVideoQualityKey`), used when no bit rate is set: each
+    /// encoder's own scale (x264's CRF, a VA-API driver's ICQ level) per `QualityScale`.
     public var quality: Double?
+    /// Peak bits per second, measured over `maxBitRateWindow`: the encoder's rate ceiling
+    /// (x264/x265/SVT-AV1 VBV, libvpx's constrained quality, VA-API QVBR or VBR peak); nil for none.
+    public var maxBitRate: Int?
+    /// The span `maxBitRate` is measured over (the rate-control buffer); nil is one second.
+    public var maxBitRateWindow: MediaTime?
+    /// How much encoding time to trade for compression; nil keeps the encoder's default.
+    public var speed: EncoderSpeed?
     /// Largest distance between keyframes in frames (`AVVideoMaxKeyFrameIntervalKey`).
     public var maxKeyFrameInterval: Int?
     /// Largest distance between keyframes in seconds (`AVVideoMaxKeyFrameIntervalDurationKey`).
@@ -105,7 +113,9 @@ public struct VideoSettings: Sendable, Hashable, Codable {
     public var contentLightLevel: ContentLightLevel?
 
     public init(codec: VideoCodec, width: Int, height: Int, scalingMode: ScalingMode = .resizeAspect,
-                averageBitRate: Int? = nil, quality: Double? = nil, maxKeyFrameInterval: Int? = nil,
+                averageBitRate: Int? = nil, quality: Double? = nil, maxBitRate: Int? = nil, maxBitRateWindow: MediaTime? = nil,
+                speed: EncoderSpeed? = nil,
+                maxKeyFrameInterval: Int? = nil,
                 maxKeyFrameIntervalDuration: Double? = nil, allowFrameReordering: Bool = true, profile: String? = nil,
                 level: String? = nil, expectedSourceFrameRate: Double? = nil, pixelFormat: PixelFormat? = nil,
                 colorProperties: ColorProperties? = nil) {
@@ -115,6 +125,9 @@ public struct VideoSettings: Sendable, Hashable, Codable {
         self.scalingMode = scalingMode
         self.averageBitRate = averageBitRate
         self.quality = quality
+        self.maxBitRate = maxBitRate
+        self.maxBitRateWindow = maxBitRateWindow
+        self.speed = speed
         self.maxKeyFrameInterval = maxKeyFrameInterval
         self.maxKeyFrameIntervalDuration = maxKeyFrameIntervalDuration
         self.allowFrameReordering = allowFrameReordering
@@ -124,6 +137,13 @@ public struct VideoSettings: Sendable, Hashable, Codable {
         self.pixelFormat = pixelFormat
         self.colorProperties = colorProperties
     }
+}
+
+/// How much encoding time an encode may spend for a smaller file at the same quality: a
+/// codec-neutral name for x264's and x265's `preset`, SVT-AV1's `preset`, libvpx's
+/// `cpu-used` and a VA-API driver's quality level (see `QualityScale.speedSetting`).
+public enum EncoderSpeed: String, Sendable, Hashable, Codable, CaseIterable {
+    case slower, slow, medium, fast, faster, fastest
 }
 
 /// Settings for encoding audio (AVFoundation's audio output-settings dictionary, typed).

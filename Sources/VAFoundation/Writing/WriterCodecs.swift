@@ -1,5 +1,13 @@
 import FFmpegSupport
 
+extension VideoSettings {
+    /// The rate-control buffer, in bits, the encoder gets for `maxBitRate` (its rate over
+    /// `maxBitRateWindow`, a second at most); nil without a peak. FFmpeg's `-bufsize`.
+    public var maxBitRateBufferBits: Int64? {
+        maxBitRate.map { WriterCodecs.bufferBits(peak: $0, window: maxBitRateWindow) }
+    }
+}
+
 /// How output settings become an FFmpeg encoder and its options, and which containers hold
 /// which codecs. Pure decisions; nothing here opens an encoder.
 enum WriterCodecs {
@@ -98,17 +106,20 @@ enum WriterCodecs {
         c.pixelFormat = format
         let gop = c.keyframeInterval
         let quality = s.averageBitRate == nil ? s.quality.map { min(1, max(0, $0)) } : nil
+        // The constant-quality value and the speed setting in this encoder's own terms.
+        let crf = quality.flatMap { QualityScale.constantQuality($0, encoder: name) }.map(String.init)
+        let speed = s.speed.flatMap { QualityScale.speedSetting($0, encoder: name) }
         var options: [(name: String, value: String)] = []
         switch name {
         case "libx264":
-            options.append(("preset", realTime ? "veryfast" : "medium"))
+            options.append(("preset", speed?.value ?? (realTime ? "veryfast" : "medium")))
             if realTime { options.append(("tune", "zerolatency")) }
-            if let q = quality { options.append(("crf", String((51 * (1 - q)).rounded()))) }
+            if let crf { options.append(("crf", crf)) }
             if let p = s.profile { options.append(("profile", p.lowercased())) }
             if let l = s.level { options.append(("level", l)) }
         case "libx265":
-            options.append(("preset", realTime ? "veryfast" : "medium"))
-            if let q = quality { options.append(("crf", String((51 * (1 - q)).rounded()))) }
+            options.append(("preset", speed?.value ?? (realTime ? "veryfast" : "medium")))
+            if let crf { options.append(("crf", crf)) }
             if let p = s.profile { options.append(("profile", p.lowercased())) }
             var params = ["log-level=error"]
             if let l = s.level { params.append("level-idc=\(l)") }
@@ -117,18 +128,31 @@ enum WriterCodecs {
             params += hdr10Parameters(s)
             options.append(("x265-params", params.joined(separator: ":")))
         case "libsvtav1":
-            options.append(("preset", realTime ? "12" : "10"))
-            if let q = quality { options.append(("crf", String(Int((63 * (1 - q)).rounded())))) }
+            options.append(("preset", speed?.value ?? (realTime ? "12" : "10")))
+            if let crf { options.append(("crf", crf)) }
+            // SVT-AV1 refuses a peak equal to the bit rate ("Max Bitrate must be greater than
+            // Target Bitrate"): a bit-rate encode keeps its average only; capped CRF takes one.
+            if crf == nil {
+                c.maxBitRate = nil
+                c.bufferSize = nil
+            }
         case "libaom-av1":
-            options.append(("cpu-used", realTime ? "8" : "6"))
-            if let q = quality { options.append(("crf", String(Int((63 * (1 - q)).rounded())))) }
+            options.append(("cpu-used", speed?.value ?? (realTime ? "8" : "6")))
+            if let crf { options.append(("crf", crf)) }
         case "librav1e":
             options.append(("speed", realTime ? "10" : "8"))
             if let q = quality { options.append(("qp", String(Int((255 * (1 - q)).rounded())))) }
         case "libvpx-vp9":
-            options.append(("deadline", realTime ? "realtime" : "good"))
-            options.append(("cpu-used", realTime ? "8" : "4"))
-            if let q = quality { options.append(("crf", String(Int((63 * (1 - q)).rounded())))) }
+            let fastest = s.speed == .fastest || (s.speed == nil && realTime)
+            options.append(("deadline", fastest ? "realtime" : "good"))
+            options.append(("cpu-used", speed?.value ?? (realTime ? "8" : "4")))
+            if let crf {
+                options.append(("crf", crf))
+                // libvpx's constrained quality takes its ceiling as the bit rate; 0 is pure CRF.
+                c.bitRate = Int64(s.maxBitRate ?? 0)
+                c.maxBitRate = nil
+                c.bufferSize = nil
+            }
         case "prores_ks":
             if let p = s.profile { options.append(("profile", p.lowercased())) }
         case "mjpeg":
@@ -191,13 +215,24 @@ enum WriterCodecs {
             if s.averageBitRate != nil {
                 if let mode = ["VBR", "CBR", "QVBR", "AVBR"].first(where: modes.contains) { options.append(("rc_mode", mode)) }
             } else if let q = quality {
-                if modes.contains("ICQ") {
+                let level = QualityScale.constantQuality(q, encoder: name) ?? 23
+                // With a ceiling, QVBR keeps the quality under it; ICQ has no ceiling; CQP is
+                // what every driver has.
+                if let peak = s.maxBitRate, peak > 0, modes.contains("QVBR") {
+                    options.append(("rc_mode", "QVBR"))
+                    c.globalQuality = level
+                    c.bitRate = Int64(peak)
+                    c.maxBitRate = Int64(peak)
+                } else if modes.contains("ICQ") {
                     options.append(("rc_mode", "ICQ"))
-                    c.globalQuality = max(1, Int((51 * (1 - q)).rounded()))
+                    c.globalQuality = level
                 } else {
                     options.append(("rc_mode", "CQP"))
-                    options.append(("qp", String(max(1, Int((51 * (1 - q)).rounded())))))
+                    options.append(("qp", String(level)))
                 }
+            }
+            if let speed = s.speed, let setting = QualityScale.speedSetting(speed, encoder: name) {
+                c.compressionLevel = Int(setting.value)
             }
             if let p = s.profile { options.append(("profile", p.lowercased())) }
             if let l = s.level { options.append(("level", l)) }
@@ -246,7 +281,23 @@ enum WriterCodecs {
             guard rate > 0 else { throw MediaError(.invalidArgument, "average bit rate \(rate) is not positive") }
             c.bitRate = Int64(rate)
         }
+        if let peak = s.maxBitRate {
+            guard peak > 0 else { throw MediaError(.invalidArgument, "peak bit rate \(peak) is not positive") }
+            c.maxBitRate = Int64(peak)
+            c.bufferSize = s.maxBitRateBufferBits
+        }
         return c
+    }
+
+    /// The rate-control buffer, in bits, for a `peak` rate held over `window` (one second when
+    /// nil or not positive): what a short clip's first keyframe may take beyond its share.
+    static func bufferBits(peak: Int, window: MediaTime?) -> Int64 {
+        let second = MediaTime(value: 1, timescale: 1)
+        let span = window.flatMap { $0.isNumeric && $0 > .zero ? min($0, second) : nil } ?? second
+        // peak × value / timescale, rounded up; a span of at most a second keeps it in range.
+        let (bits, overflow) = Int64(peak).multipliedReportingOverflow(by: span.value)
+        guard !overflow, span.timescale > 0 else { return Int64(peak) }
+        return max(1, (bits + Int64(span.timescale) - 1) / Int64(span.timescale))
     }
 
     /// The encoder and configuration for `settings`.
