@@ -34,7 +34,8 @@ import VATestSupport
         let result = try VafBinary.run(["transcode"] + inputs + ["--preset", "1280x720", "--json", "--device", env.display.name,
                                                                  "--output-dir", out] + arguments,
                                        environment: env.environment(options))
-        let outcomes = (try? JSONDecoder().decode([Outcome].self, from: Data(result.stdout.utf8))) ?? []
+        // JSON lines: one object per input.
+        let outcomes = result.stdout.split(separator: "\n").compactMap { try? JSONDecoder().decode(Outcome.self, from: Data($0.utf8)) }
         return (result.status, outcomes, result.stderr)
     }
 

@@ -107,7 +107,8 @@ enum Vaf {
         let oracle = try #require(try Self.ffprobeSideData(path).first { $0["side_data_type"] as? String == "DOVI configuration record" })
         let result = try Vaf.run(["info", "--json", path])
         #expect(result.status == 0)
-        let files = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
+        // JSON lines: one object per file.
+        let files = result.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         let tracks = try #require(files.first?["tracks"] as? [[String: Any]])
         let video = try #require(tracks.first { $0["mediaType"] as? String == "video" })
         let dv = try #require(video["dolbyVision"] as? [String: Any])
@@ -131,7 +132,8 @@ enum Vaf {
         let mastering = try #require(sideData.first { $0["side_data_type"] as? String == "Mastering display metadata" })
         let light = try #require(sideData.first { $0["side_data_type"] as? String == "Content light level metadata" })
         let result = try Vaf.run(["info", "--json", path])
-        let files = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
+        // JSON lines: one object per file.
+        let files = result.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         let tracks = try #require(files.first?["tracks"] as? [[String: Any]])
         let video = try #require(tracks.first { $0["mediaType"] as? String == "video" })
         let m = try #require(video["masteringDisplay"] as? [String: Any])

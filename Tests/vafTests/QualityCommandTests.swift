@@ -84,8 +84,14 @@ import Testing
             // Our ceiling holds over the clip's duration when it is shorter than a second.
             let seconds = try #require(row["seconds"] as? Double)
             let oracle = dir.appendingPathComponent("ffmpeg-\(name).mp4").path
+            // An HDR source is tone-mapped to SDR for H.264, as ours is (README: Interlaced and HDR
+            // sources), so the oracle gets the same filter chain.
+            let transfer = try Vaf.run(executable: "/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
+                                                                        "stream=color_transfer", "-of", "csv=p=0", input]).stdout
+            let toneMap = ["arib-std-b67", "smpte2084"].contains(transfer.trimmingCharacters(in: CharacterSet(charactersIn: ", \n")))
+                ? ["-vf", "zscale=t=linear:npl=100,format=gbrpf32le,zscale=p=bt709,tonemap=hable:desat=0,zscale=t=bt709:m=bt709:r=tv,format=yuv420p"] : []
             let made = try Vaf.run(executable: Self.ffmpeg, [
-                "-nostdin", "-v", "error", "-y", "-i", input, "-map", "0:v:0", "-c:v", "libx264", "-preset", "medium", "-crf", "23",
+                "-nostdin", "-v", "error", "-y", "-i", input, "-map", "0:v:0"] + toneMap + ["-c:v", "libx264", "-preset", "medium", "-crf", "23",
                 "-maxrate", String(peak), "-bufsize", String(Int((Double(peak) * min(1, seconds)).rounded(.up))),
                 "-pix_fmt", "yuv420p", "-fps_mode", "passthrough", "-enc_time_base", "-1", oracle])
             try #require(made.status == 0, "\(made.stderr)")

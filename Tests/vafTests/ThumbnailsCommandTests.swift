@@ -1,3 +1,4 @@
+import BenchKit
 import Foundation
 import Testing
 
@@ -33,6 +34,8 @@ import Testing
         #expect(result.status == 0, "\(result.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         #expect(report["schemaVersion"] as? Int == 1 && report["status"] as? String == "completed")
+        let schema = try JSONSchemaSubset(json: Data(contentsOf: Vaf.packageRoot.appendingPathComponent("Schemas/vaf-thumbnails.schema.json")))
+        #expect(schema.violations(of: report).isEmpty, "\(schema.violations(of: report))")
         let sheets = try #require(report["sprites"] as? [String])
         #expect(sheets.count == 2, "12 tiles on 4x2 sheets: \(sheets)")
         let vtt = try String(contentsOfFile: try #require(report["vtt"] as? String), encoding: .utf8)
@@ -85,8 +88,12 @@ import Testing
         #expect(missing.status == 1)
         #expect(missing.stderr.split(separator: "\n").count == 1 && missing.stderr.contains("/nonexistent/clip.mp4"), "\(missing.stderr)")
         #expect(missing.stdout.contains("1 image"), "the good input is still done: \(missing.stdout)")
-        let audioOnly = try Vaf.run(["thumbnails", Vaf.fixture("ac3_51_plus_aac_stereo_two_tracks.mp4"), "--output-dir", dir])
-        #expect(audioOnly.status == 1 && audioOnly.stderr.contains("no video track"), "\(audioOnly.stderr)")
+        let audioOnly = try Vaf.run(["thumbnails", Vaf.fixture("ac3_51_plus_aac_stereo_two_tracks.mp4"), "--output-dir", dir, "--json"])
+        #expect(audioOnly.status == 1)
+        let failure = try #require(try JSONSerialization.jsonObject(with: Data(audioOnly.stdout.utf8)) as? [String: Any])
+        #expect((failure["error"] as? String)?.contains("no video track") == true, "\(audioOnly.stdout)")
+        let schema = try JSONSchemaSubset(json: Data(contentsOf: Vaf.packageRoot.appendingPathComponent("Schemas/vaf-thumbnails.schema.json")))
+        #expect(schema.violations(of: failure).isEmpty, "\(schema.violations(of: failure))")
         for arguments in [["--at", "1", "--count", "3"], ["--sprite", "0x3"], ["--vtt"], ["--size", "big"], ["--format", "gif"], ["--every", "-2"]] {
             let usage = try Vaf.run(["thumbnails", clip, "--output-dir", dir] + arguments)
             #expect(usage.status == 64, "\(arguments): \(usage.status) \(usage.stderr)")
