@@ -84,7 +84,7 @@ extension Vaf {
 
         @Option(help: ArgumentHelp("""
             VA-API use: auto (decode, scale and encode on the GPU where it can, software for the rest; \
-            a device failing mid-export redoes that file in software), require (fail when no stage can \
+            a device failing mid-export goes on in software from the last keyframe), require (fail when no stage can \
             run on the GPU), hybrid (exactly one stage on the GPU), off.
             """, valueName: "mode"))
         var hw: String = "auto"
