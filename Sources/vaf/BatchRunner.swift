@@ -45,7 +45,7 @@ struct BatchJob: Sendable {
 
     var baseReport: JobReport {
         JobReport(input: input, output: output, status: .failed, preset: preset.name,
-                  inputBytes: (try? FileManager.default.attributesOfItem(atPath: input)[.size] as? NSNumber)?.int64Value)
+                  inputBytes: Asset.fileSize(atPath: input))
     }
 
     /// The plan for this input without exporting: the settings the assistant chose.

@@ -37,6 +37,13 @@ public final class Asset: Sendable {
     }
 
     /// The tracks of one media type, in file order (`loadTracks(withMediaType:)`).
+    /// The size of the file at `path`, following symbolic links (a link's own size is that of
+    /// the name it holds); nil when it cannot be read.
+    public static func fileSize(atPath path: String) -> Int64? {
+        let target = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        return (try? FileManager.default.attributesOfItem(atPath: target)[.size] as? NSNumber)?.int64Value
+    }
+
     public func loadTracks(withMediaType mediaType: MediaType) async throws -> [AssetTrack] {
         try await load(.tracks).filter { $0.mediaType == mediaType }
     }

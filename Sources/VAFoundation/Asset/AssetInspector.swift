@@ -118,7 +118,7 @@ enum AssetInspector {
         guard files.isReadableFile(atPath: path) else {
             throw MediaError(.permissionDenied, "permission denied: this user may not read the file", path: path)
         }
-        let size = (try? files.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
+        let size = Asset.fileSize(atPath: path) ?? 0
         if size == 0 {
             throw MediaError(.notMediaFile, "file is empty (0 bytes)", path: path)
         }

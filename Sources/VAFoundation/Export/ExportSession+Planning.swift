@@ -129,7 +129,7 @@ extension ExportSession {
     /// The file's bytes over its duration in bits per second; nil when either is unknown.
     static func fileBitRate(of url: URL, duration: MediaTime?) -> Int? {
         guard let duration, duration.isNumeric, duration > .zero,
-              let bytes = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value,
+              let bytes = Asset.fileSize(atPath: url.path),
               bytes > 0 else { return nil }
         return Int((Double(bytes) * 8 / duration.seconds).rounded())
     }

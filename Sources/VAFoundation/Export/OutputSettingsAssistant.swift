@@ -165,8 +165,12 @@ public struct OutputSettingsAssistant: Sendable {
         let sourceFPS = rate(sourceVideoAverageFrameDuration)
         let frames = outputFrameRate.map { min(1, $0 / sourceFPS) } ?? 1
         let codec = min(1, targetCost / sourceCost)
-        return max(1, Int((Double(sourceRate) * Self.sourceRateHeadroom * pixels * frames * codec).rounded()))
+        return max(Self.minimumCappedBitRate, Int((Double(sourceRate) * Self.sourceRateHeadroom * pixels * frames * codec).rounded()))
     }
+
+    /// The least a cap sets (bits per second): encoders refuse or starve at a few bits per
+    /// second, and below this no picture is worth keeping anyway.
+    public static let minimumCappedBitRate = 32_000
 
     /// The share of the source's rate a capped encode aims at: one-pass rate control runs a few
     /// percent over its target on clips of a few seconds (x264 measured 6% over on a 3 s clip),
