@@ -239,7 +239,9 @@ import FFmpegSupport
         // and stays so once its queue has drained.
         // Below the window, "not ready" only means a full queue (slow on a busy machine): wait for it.
         var appended = 0
-        let deadline = ContinuousClock.now + .seconds(60)
+        // A guard against a hang, not a speed limit: while the suite's long synchronous tests
+        // (child processes) hold the cooperative pool's threads, this loop's sleeps wake late.
+        let deadline = ContinuousClock.now + .seconds(600)
         while appended < 90 && ContinuousClock.now < deadline {
             let sample = SampleBuffer(pixelBuffer: try WriterTestSupport.pattern(width: 64, height: 64, index: appended),
                                       presentationTimeStamp: MediaTime(value: Int64(appended), timescale: 30))
