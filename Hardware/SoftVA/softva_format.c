@@ -635,3 +635,17 @@ void sva_plane_fill(const sva_plane *dst, float value)
         for (int x = 0; x < dst->width; x++)
             put_sample(dst, x, y, value);
 }
+
+int sva_grow(void **p, unsigned *cap, unsigned need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    unsigned ncap = *cap ? *cap * 2 : 16;
+    while (ncap < need) ncap *= 2;
+    void *np = realloc(*p, (size_t)ncap * elem);
+    if (!np)
+        return -1;
+    *p = np;
+    *cap = ncap;
+    return 0;
+}

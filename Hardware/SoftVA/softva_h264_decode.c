@@ -180,20 +180,6 @@ void sva_h264_decode_begin(sva_context *ctx)
 
 /* ---- Buffers ---------------------------------------------------------------------------- */
 
-static int grow(void **p, unsigned *cap, unsigned need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    unsigned ncap = *cap ? *cap * 2 : 16;
-    while (ncap < need) ncap *= 2;
-    void *np = realloc(*p, (size_t)ncap * elem);
-    if (!np)
-        return -1;
-    *p = np;
-    *cap = ncap;
-    return 0;
-}
-
 static int append(uint8_t **buf, size_t *len, size_t *cap, const uint8_t *src, size_t n)
 {
     if (*len + n > *cap) {
@@ -230,7 +216,7 @@ VAStatus sva_h264_decode_render(sva_context *ctx, sva_buffer *b)
     case VASliceParameterBufferType:
         if (b->size < sizeof(VASliceParameterBufferH264))
             return VA_STATUS_ERROR_INVALID_BUFFER;
-        if (grow((void **)&d->pending, &d->pending_cap, d->num_pending + b->num_elements, sizeof(*d->pending)) < 0)
+        if (sva_grow((void **)&d->pending, &d->pending_cap, d->num_pending + b->num_elements, sizeof(*d->pending)) < 0)
             return VA_STATUS_ERROR_ALLOCATION_FAILED;
         for (unsigned i = 0; i < b->num_elements; i++)
             memcpy(&d->pending[d->num_pending++], b->data + (size_t)i * b->size, sizeof(*d->pending));
@@ -239,7 +225,7 @@ VAStatus sva_h264_decode_render(sva_context *ctx, sva_buffer *b)
         /* the slice parameters rendered since the last data buffer describe this one */
         if (!d->num_pending)
             return VA_STATUS_ERROR_INVALID_PARAMETER;
-        if (grow((void **)&d->slices, &d->slices_cap, d->num_slices + d->num_pending, sizeof(*d->slices)) < 0)
+        if (sva_grow((void **)&d->slices, &d->slices_cap, d->num_slices + d->num_pending, sizeof(*d->slices)) < 0)
             return VA_STATUS_ERROR_ALLOCATION_FAILED;
         for (unsigned i = 0; i < d->num_pending; i++) {
             const VASliceParameterBufferH264 *p = &d->pending[i];

@@ -82,20 +82,6 @@ void sva_h264_encode_begin(sva_context *ctx)
     e->packed_pending = 0;
 }
 
-static int grow(void **p, unsigned *cap, unsigned need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    unsigned ncap = *cap ? *cap * 2 : 16;
-    while (ncap < need) ncap *= 2;
-    void *np = realloc(*p, (size_t)ncap * elem);
-    if (!np)
-        return -1;
-    *p = np;
-    *cap = ncap;
-    return 0;
-}
-
 static void copy_param(void *dst, size_t dst_size, const sva_buffer *b)
 {
     size_t n = b->size < dst_size ? b->size : dst_size;
@@ -116,7 +102,7 @@ VAStatus sva_h264_encode_render(sva_context *ctx, sva_buffer *b)
         e->have_picture = 1;
         return VA_STATUS_SUCCESS;
     case VAEncSliceParameterBufferType:
-        if (grow((void **)&e->slices, &e->slices_cap, e->num_slices + b->num_elements, sizeof(*e->slices)) < 0)
+        if (sva_grow((void **)&e->slices, &e->slices_cap, e->num_slices + b->num_elements, sizeof(*e->slices)) < 0)
             return VA_STATUS_ERROR_ALLOCATION_FAILED;
         for (unsigned i = 0; i < b->num_elements; i++) {
             VAEncSliceParameterBufferH264 *s = &e->slices[e->num_slices++];
@@ -148,7 +134,7 @@ VAStatus sva_h264_encode_render(sva_context *ctx, sva_buffer *b)
         size_t n = (e->packed_bits + 7) / 8;
         if (n > total || (!is_slice && e->packed_bits % 8))
             return VA_STATUS_ERROR_INVALID_PARAMETER; /* only slice headers may end mid-byte */
-        if (grow((void **)&e->units, &e->units_cap, e->num_units + 1, sizeof(*e->units)) < 0)
+        if (sva_grow((void **)&e->units, &e->units_cap, e->num_units + 1, sizeof(*e->units)) < 0)
             return VA_STATUS_ERROR_ALLOCATION_FAILED;
         if (e->headers_len + n > e->headers_cap) {
             size_t ncap = e->headers_cap ? e->headers_cap : 1024;

@@ -267,6 +267,10 @@ VAStatus sva_h264_encode_render(sva_context *ctx, sva_buffer *b);
  * gets the size written. */
 VAStatus sva_h264_encode_picture(sva_driver *drv, sva_context *ctx, sva_surface *source, uint64_t *coded_bytes);
 
+/* Grows the array *p (capacity *cap elements of elem bytes) to hold need elements, doubling;
+ * 0 on success, -1 when out of memory (the array is then unchanged). */
+int sva_grow(void **p, unsigned *cap, unsigned need, size_t elem);
+
 #pragma GCC visibility pop
 
 #endif
