@@ -1,5 +1,6 @@
 import FFmpegSupport
 import Foundation
+import Synchronization
 import Testing
 @testable import VAFoundation
 
@@ -140,22 +141,23 @@ struct ExportSessionTests {
         let dir = try TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let url = dir.appendingPathComponent("cancelled.mp4")
-        // Cancel as soon as frames flow. A fast machine finishes this clip in well under a second,
-        // and on a busy one this polling task may not run before the end: then try again.
-        for _ in 0..<5 {
-            let session = ExportSession(asset: Asset(url: clip), preset: .preset640x480)
-            let task = Task { try await session.export(to: url, as: .mp4) }
-            while session.progress <= 0 && session.status != .completed { try await Task.sleep(for: .milliseconds(1)) }
-            task.cancel()
-            if case .success = await task.result {
-                try FileManager.default.removeItem(at: url)
-                continue
-            }
-            #expect(session.status == .cancelled)
-            #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty, "no output, no partial file")
-            return
+        // Cancelled from the reader's own thread once frames flow (the export's test seam), not
+        // by a task polling the progress, which a starved cooperative pool runs too late.
+        let session = ExportSession(asset: Asset(url: clip), preset: .preset640x480)
+        let exportTask = Mutex<Task<ExportResult, Error>?>(nil)
+        session.stageProbe = StageProbe { step throws(MediaError) in
+            if case .sampleRead(.video, 5, _) = step { exportTask.withLock { $0 }?.cancel() }
         }
-        Issue.record("five exports finished before they could be cancelled; the clip is too short for this machine")
+        let start = Mutex(false)
+        let task = Task {
+            while !start.withLock({ $0 }) { await Task.yield() }
+            return try await session.export(to: url, as: .mp4)
+        }
+        exportTask.withLock { $0 = task }
+        start.withLock { $0 = true }
+        if case .success = await task.result { Issue.record("the export finished although it was cancelled") }
+        #expect(session.status == .cancelled)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty, "no output, no partial file")
     }
 
     @Test func fileLengthLimitStopsWithAValidFile() async throws {
