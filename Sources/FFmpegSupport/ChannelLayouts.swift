@@ -14,6 +14,15 @@ public enum ChannelLayouts {
         "libvorbis": ["mono", "stereo", "3.0", "quad", "5.0", "5.1", "6.1", "7.1"],
     ]
 
+    /// FFmpeg's default layout for `channelCount` channels by name ("mono", "stereo", "5.1").
+    /// The corresponding C function is `av_channel_layout_default`.
+    public static func defaultName(channelCount: Int) -> String {
+        var layout = AVChannelLayout()
+        defer { av_channel_layout_uninit(&layout) }
+        av_channel_layout_default(&layout, Int32(max(channelCount, 1)))
+        return describe(&layout) ?? "\(channelCount) channels"
+    }
+
     /// The layouts `encoder` takes, by name; empty when it takes any.
     public static func supported(byEncoder encoder: String) -> [String] {
         if let known = unlisted[encoder] { return known }

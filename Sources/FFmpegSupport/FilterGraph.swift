@@ -29,38 +29,10 @@ public final class FilterGraph {
     /// and `avfilter_graph_config`.
     public init(_ description: String, width: Int, height: Int, pixelFormat: PixelFormatID,
                 timeBase: Rational, pixelAspect: Rational = Rational(0, 1), threads: Int = 0) throws(FFmpegError) {
-        guard let graph = avfilter_graph_alloc() else { throw FFmpegError(code: .outOfMemory, function: "avfilter_graph_alloc") }
-        var owned: UnsafeMutablePointer<AVFilterGraph>? = graph
-        graph.pointee.nb_threads = Int32(threads)
         let sar = pixelAspect.isPositive ? pixelAspect : Rational(0, 1)
         let args = "video_size=\(width)x\(height):pix_fmt=\(pixelFormat.rawValue):time_base=\(timeBase.numerator)/\(timeBase.denominator)"
             + ":pixel_aspect=\(sar.numerator)/\(sar.denominator)"
-        var source: UnsafeMutablePointer<AVFilterContext>?
-        var sink: UnsafeMutablePointer<AVFilterContext>?
-        var status = avfilter_graph_create_filter(&source, avfilter_get_by_name("buffer"), "in", args, nil, graph)
-        if status >= 0 {
-            status = avfilter_graph_create_filter(&sink, avfilter_get_by_name("buffersink"), "out", nil, nil, graph)
-        }
-        guard status >= 0, let source, let sink else {
-            avfilter_graph_free(&owned)
-            throw FFmpegError(status < 0 ? status : cffmpeg_averror(EINVAL), "avfilter_graph_create_filter")
-        }
-        // The description's open input is fed by the source, its open output feeds the sink.
-        var outputs = avfilter_inout_alloc()
-        var inputs = avfilter_inout_alloc()
-        defer { avfilter_inout_free(&outputs); avfilter_inout_free(&inputs) }
-        guard let o = outputs, let i = inputs else {
-            avfilter_graph_free(&owned)
-            throw FFmpegError(code: .outOfMemory, function: "avfilter_inout_alloc")
-        }
-        o.pointee.name = av_strdup("in"); o.pointee.filter_ctx = source; o.pointee.pad_idx = 0; o.pointee.next = nil
-        i.pointee.name = av_strdup("out"); i.pointee.filter_ctx = sink; i.pointee.pad_idx = 0; i.pointee.next = nil
-        status = avfilter_graph_parse_ptr(graph, description, &inputs, &outputs, nil)
-        if status >= 0 { status = avfilter_graph_config(graph, nil) }
-        guard status >= 0 else {
-            avfilter_graph_free(&owned)
-            throw FFmpegError(status, "avfilter_graph_parse_ptr(\(description))")
-        }
+        let (graph, source, sink) = try FilterGraphParts.build(description, source: "buffer", arguments: args, sink: "buffersink", threads: threads)
         self.graph = graph
         self.source = source
         self.sink = sink
@@ -119,4 +91,89 @@ extension Frame {
     public var isTopFieldFirst: Bool { pointer.pointee.top_field_first != 0 }
     /// The sample aspect ratio as the frame states it (0/1 when unknown).
     public var sampleAspectRatio: Rational { Rational(pointer.pointee.sample_aspect_ratio) }
+}
+
+/// The plumbing every graph shares: a graph with a source and a sink, `description` parsed
+/// between them and configured.
+enum FilterGraphParts {
+    static func build(_ description: String, source sourceName: String, arguments: String, sink sinkName: String,
+                      threads: Int) throws(FFmpegError)
+        -> (UnsafeMutablePointer<AVFilterGraph>, UnsafeMutablePointer<AVFilterContext>, UnsafeMutablePointer<AVFilterContext>) {
+        guard let graph = avfilter_graph_alloc() else { throw FFmpegError(code: .outOfMemory, function: "avfilter_graph_alloc") }
+        var owned: UnsafeMutablePointer<AVFilterGraph>? = graph
+        graph.pointee.nb_threads = Int32(threads)
+        var source: UnsafeMutablePointer<AVFilterContext>?
+        var sink: UnsafeMutablePointer<AVFilterContext>?
+        var status = avfilter_graph_create_filter(&source, avfilter_get_by_name(sourceName), "in", arguments, nil, graph)
+        if status >= 0 {
+            status = avfilter_graph_create_filter(&sink, avfilter_get_by_name(sinkName), "out", nil, nil, graph)
+        }
+        guard status >= 0, let source, let sink else {
+            avfilter_graph_free(&owned)
+            throw FFmpegError(status < 0 ? status : cffmpeg_averror(EINVAL), "avfilter_graph_create_filter")
+        }
+        // The description's open input is fed by the source, its open output feeds the sink.
+        var outputs = avfilter_inout_alloc()
+        var inputs = avfilter_inout_alloc()
+        defer { avfilter_inout_free(&outputs); avfilter_inout_free(&inputs) }
+        guard let o = outputs, let i = inputs else {
+            avfilter_graph_free(&owned)
+            throw FFmpegError(code: .outOfMemory, function: "avfilter_inout_alloc")
+        }
+        o.pointee.name = av_strdup("in"); o.pointee.filter_ctx = source; o.pointee.pad_idx = 0; o.pointee.next = nil
+        i.pointee.name = av_strdup("out"); i.pointee.filter_ctx = sink; i.pointee.pad_idx = 0; i.pointee.next = nil
+        status = avfilter_graph_parse_ptr(graph, description, &inputs, &outputs, nil)
+        if status >= 0 { status = avfilter_graph_config(graph, nil) }
+        guard status >= 0 else {
+            avfilter_graph_free(&owned)
+            throw FFmpegError(status, "avfilter_graph_parse_ptr(\(description))")
+        }
+        return (graph, source, sink)
+    }
+}
+
+/// A libavfilter graph for audio ("atempo=1.5"): blocks of one rate, format and layout go in
+/// through an audio buffer source and come out of an audio buffer sink in the same format
+/// (the description decides the rest). Owns the graph; one task at a time.
+public final class AudioFilterGraph {
+    private let graph: UnsafeMutablePointer<AVFilterGraph>
+    private let source: UnsafeMutablePointer<AVFilterContext>
+    private let sink: UnsafeMutablePointer<AVFilterContext>
+    public let description: String
+    private var ended = false
+
+    /// A graph running `description` on audio at `sampleRate` in `sampleFormat` and
+    /// `channelLayout` (FFmpeg's name: "stereo", "5.1"), timed in 1/`sampleRate`; the output is
+    /// converted back to the input's format and layout.
+    public init(_ description: String, sampleRate: Int, sampleFormat: SampleFormatID, channelLayout: String) throws(FFmpegError) {
+        let args = "time_base=1/\(sampleRate):sample_rate=\(sampleRate):sample_fmt=\(sampleFormat.name ?? "fltp"):channel_layout=\(channelLayout)"
+        let chain = "\(description),aformat=sample_fmts=\(sampleFormat.name ?? "fltp"):sample_rates=\(sampleRate):channel_layouts=\(channelLayout)"
+        (graph, source, sink) = try FilterGraphParts.build(chain, source: "abuffer", arguments: args, sink: "abuffersink", threads: 1)
+        self.description = description
+    }
+
+    deinit { var g: UnsafeMutablePointer<AVFilterGraph>? = graph; avfilter_graph_free(&g) }
+
+    /// Hands `frame` to the graph (which takes its own reference).
+    public func push(_ frame: Frame) throws(FFmpegError) {
+        guard !ended else { throw FFmpegError(code: .invalidArgument, function: "av_buffersrc_add_frame_flags") }
+        try check(av_buffersrc_add_frame_flags(source, frame.pointer, Int32(AV_BUFFERSRC_FLAG_KEEP_REF)), "av_buffersrc_add_frame_flags")
+    }
+
+    /// Tells the graph no more audio comes, so it lets go of what it holds back.
+    public func pushEndOfStream() throws(FFmpegError) {
+        guard !ended else { return }
+        ended = true
+        try check(av_buffersrc_add_frame_flags(source, nil, 0), "av_buffersrc_add_frame_flags(EOF)")
+    }
+
+    /// The next filtered block, or the state the graph is in.
+    public func pull() throws(FFmpegError) -> FilterGraph.PullResult {
+        let frame = Frame()
+        let status = av_buffersink_get_frame(sink, frame.pointer)
+        if status == cffmpeg_averror(EAGAIN) { return .needsInput }
+        if status == cffmpeg_AVERROR_EOF() { return .endOfStream }
+        try check(status, "av_buffersink_get_frame")
+        return .frame(frame)
+    }
 }

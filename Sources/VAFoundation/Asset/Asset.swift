@@ -7,7 +7,8 @@ import Foundation
 /// let asset = Asset(url: URL(fileURLWithPath: "clip.mp4"))
 /// let (duration, tracks) = try await asset.load(.duration, .tracks)
 /// ```
-public final class Asset: Sendable {
+// @unchecked: open to `Composition`; its own stored properties are immutable, and subclasses keep their state behind a Mutex.
+public class Asset: @unchecked Sendable {
     /// How the asset inspects its file (`AVURLAsset`'s initialisation options).
     public struct Options: Sendable {
         /// Read every packet's timestamp instead of trusting the container's index and header,
@@ -19,9 +20,10 @@ public final class Asset: Sendable {
         }
     }
 
+    /// The file (for a composition, `composition:`, which names no file).
     public let url: URL
     public let options: Options
-    private let loader: Loader
+    private let loader: Loader?
 
     public init(url: URL, options: Options = Options()) {
         self.url = url
@@ -29,12 +31,28 @@ public final class Asset: Sendable {
         self.loader = Loader(path: url.path, options: options)
     }
 
+    /// An asset whose properties come from `inspection()` as overridden, not from a file.
+    init(describedBy url: URL) {
+        self.url = url
+        self.options = Options()
+        self.loader = nil
+    }
+
     /// Loads one or more properties, inspecting the file on first use.
     /// Throws `MediaError` when the file is missing, unreadable, not media, or damaged.
     public func load<each Value: Sendable>(_ property: repeat AssetProperty<each Value>) async throws -> (repeat each Value) {
-        let inspection = try await loader.inspection()
+        let inspection = try await inspection()
         return (repeat (each property).read(inspection))
     }
+
+    /// What the asset holds: the file's inspection, run once (a composition describes itself).
+    func inspection() async throws -> AssetInspection {
+        guard let loader else { throw MediaError(.invalidState, "the asset has nothing to inspect", path: displayPath) }
+        return try await loader.inspection()
+    }
+
+    /// How errors name the asset: the file's path, or "composition".
+    var displayPath: String { url.isFileURL ? url.path : url.absoluteString.trimmingCharacters(in: [":"]) }
 
     /// The tracks of one media type, in file order (`loadTracks(withMediaType:)`).
     /// The size of the file at `path`, following symbolic links (a link's own size is that of

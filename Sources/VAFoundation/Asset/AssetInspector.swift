@@ -75,7 +75,7 @@ enum AssetInspector {
         }
         let tracks = streams.map {
             makeTrack($0, timing: timings[$0.index], streams: streams, containerDuration: demuxer.durationMicroseconds,
-                      timestampsJumped: demuxer.discontinuitiesMended > 0 || lying.contains($0.index))
+                      sourcePath: path, timestampsJumped: demuxer.discontinuitiesMended > 0 || lying.contains($0.index))
         }
         let duration: MediaTime
         // A container's duration is its last timestamp less its first: wrong once the
@@ -228,7 +228,7 @@ enum AssetInspector {
     /// declaration cannot be trusted (the timestamps jumped, or the header claims more than
     /// the data holds): then it is the scanned data's extent, 0 when none could be read.
     static func makeTrack(_ s: StreamInfo, timing: StreamTiming, streams: [StreamInfo], containerDuration: Int64?,
-                          timestampsJumped: Bool = false) -> AssetTrack {
+                          sourcePath: String? = nil, timestampsJumped: Bool = false) -> AssetTrack {
         let tb = s.timeBase
         let mediaType: MediaType = switch s.kind {
         case .video: .video
@@ -289,7 +289,7 @@ enum AssetInspector {
             minFrameDuration: minFrameDuration, isVariableFrameRate: variable, estimatedDataRate: dataRate,
             totalSampleDataLength: bytes, sampleCount: count, languageCode: language, isEnabled: enabled,
             requiresFrameReordering: s.videoDelay > 0, isAttachedPicture: s.isAttachedPicture,
-            segments: segments, metadata: MetadataItem.items(s.metadata))
+            segments: segments, metadata: MetadataItem.items(s.metadata), sourcePath: sourcePath)
     }
 
     /// Frame rate, shortest frame interval and the variable-frame-rate verdict of a video track.

@@ -39,14 +39,22 @@ public final class AssetTrack: Sendable, CustomStringConvertible {
     public let metadata: [MetadataItem]
     /// Position of the track among the demuxer's streams.
     let streamIndex: Int
+    /// The file the track was read from (nil for a composition's tracks): what a composition
+    /// segment made of this track opens.
+    let sourcePath: String?
+    /// For a composition's track, the composition track it stands for.
+    let compositionTrack: CompositionTrack?
 
     init(trackID: Int, streamIndex: Int, mediaType: MediaType, formatDescription: FormatDescription,
          timeRange: MediaTimeRange, naturalTimeScale: Int32, naturalSize: Size, preferredTransform: VideoTransform,
          nominalFrameRate: Float, minFrameDuration: MediaTime, isVariableFrameRate: Bool,
          estimatedDataRate: Float, totalSampleDataLength: Int64, sampleCount: Int, languageCode: String?,
          isEnabled: Bool, requiresFrameReordering: Bool, isAttachedPicture: Bool,
-         segments: [AssetTrackSegment], metadata: [MetadataItem]) {
+         segments: [AssetTrackSegment], metadata: [MetadataItem], sourcePath: String? = nil,
+         compositionTrack: CompositionTrack? = nil) {
         self.trackID = trackID
+        self.sourcePath = sourcePath
+        self.compositionTrack = compositionTrack
         self.streamIndex = streamIndex
         self.mediaType = mediaType
         self.formatDescriptions = [formatDescription]

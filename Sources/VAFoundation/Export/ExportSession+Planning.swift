@@ -89,7 +89,7 @@ extension ExportSession {
             effectivePreset = preset.replacingVideoCodec(codec)
         }
         guard var assistant = OutputSettingsAssistant(preset: effectivePreset) else {
-            throw MediaError(.invalidArgument, "the \(preset.name) preset has no encoding settings", path: asset.url.path)
+            throw MediaError(.invalidArgument, "the \(preset.name) preset has no encoding settings", path: asset.displayPath)
         }
         if let video = Self.primaryVideoTrack(tracks) {
             assistant.sourceVideoFormat = video.formatDescription
@@ -149,7 +149,7 @@ extension ExportSession {
     /// frame rate and path chosen, and the tracks left out with the reason (`vaf transcode --dry-run`).
     public func plan(fileType: FileType) async throws -> ExportPlan {
         guard preset.fileTypes.contains(fileType) else {
-            throw MediaError(.invalidArgument, "the \(preset.name) preset cannot write \(fileType) files", path: asset.url.path)
+            throw MediaError(.invalidArgument, "the \(preset.name) preset cannot write \(fileType) files", path: asset.displayPath)
         }
         return try await makePlan(tracks: try await asset.load(.tracks), fileType: fileType, softwareOnly: false)
     }
@@ -163,6 +163,10 @@ extension ExportSession {
     func makePlan(tracks: [AssetTrack], fileType: FileType, softwareOnly: Bool) async throws -> ExportPlan {
         let s = settings.withLock { $0 }
         var plan = ExportPlan(frameRatePolicy: preset.isPassthrough ? .passthrough : s.frameRatePolicy)
+        let isComposition = asset is Composition
+        if preset.isPassthrough && isComposition {
+            throw MediaError(.unsupported, "passthrough copies one file's packets and cannot export a composition; use an encoding preset", path: asset.displayPath)
+        }
         if preset.isPassthrough {
             for track in tracks {
                 if let reason = passthroughRefusal(track, fileType: fileType) {
@@ -187,7 +191,8 @@ extension ExportSession {
                 plan.videoSettings = videoSettings
                 plan.videoEncoder = assistant.videoEncoder
                 plan.frameRate = assistant.outputFrameRate
-                let policy = softwareOnly ? .off : s.hardwarePolicy
+                // A composition's segments are decoded and joined in host memory.
+                let policy = softwareOnly || isComposition ? .off : s.hardwarePolicy
                 let (device, problem) = policy == .off ? (nil, nil) : resolveDevice(s)
                 let decision = try Self.hardwareJob(video, settings: videoSettings).decide(
                     policy: policy, capabilities: device?.capabilities, problem: problem)
@@ -208,7 +213,7 @@ extension ExportSession {
                 }
                 plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: track.mediaType.rawValue, reason: reason))
             }
-            let audioTracks = Self.audioTracks(tracks, mix: s.audioMix)
+            let audioTracks = Self.audioTracks(tracks, mix: s.audioMix, mixesAllByDefault: isComposition)
             if var audioSettings = assistant.audioSettings, !audioTracks.isEmpty {
                 if let codec = s.audioCodec { audioSettings.codec = codec }
                 if let bitRate = s.audioBitRate { audioSettings.bitRate = bitRate }
@@ -232,6 +237,9 @@ extension ExportSession {
             }
             plan.path = plan.hardware?.path ?? .software
             plan.pathReason = plan.hardware?.reason ?? "audio is encoded in software"
+            if isComposition {
+                plan.pathReason = "software: a composition's segments are decoded from their files and joined in host memory"
+            }
         }
         let videoTracks = plan.passthroughTracks.filter { $0.mediaType == .video } + (plan.videoTrack.map { [$0] } ?? [])
         if fileType == .mkv || fileType == .webm, let rotated = videoTracks.first(where: { $0.preferredTransform != .identity }) {
@@ -261,9 +269,11 @@ extension ExportSession {
         return WriterCodecs.incompatibility(of: codec, in: fileType, mediaType: track.mediaType)
     }
 
-    /// The audio tracks to export: those the mix names (all audio if it names none), else the default one.
-    static func audioTracks(_ tracks: [AssetTrack], mix: AudioMix?) -> [AssetTrack] {
+    /// The audio tracks to export: those the mix names (all audio if it names none), else the
+    /// default one; a composition's enabled tracks are all mixed, as AVFoundation mixes them.
+    static func audioTracks(_ tracks: [AssetTrack], mix: AudioMix?, mixesAllByDefault: Bool = false) -> [AssetTrack] {
         let audio = tracks.filter { $0.mediaType == .audio && $0.sampleCount > 0 }
+        if mix == nil && mixesAllByDefault { return audio.filter(\.isEnabled) }
         guard let mix else { return primaryAudioTrack(tracks).map { [$0] } ?? [] }
         let named = audio.filter { track in mix.inputParameters.contains { $0.trackID == track.trackID } }
         return named.isEmpty ? audio : named

@@ -59,7 +59,7 @@ extension ExportSession {
             let cause = (error as? MediaError).map { e in e.message + (e.underlying.map { " (\($0))" } ?? "") } ?? "\(error)"
             guard hardwarePolicy != .require else {
                 throw MediaError(.hardwareFailed, "the device failed mid-export and the hardware policy 'require' rules out redoing it in software: \(cause)",
-                                 path: asset.url.path, underlying: (error as? MediaError)?.underlying)
+                                 path: asset.displayPath, underlying: (error as? MediaError)?.underlying)
             }
             var result = try await performDroppingEmptyTracks(to: url, as: fileType, softwareOnly: true)
             result.fallbackReason = cause
@@ -98,7 +98,7 @@ extension ExportSession {
     private func begin() throws {
         try run.withLock { r throws(MediaError) in
             guard r.status == .unknown else {
-                throw MediaError(.invalidState, "an export session runs once; this one is \(r.status.rawValue)", path: asset.url.path)
+                throw MediaError(.invalidState, "an export session runs once; this one is \(r.status.rawValue)", path: asset.displayPath)
             }
             r.status = .waiting
         }
@@ -155,7 +155,7 @@ extension ExportSession {
         // Where the exported media ends: the range's end, or the asset's.
         let stop = range.end.isNumeric ? min(range.end, duration) : duration
         guard stop > start else {
-            throw MediaError(.invalidArgument, "the time range \(start.seconds)–\(stop.seconds) s holds no media", path: asset.url.path)
+            throw MediaError(.invalidArgument, "the time range \(start.seconds)–\(stop.seconds) s holds no media", path: asset.displayPath)
         }
         // Progress and the reported duration are fractions and seconds for people, not engine time.
         let totalSeconds = max((stop - start).seconds, 0.001)
@@ -252,7 +252,7 @@ extension ExportSession {
             lanes.append(Lane(track: first, output: output, input: input, converter: nil, bitRate: audioSettings.bitRate ?? 128_000))
         }
         guard !lanes.isEmpty else {
-            throw MediaError(.noTracks, "nothing to export with \(preset.name): \(result.droppedTracks.map { "track \($0.trackID) (\($0.reason))" }.joined(separator: ", "))", path: asset.url.path)
+            throw MediaError(.noTracks, "nothing to export with \(preset.name): \(result.droppedTracks.map { "track \($0.trackID) (\($0.reason))" }.joined(separator: ", "))", path: asset.displayPath)
         }
         for lane in lanes {
             lane.output.probe = probe
@@ -433,7 +433,7 @@ extension ExportSession {
                     let stoppedForLimit = tally.limitReached.withLock { $0 } || (limit.map { l in tally.bytes.withLock { $0.reduce(0, +) } >= l } ?? false)
                     if tally.counts.withLock({ $0[i] }) == 0 && !stoppedForLimit && reader.status != .cancelled {
                         let error = MediaError(.corruptOrTruncated, "track \(lane.track.trackID) (\(lane.track.mediaType)) yielded no samples: the file is truncated or its data unreadable",
-                                               path: self.asset.url.path)
+                                               path: self.asset.displayPath)
                         throw TrackYieldedNothing(trackID: lane.track.trackID, mediaType: lane.track.mediaType,
                                                   otherLanes: laneCount - 1, error: error)
                     }
@@ -475,7 +475,7 @@ extension ExportSession {
             r.resumption = (resumeAt, framesKept, cause)
             return r.cancelled
         }
-        if cancelled { throw MediaError(.cancelled, "export cancelled", path: asset.url.path) }
+        if cancelled { throw MediaError(.cancelled, "export cancelled", path: asset.displayPath) }
         try reader.startReading()
         return (output, resumeAt, framesKept)
     }
@@ -523,7 +523,7 @@ extension ExportSession {
             let stoppedForLimit = tally.limitReached.withLock { $0 }
             if tally.counts.withLock({ $0[i] }) == 0 && !stoppedForLimit && reader.status != .cancelled {
                 let error = MediaError(.corruptOrTruncated, "track \(lane.track.trackID) (\(lane.track.mediaType)) yielded no samples: the file is truncated or its data unreadable",
-                                       path: asset.url.path)
+                                       path: asset.displayPath)
                 throw TrackYieldedNothing(trackID: lane.track.trackID, mediaType: lane.track.mediaType,
                                           otherLanes: lanes.count - 1, error: error)
             }

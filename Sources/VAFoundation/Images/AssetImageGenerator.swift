@@ -97,7 +97,7 @@ public final class AssetImageGenerator: Sendable {
     /// `image(at:)` for callers that may block (the guide's `copyCGImageAtTime:actualTime:error:`).
     public func copyImage(at time: MediaTime) throws -> (image: Image, actualTime: MediaTime) {
         let started = generation.load(ordering: .acquiring)
-        let track = try Self.videoTrack(in: AssetInspector.inspect(path: asset.url.path, options: asset.options).tracks, path: asset.url.path)
+        let track = try Self.videoTrack(in: AssetInspector.inspect(path: asset.displayPath, options: asset.options).tracks, path: asset.displayPath)
         return try queue.sync { try generate(at: time, track: track, generation: started) }
     }
 
@@ -109,7 +109,7 @@ public final class AssetImageGenerator: Sendable {
             let work = Task {
                 let track: AssetTrack
                 do { track = try await videoTrack() } catch {
-                    let failure = error as? MediaError ?? MediaError(.decodeFailed, "\(error)", path: asset.url.path)
+                    let failure = error as? MediaError ?? MediaError(.decodeFailed, "\(error)", path: asset.displayPath)
                     for time in times { continuation.yield(.failure(requestedTime: time, error: failure)) }
                     continuation.finish()
                     return
@@ -117,7 +117,7 @@ public final class AssetImageGenerator: Sendable {
                 for time in times {
                     let result: Result
                     if Task.isCancelled {
-                        result = .failure(requestedTime: time, error: MediaError(.cancelled, "image generation was cancelled", path: asset.url.path))
+                        result = .failure(requestedTime: time, error: MediaError(.cancelled, "image generation was cancelled", path: asset.displayPath))
                     } else {
                         do {
                             let (image, actual) = try await withCheckedThrowingContinuation { c in
@@ -125,7 +125,7 @@ public final class AssetImageGenerator: Sendable {
                             }
                             result = .success(requestedTime: time, image: image, actualTime: actual)
                         } catch {
-                            result = .failure(requestedTime: time, error: error as? MediaError ?? MediaError(.decodeFailed, "\(error)", path: asset.url.path))
+                            result = .failure(requestedTime: time, error: error as? MediaError ?? MediaError(.decodeFailed, "\(error)", path: asset.displayPath))
                         }
                     }
                     continuation.yield(result)
@@ -145,7 +145,7 @@ public final class AssetImageGenerator: Sendable {
 
     /// The track images are made from: the first enabled video track that is not cover art.
     private func videoTrack() async throws -> AssetTrack {
-        try Self.videoTrack(in: try await asset.load(.tracks), path: asset.url.path)
+        try Self.videoTrack(in: try await asset.load(.tracks), path: asset.displayPath)
     }
 
     private static func videoTrack(in tracks: [AssetTrack], path: String) throws(MediaError) -> AssetTrack {
@@ -159,9 +159,9 @@ public final class AssetImageGenerator: Sendable {
     private func generate(at time: MediaTime, track: AssetTrack, generation started: Int) throws -> (image: Image, actualTime: MediaTime) {
         dispatchPrecondition(condition: .onQueue(queue))
         guard generation.load(ordering: .acquiring) == started else {
-            throw MediaError(.cancelled, "image generation was cancelled", path: asset.url.path)
+            throw MediaError(.cancelled, "image generation was cancelled", path: asset.displayPath)
         }
-        guard time.isNumeric else { throw MediaError(.invalidArgument, "the requested time is not numeric", path: asset.url.path) }
+        guard time.isNumeric else { throw MediaError(.invalidArgument, "the requested time is not numeric", path: asset.displayPath) }
         let s = settings.withLock { $0 }
         let frames = try frameSource(track: track)
         let (frame, actual) = try frames.picture(at: time, before: s.toleranceBefore, after: s.toleranceAfter)
@@ -177,7 +177,7 @@ public final class AssetImageGenerator: Sendable {
 
     private func frameSource(track: AssetTrack) throws -> FrameSource {
         if let box = source.withLock({ $0 }) { return box.source }
-        let made = try FrameSource(path: asset.url.path, track: track)
+        let made = try FrameSource(path: asset.displayPath, track: track)
         source.withLock { $0 = FrameSourceBox(source: made) }
         return made
     }

@@ -50,7 +50,7 @@ public final class AssetReader: Sendable {
     /// Adds an output. Outputs can only be added before `startReading()`.
     public func add(_ output: AssetReaderOutput) throws {
         guard canAdd(output) else {
-            throw MediaError(.invalidState, "an output can be added once, to one reader, before reading starts", path: asset.url.path)
+            throw MediaError(.invalidState, "an output can be added once, to one reader, before reading starts", path: asset.displayPath)
         }
         output.reader = self
         state.withLock { $0.outputs.append(output) }
@@ -61,15 +61,22 @@ public final class AssetReader: Sendable {
     public func startReading() throws {
         let (outputs, range) = try state.withLock { s throws(MediaError) in
             guard s.status == .unknown else {
-                throw MediaError(.invalidState, "startReading can be called once", path: asset.url.path)
+                throw MediaError(.invalidState, "startReading can be called once", path: asset.displayPath)
             }
             guard !s.outputs.isEmpty else {
-                throw MediaError(.invalidState, "add at least one output before reading", path: asset.url.path)
+                throw MediaError(.invalidState, "add at least one output before reading", path: asset.displayPath)
             }
             return (s.outputs, s.timeRange)
         }
         do {
-            let session = try DemuxSession(path: asset.url.path, timeRange: range,
+            if let composition = asset as? Composition {
+                // Each composition track opens its segments' files as it reaches them.
+                let tracks = composition.tracks
+                for output in outputs { try output.prepare(composition: tracks, timeRange: range) }
+                state.withLock { $0.status = .reading }
+                return
+            }
+            let session = try DemuxSession(path: asset.displayPath, timeRange: range,
                                            streams: Set(outputs.flatMap(\.streamIndices)))
             for output in outputs { try output.prepare(session: session, timeRange: range) }
             state.withLock {

@@ -27,11 +27,18 @@ public final class AssetReaderAudioMixOutput: AssetReaderOutput, @unchecked Send
 
     override var streamIndices: [Int] { audioTracks.map(\.streamIndex) }
 
-    override func prepare(session: DemuxSession, timeRange: MediaTimeRange) throws(MediaError) {
+    /// The float planar format every track is mixed in: the settings' rate and channels, else
+    /// the highest among the tracks.
+    private func commonPCM() -> LinearPCMSettings {
         let rate = audioSettings?.sampleRate ?? audioTracks.compactMap { $0.formatDescription.audio?.sampleRate }.max() ?? 48000
         let channels = audioSettings?.channelCount ?? audioTracks.compactMap { $0.formatDescription.audio?.channelCount }.max() ?? 2
-        let common = LinearPCMSettings(sampleRate: rate, channelCount: channels, channelLayout: audioSettings?.channelLayout,
-                                       bitDepth: 32, isFloat: true, isInterleaved: false)
+        return LinearPCMSettings(sampleRate: rate, channelCount: channels, channelLayout: audioSettings?.channelLayout,
+                                 bitDepth: 32, isFloat: true, isInterleaved: false)
+    }
+
+    override func prepare(session: DemuxSession, timeRange: MediaTimeRange) throws(MediaError) {
+        let common = commonPCM()
+        let (rate, channels) = (common.sampleRate ?? 48000, common.channelCount ?? 2)
         let inputs = try audioTracks.map { track throws(MediaError) in
             Mixer.Input(trackID: track.trackID,
                         pipeline: try AudioDecodePipeline(session: session, track: track, pcm: common, timeRange: timeRange))
@@ -41,19 +48,33 @@ public final class AssetReaderAudioMixOutput: AssetReaderOutput, @unchecked Send
                       formatDescription: audioTracks[0].formatDescription)
     }
 
+    override func prepare(composition tracks: [CompositionTrack], timeRange: MediaTimeRange) throws(MediaError) {
+        let common = commonPCM()
+        let inputs = try audioTracks.map { track throws(MediaError) in
+            guard let compositionTrack = track.compositionTrack.flatMap({ own in tracks.first { $0.trackID == own.trackID } }) else {
+                throw MediaError(.invalidArgument, "track \(track.trackID) is not a track of the composition being read", path: "composition")
+            }
+            return Mixer.Input(trackID: track.trackID,
+                               pipeline: try CompositionTrackPipeline(track: compositionTrack, media: .audio(common), timeRange: timeRange))
+        }
+        mixer = Mixer(inputs: inputs, sampleRate: common.sampleRate ?? 48000, channelCount: common.channelCount ?? 2,
+                      layout: audioSettings?.channelLayout, output: audioSettings ?? common, mix: audioMix ?? AudioMix(),
+                      path: "composition", formatDescription: audioTracks[0].formatDescription)
+    }
+
     override func produceNext() throws(MediaError) -> SampleBuffer? { try mixer?.next() }
 
     /// Pulls float planar blocks from each track and sums them in time order.
     final class Mixer {
         struct Input {
             let trackID: Int
-            let pipeline: AudioDecodePipeline
+            let pipeline: any TrackPipeline
             /// Buffered samples per channel, starting at `start` (output samples).
             var pending: [[Float]] = []
             var start: Int64 = 0
             var ended = false
 
-            init(trackID: Int, pipeline: AudioDecodePipeline) {
+            init(trackID: Int, pipeline: any TrackPipeline) {
                 self.trackID = trackID
                 self.pipeline = pipeline
             }

@@ -62,6 +62,11 @@ public class AssetReaderOutput: @unchecked Sendable {
     /// Opens decoders and converters; called once by `startReading()`.
     func prepare(session: DemuxSession, timeRange: MediaTimeRange) throws(MediaError) {}
 
+    /// Opens what reading `tracks` of a composition needs; called once by `startReading()`.
+    func prepare(composition tracks: [CompositionTrack], timeRange: MediaTimeRange) throws(MediaError) {
+        throw MediaError(.unsupported, "this output cannot read a composition", path: "composition")
+    }
+
     /// Produces the next sample, or nil at the end. Overridden by each output.
     func produceNext() throws(MediaError) -> SampleBuffer? { nil }
 
@@ -79,7 +84,7 @@ public class AssetReaderOutput: @unchecked Sendable {
         guard !isFinished else { return nil }
         guard producing.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
             throw MediaError(.invalidState, "two threads read one \(mediaType) output at once; an output has one consumer at a time",
-                             path: reader?.asset.url.path)
+                             path: reader?.asset.displayPath)
         }
         defer { producing.store(false, ordering: .releasing) }
         let sample: SampleBuffer?
@@ -216,6 +221,20 @@ public final class AssetReaderTrackOutput: AssetReaderOutput, @unchecked Sendabl
             pipeline = try VideoDecodePipeline(session: session, track: track, attributes: attributes, timeRange: timeRange,
                                                device: hardwareDevice, observations: observations.withLock { $0 })
         case .audio(let pcm): pipeline = try AudioDecodePipeline(session: session, track: track, pcm: pcm, timeRange: timeRange)
+        }
+    }
+
+    override func prepare(composition tracks: [CompositionTrack], timeRange: MediaTimeRange) throws(MediaError) {
+        guard let compositionTrack = track.compositionTrack.flatMap({ own in tracks.first { $0.trackID == own.trackID } }) else {
+            throw MediaError(.invalidArgument, "track \(track.trackID) is not a track of the composition being read", path: "composition")
+        }
+        switch outputSettings {
+        case nil:
+            throw MediaError(.unsupported, "a composition track is read decoded: give the output video or audio settings", path: "composition")
+        case .video(let attributes):
+            pipeline = try CompositionTrackPipeline(track: compositionTrack, media: .video(attributes), timeRange: timeRange)
+        case .audio(let pcm):
+            pipeline = try CompositionTrackPipeline(track: compositionTrack, media: .audio(pcm), timeRange: timeRange)
         }
     }
 

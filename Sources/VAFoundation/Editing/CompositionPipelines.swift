@@ -1,0 +1,235 @@
+import FFmpegSupport
+
+/// Reads one composition track, segment after segment: each segment opens its source file,
+/// decodes its source range with the output's settings (so sources of any codec, size, rate
+/// or layout come out alike) and carries the timestamps onto the composition's timeline.
+/// Empty segments give a black picture or silence for their length.
+///
+/// Audio is cut to the sample: each segment fills exactly the samples from its start to its
+/// end on the composition's timeline (padded with silence when its source runs short), so
+/// joints never drift. Segments played faster or slower are time-stretched with their pitch kept.
+final class CompositionTrackPipeline: TrackPipeline {
+    enum Media {
+        case video(PixelBufferAttributes)
+        case audio(LinearPCMSettings)
+    }
+
+    let track: CompositionTrack
+    let media: Media
+    private let segments: [CompositionTrackSegment]
+    private var index = 0
+    private var current: (session: DemuxSession, pipeline: TrackPipeline, stretch: TimeStretch?)?
+    private var cancelled = false
+    private var damage: [String] = []
+    /// Audio: the composition's sample rate, and the next sample to vend (at that rate).
+    private let sampleRate: Int
+    private var position: Int64 = 0
+    /// Video: the last picture's size and format, which an empty segment's black picture takes.
+    private var lastPicture: (width: Int, height: Int, format: PixelFormatID)?
+    /// Video: the empty segment under way has had its black picture.
+    private var gapServed = false
+
+    /// A pipeline for `track` over `timeRange` of the composition.
+    init(track: CompositionTrack, media: Media, timeRange: MediaTimeRange) throws(MediaError) {
+        self.track = track
+        let range = timeRange.isValid && timeRange.duration.isNumeric
+            ? timeRange : MediaTimeRange(start: timeRange.start.isNumeric ? timeRange.start : .zero, end: track.timeRange.end)
+        segments = track.segments.compactMap { segment in
+            let part = segment.targetRange.intersection(range)
+            return part.isValid && part.duration > .zero ? segment.restricted(to: part) : nil
+        }
+        let sources = track.sourceTracks
+        switch media {
+        case .video(let attributes):
+            guard attributes.pixelFormat != .vaapiSurface else {
+                throw MediaError(.unsupported, "composition tracks are read into host memory; ask for a host pixel format", path: "composition")
+            }
+            self.media = media
+            sampleRate = 0
+        case .audio(var pcm):
+            let first = sources.first?.formatDescription.audio
+            // One rate and layout for every segment: the settings', else the first source's.
+            pcm.sampleRate = pcm.sampleRate ?? first?.sampleRate ?? 48000
+            if pcm.channelCount == nil {
+                pcm.channelCount = first?.channelCount ?? 2
+                pcm.channelLayout = pcm.channelLayout ?? first?.channelLayout
+            }
+            self.media = .audio(pcm)
+            sampleRate = pcm.sampleRate ?? 48000
+        }
+        position = segments.first.map { samples(at: $0.targetRange.start) } ?? 0
+    }
+
+    var damageReport: String? { damage.isEmpty ? nil : damage.joined(separator: "; ") }
+
+    func stop() {
+        cancelled = true
+        current?.pipeline.stop()
+        current = nil
+    }
+
+    func next() throws(MediaError) -> SampleBuffer? {
+        while !cancelled, index < segments.count {
+            let segment = segments[index]
+            if case .audio = media {
+                if let sample = try nextAudio(in: segment) { return sample }
+            } else if let sample = try nextVideo(in: segment) {
+                return sample
+            }
+            endSegment()
+        }
+        return nil
+    }
+
+    /// Closes the segment's source and moves to the next segment.
+    private func endSegment() {
+        if let current {
+            current.pipeline.stop()
+            if let report = current.pipeline.damageReport { damage.append("\(current.session.path): \(report)") }
+        }
+        current = nil
+        gapServed = false
+        index += 1
+    }
+
+    /// The segment's source, opened on first use.
+    private func source(for segment: CompositionTrackSegment) throws(MediaError) -> (session: DemuxSession, pipeline: TrackPipeline, stretch: TimeStretch?) {
+        if let current { return current }
+        guard let sourceTrack = segment.sourceTrack, let path = sourceTrack.sourcePath else {
+            throw MediaError(.invalidState, "segment \(index) of composition track \(track.trackID) names no source file", path: "composition")
+        }
+        let range = segment.timeMapping.source
+        let session = try DemuxSession(path: path, timeRange: range, streams: [sourceTrack.streamIndex])
+        let opened: (DemuxSession, TrackPipeline, TimeStretch?)
+        switch media {
+        case .video(let attributes):
+            opened = (session, try VideoDecodePipeline(session: session, track: sourceTrack, attributes: attributes, timeRange: range), nil)
+        case .audio(let pcm):
+            let speed = range.duration.seconds / segment.targetRange.duration.seconds
+            let stretch = abs(speed - 1) > 1e-6 ? try TimeStretch(speed: speed, pcm: pcm, path: path) : nil
+            opened = (session, try AudioDecodePipeline(session: session, track: sourceTrack, pcm: pcm, timeRange: range), stretch)
+        }
+        current = opened
+        return opened
+    }
+
+    // MARK: Video
+
+    private func nextVideo(in segment: CompositionTrackSegment) throws(MediaError) -> SampleBuffer? {
+        if segment.isEmpty {
+            // One black picture for the whole gap; the export's frame-rate policy repeats it.
+            guard !gapServed else { return nil }
+            gapServed = true
+            return try blackPicture(for: segment.targetRange)
+        }
+        let (_, pipeline, _) = try source(for: segment)
+        guard let sample = try pipeline.next(), let picture = sample.imageBuffer else { return nil }
+        lastPicture = (picture.width, picture.height, picture.frame.pixelFormat)
+        let mapping = segment.timeMapping
+        var start = MediaTimeRange.mapTime(sample.presentationTimeStamp, from: mapping.source, to: mapping.target)
+        // A picture shown before the source range starts is shown from the segment's start.
+        if !start.isNumeric || start < mapping.target.start { start = mapping.target.start }
+        var duration = MediaTimeRange.mapDuration(sample.duration, from: mapping.source, to: mapping.target)
+        if !duration.isNumeric || start + duration > mapping.target.end { duration = mapping.target.end - start }
+        guard duration > .zero else { return try nextVideo(in: segment) }
+        return sample.retimed(presentationTimeStamp: start, duration: duration)
+    }
+
+    private func blackPicture(for range: MediaTimeRange) throws(MediaError) -> SampleBuffer {
+        guard case .video(let attributes) = media else { throw MediaError(.invalidState, "not a video track", path: "composition") }
+        let size = track.naturalSize
+        let width = attributes.width ?? lastPicture?.width ?? Int(size.width)
+        let height = attributes.height ?? lastPicture?.height ?? Int(size.height)
+        let format = PixelFormatID(name: attributes.pixelFormat.rawValue) ?? lastPicture?.format ?? .yuv420p
+        guard width > 0, height > 0 else {
+            throw MediaError(.invalidArgument, "composition track \(track.trackID) starts with an empty segment and has no picture size; give the output a width and height", path: "composition")
+        }
+        do {
+            let frame = try Frame(width: width, height: height, pixelFormat: format)
+            try frame.fillBlack()
+            let picture = PixelBuffer(frame: frame)
+            var description = track.sourceTracks.first?.formatDescription ?? FormatDescription(mediaType: .video, codec: "rawvideo")
+            description.video = VideoFormat(width: width, height: height, pixelFormat: format.name, bitDepth: format.bitDepth)
+            return SampleBuffer(content: .pixelBuffer(picture), packet: nil, codecParameters: nil, presentationTimeStamp: range.start,
+                                decodeTimeStamp: .invalid, duration: range.duration, formatDescription: description, attachments: SampleAttachments())
+        } catch {
+            throw MediaError(.invalidState, "cannot make a \(width)x\(height) black picture", path: "composition", underlying: error)
+        }
+    }
+
+    // MARK: Audio
+
+    /// Samples at the composition's rate from its start to `time`.
+    private func samples(at time: MediaTime) -> Int64 {
+        time.convertScale(Int32(clamping: sampleRate), rounding: .roundHalfAwayFromZero).value
+    }
+
+    private func nextAudio(in segment: CompositionTrackSegment) throws(MediaError) -> SampleBuffer? {
+        let end = samples(at: segment.targetRange.end)
+        guard position < end else { return nil }
+        var block: AudioBuffer?
+        if !segment.isEmpty {
+            let (_, pipeline, stretch) = try source(for: segment)
+            while block == nil {
+                if let stretch, let stretched = try stretch.pull() {
+                    block = stretched
+                } else if let sample = try pipeline.next(), let audio = sample.audioBuffer {
+                    if let stretch { try stretch.push(audio) } else { block = audio }
+                } else if let stretch, !stretch.ended {
+                    try stretch.finish()
+                } else {
+                    break
+                }
+            }
+        }
+        // Past its source's end (or in an empty segment) the segment plays silence.
+        let count = Int(min(end - position, Int64(block?.sampleCount ?? AssetReaderAudioMixOutput.blockSize)))
+        let buffer: AudioBuffer
+        if let block { buffer = count < block.sampleCount ? try block.prefix(count) : block } else { buffer = try silence(count) }
+        let start = MediaTime(value: position, timescale: Int32(clamping: sampleRate))
+        position += Int64(buffer.sampleCount)
+        var description = track.sourceTracks.first?.formatDescription ?? FormatDescription(mediaType: .audio, codec: "pcm")
+        description.audio = AudioFormat(sampleRate: sampleRate, channelCount: buffer.channelCount,
+                                        channelLayout: buffer.channelLayout, sampleFormat: buffer.format.rawValue)
+        return SampleBuffer(content: .audio(buffer), packet: nil, codecParameters: nil, presentationTimeStamp: start,
+                            decodeTimeStamp: .invalid, duration: MediaTime(value: Int64(buffer.sampleCount), timescale: Int32(clamping: sampleRate)),
+                            formatDescription: description, attachments: SampleAttachments())
+    }
+
+    private func silence(_ count: Int) throws(MediaError) -> AudioBuffer {
+        guard case .audio(let pcm) = media else { throw MediaError(.invalidState, "not an audio track", path: "composition") }
+        do {
+            return try AudioBuffer(sampleCount: count, format: pcm.sampleFormat, sampleRate: sampleRate,
+                                   channelCount: pcm.channelCount ?? 2, channelLayout: pcm.channelLayout)
+        } catch {
+            throw MediaError(.invalidState, "cannot make \(count) samples of silence", path: "composition", underlying: error)
+        }
+    }
+}
+
+extension SampleBuffer {
+    /// The same sample shown at `presentationTimeStamp` for `duration`.
+    func retimed(presentationTimeStamp: MediaTime, duration: MediaTime) -> SampleBuffer {
+        SampleBuffer(content: content, packet: packet, codecParameters: codecParameters, presentationTimeStamp: presentationTimeStamp,
+                     decodeTimeStamp: .invalid, duration: duration, formatDescription: formatDescription, attachments: attachments)
+    }
+}
+
+extension AudioBuffer {
+    /// The first `count` samples, copied.
+    func prefix(_ count: Int) throws(MediaError) -> AudioBuffer {
+        do {
+            let part = try AudioBuffer(sampleCount: count, format: format, sampleRate: sampleRate, channelCount: channelCount,
+                                       channelLayout: channelLayout)
+            let bytes = count * format.bytesPerSample * (format.isPlanar ? 1 : channelCount)
+            try withUnsafeChannels { source in
+                try part.withUnsafeMutableChannels { destination in
+                    for (s, d) in zip(source, destination) { d.copyMemory(from: UnsafeRawBufferPointer(rebasing: s[..<bytes])) }
+                }
+            }
+            return part
+        } catch {
+            throw error as? MediaError ?? MediaError(.invalidState, "cannot cut an audio buffer", path: nil, underlying: error)
+        }
+    }
+}

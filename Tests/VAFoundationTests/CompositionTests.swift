@@ -1,0 +1,264 @@
+import ChildProcess
+import Foundation
+import Testing
+@testable import VAFoundation
+
+/// Composition edits give the segment lists AVFoundation's documentation implies, checked
+/// against tables computed by hand (times in seconds; sources as (start, end) of the clip).
+@Suite struct CompositionEditTests {
+    let clip = TestFiles.fixture("testsrc_320x240_30fps_3s.mp4")
+
+    private func s(_ seconds: Double) -> MediaTime { MediaTime(value: Int64((seconds * 600).rounded()), timescale: 600) }
+    private func range(_ from: Double, _ to: Double) -> MediaTimeRange { MediaTimeRange(start: s(from), end: s(to)) }
+
+    /// The segments as (target start, target end, source start, source end), nil sources for empty ones.
+    private func table(_ segments: [CompositionTrackSegment]) -> [[Double?]] {
+        segments.map { segment in
+            let t = segment.timeMapping.target
+            let source = segment.timeMapping.source
+            return [t.start.seconds, t.end.seconds, segment.isEmpty ? nil : source.start.seconds, segment.isEmpty ? nil : source.end.seconds]
+        }
+    }
+
+    private func videoTrack() async throws -> AssetTrack {
+        try #require(try await Asset(url: clip).loadTracks(withMediaType: .video).first)
+    }
+
+    @Test func insertInTheMiddleSplitsAndMovesWhatFollows() async throws {
+        let source = try await videoTrack()
+        let composition = MutableComposition()
+        let track = try #require(composition.addMutableTrack(withMediaType: .video))
+        try track.insertTimeRange(range(0, 3), of: source, at: .zero)
+        try track.insertTimeRange(range(0.5, 1.5), of: source, at: s(1))
+        #expect(table(track.segments) == [[0, 1, 0, 1], [1, 2, 0.5, 1.5], [2, 4, 1, 3]])
+        #expect(composition.duration == s(4))
+        try track.validateSegments(track.segments)
+    }
+
+    @Test func insertPastTheEndFillsTheGapWithAnEmptySegment() async throws {
+        let source = try await videoTrack()
+        let composition = MutableComposition()
+        let track = try #require(composition.addMutableTrack(withMediaType: .video))
+        try track.insertTimeRange(range(0, 1), of: source, at: .zero)
+        try track.insertTimeRange(range(2, 3), of: source, at: s(1.5))
+        #expect(table(track.segments) == [[0, 1, 0, 1], [1, 1.5, nil, nil], [1.5, 2.5, 2, 3]])
+    }
+
+    @Test func removeCutsAcrossSegmentsAndClosesTheGap() async throws {
+        let source = try await videoTrack()
+        let composition = MutableComposition()
+        let track = try #require(composition.addMutableTrack(withMediaType: .video))
+        try track.insertTimeRange(range(0, 1), of: source, at: .zero)
+        try track.insertTimeRange(range(2, 3), of: source, at: s(1))
+        try composition.removeTimeRange(range(0.5, 1.25))
+        #expect(table(track.segments) == [[0, 0.5, 0, 0.5], [0.5, 1.25, 2.25, 3]])
+        #expect(composition.duration == s(1.25))
+    }
+
+    @Test func scaleStretchesTheRangeAndMovesWhatFollows() async throws {
+        let source = try await videoTrack()
+        let composition = MutableComposition()
+        let track = try #require(composition.addMutableTrack(withMediaType: .video))
+        try track.insertTimeRange(range(0, 3), of: source, at: .zero)
+        // 0–2 s plays in 1 s (twice as fast); 2–3 s follows at 1 s.
+        try composition.scaleTimeRange(range(0, 2), toDuration: s(1))
+        #expect(table(track.segments) == [[0, 1, 0, 2], [1, 2, 2, 3]])
+        // 1–2 s slowed to 3 s.
+        try track.scaleTimeRange(range(1, 2), toDuration: s(3))
+        #expect(table(track.segments) == [[0, 1, 0, 2], [1, 4, 2, 3]])
+    }
+
+    @Test func emptyRangeMovesEveryTrack() async throws {
+        let composition = MutableComposition()
+        try await composition.insertTimeRange(range(0, 2), of: Asset(url: clip), at: .zero)
+        try composition.insertEmptyTimeRange(range(1, 1.5))
+        #expect(composition.tracks.count == 2)
+        for track in composition.tracks {
+            #expect(table(track.segments) == [[0, 1, 0, 1], [1, 1.5, nil, nil], [1.5, 2.5, 1, 2]], "\(track.mediaType)")
+        }
+    }
+
+    @Test func insertingAnAssetMovesTracksThatGetNothing() async throws {
+        let composition = MutableComposition()
+        try await composition.insertTimeRange(range(0, 1), of: Asset(url: clip), at: .zero)
+        let extra = try #require(composition.addMutableTrack(withMediaType: .video))
+        try extra.insertTimeRange(range(0, 1), of: try await videoTrack(), at: .zero)
+        // Both video tracks are in use for the second insertion: the clip's one video track goes into
+        // the first, and the added track gets an empty stretch so its media still follows 0–1 s.
+        try await composition.insertTimeRange(range(2, 3), of: Asset(url: clip), at: .zero)
+        #expect(table(extra.segments) == [[0, 1, nil, nil], [1, 2, 0, 1]])
+        #expect(table(composition.tracks[0].segments) == [[0, 1, 2, 3], [1, 2, 0, 1]])
+    }
+
+    @Test func validationNamesEachFault() async throws {
+        let source = try await videoTrack()
+        let composition = MutableComposition()
+        let track = try #require(composition.addMutableTrack(withMediaType: .video))
+        let url = clip
+        func media(_ from: Double, _ to: Double, at: Double) -> CompositionTrackSegment {
+            CompositionTrackSegment(url: url, track: source, sourceRange: range(from, to), targetRange: range(at, at + to - from))
+        }
+        #expect(throws: CompositionError.gap(segment: 1, from: s(1), to: s(1.5))) { try track.setSegments([media(0, 1, at: 0), media(1, 2, at: 1.5)]) }
+        #expect(throws: CompositionError.overlap(segment: 1, at: s(0.5))) { try track.setSegments([media(0, 1, at: 0), media(1, 2, at: 0.5)]) }
+        #expect(throws: CompositionError.doesNotStartAtZero(start: s(0.25))) { try track.setSegments([media(0, 1, at: 0.25)]) }
+        #expect(throws: CompositionError.invalidTimeRange(segment: 0)) {
+            try track.setSegments([CompositionTrackSegment(emptyTimeRange: MediaTimeRange(start: .zero, duration: .invalid))])
+        }
+        #expect(track.segments.isEmpty, "a refused list leaves the track as it was")
+        try track.setSegments([media(0, 1, at: 0), CompositionTrackSegment(emptyTimeRange: range(1, 2)), media(2, 3, at: 2)])
+        #expect(track.segments.count == 3)
+        #expect(throws: CompositionError.incompatibleTrack(expected: .audio, got: .video)) {
+            try composition.addMutableTrack(withMediaType: .audio)!.insertTimeRange(range(0, 1), of: source, at: .zero)
+        }
+        #expect(throws: CompositionError.noSourceMedia(track: source.trackID, range: range(5, 6))) {
+            try track.insertTimeRange(range(5, 6), of: source, at: .zero)
+        }
+        #expect(throws: CompositionError.invalidEditRange(MediaTimeRange(start: s(-1), duration: s(1)))) {
+            try composition.removeTimeRange(MediaTimeRange(start: s(-1), duration: s(1)))
+        }
+    }
+
+    @Test func compositionLoadsAsAnAsset() async throws {
+        let composition = MutableComposition()
+        try await composition.insertTimeRange(range(0.5, 2.5), of: Asset(url: clip), at: .zero)
+        let asset: Asset = composition
+        let (duration, tracks) = try await asset.load(.duration, .tracks)
+        #expect(duration == s(2))
+        #expect(tracks.map(\.mediaType).sorted { $0.rawValue < $1.rawValue } == [.audio, .video])
+        let video = try #require(tracks.first { $0.mediaType == .video })
+        #expect(video.naturalSize == Size(width: 320, height: 240))
+        #expect(composition.naturalSize == Size(width: 320, height: 240))
+    }
+}
+
+/// Compositions read and exported, checked with ffmpeg and ffprobe as independent oracles.
+@Suite(.disabled(if: which("ffprobe") == nil || which("ffmpeg") == nil, "ffmpeg/ffprobe are not installed (Hardware/setup.sh installs them)"))
+struct CompositionExportTests {
+    /// A 1 s clip: black video with one white frame from 0.5 s, and audio silent until a
+    /// 1 kHz tone starts at 0.5 s, so each clip's flash and tone onset mark the same instant.
+    static func markedClip(_ url: URL, size: String, rate: Int, sampleRate: Int, seconds: Double = 1) throws {
+        let video = "color=c=black:s=\(size):r=\(rate):d=\(seconds),drawbox=c=white:t=fill:enable='between(t,0.5,0.5+1/\(rate)-0.001)'"
+        let audio = "sine=f=1000:r=\(sampleRate):d=\(seconds),volume=volume=0:enable='lt(t,0.5)'"
+        let made = try run(which("ffmpeg")!, ["-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", video, "-f", "lavfi", "-i", audio,
+                                              "-c:v", "libx264", "-pix_fmt", "yuv420p", "-g", "12", "-c:a", "aac", "-shortest", url.path])
+        try #require(made.status == 0, "ffmpeg could not make \(url.lastPathComponent)")
+    }
+
+    /// Presentation times (s) of the frames whose average luma is above mid-grey, by ffmpeg's signalstats.
+    static func flashTimes(_ url: URL) throws -> [Double] {
+        let child = try ChildProcess.run(which("ffmpeg")!, ["-v", "error", "-nostdin", "-i", url.path, "-vf",
+                                                            "signalstats,metadata=mode=print:key=lavfi.signalstats.YAVG:file=-", "-f", "null", "-"], timeLimit: 300)
+        let lines = String(decoding: child.standardOutput, as: UTF8.self).split(separator: "\n")
+        var times: [Double] = []
+        var time = 0.0
+        for line in lines {
+            if let r = line.range(of: "pts_time:") { time = Double(line[r.upperBound...].split(separator: " ")[0]) ?? 0 }
+            if let r = line.range(of: "YAVG=") , let y = Double(line[r.upperBound...]), y > 128 { times.append(time) }
+        }
+        return times
+    }
+
+    /// The times (s) where a tone starts after silence, by ffmpeg's silencedetect.
+    static func toneOnsets(_ url: URL) throws -> [Double] {
+        let child = try ChildProcess.run(which("ffmpeg")!, ["-v", "info", "-nostdin", "-i", url.path, "-af", "silencedetect=n=-40dB:d=0.1",
+                                                            "-f", "null", "-"], timeLimit: 300)
+        return String(decoding: child.standardError, as: UTF8.self).split(separator: "\n").compactMap { line in
+            guard let r = line.range(of: "silence_end: ") else { return nil }
+            return Double(line[r.upperBound...].split(separator: " ")[0])
+        }
+    }
+
+    static func duration(_ url: URL, stream: String) throws -> Double {
+        let result = try run(which("ffprobe")!, ["-v", "error", "-select_streams", stream, "-show_entries", "stream=duration", "-of", "csv=p=0", url.path])
+        return Double(String(decoding: result.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    }
+
+    @Test func threeClipsOfDifferentSizesAndRatesJoinInSync() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let clips = [("a.mp4", "320x240", 30, 48000), ("b.mp4", "640x360", 25, 44100), ("c.mp4", "160x120", 24, 32000)]
+        let composition = MutableComposition()
+        for (name, size, rate, sampleRate) in clips {
+            let url = dir.appendingPathComponent(name)
+            try Self.markedClip(url, size: size, rate: rate, sampleRate: sampleRate)
+            try await composition.insertTimeRange(MediaTimeRange(start: .zero, duration: MediaTime(value: 1, timescale: 1)),
+                                                  of: Asset(url: url), at: composition.duration)
+        }
+        #expect(composition.duration == MediaTime(value: 3, timescale: 1))
+        let output = dir.appendingPathComponent("joined.mp4")
+        let session = ExportSession(asset: composition, preset: .preset640x480)
+        let result = try await session.export(to: output, as: .mp4)
+        #expect(result.path == .software)
+        // The summed duration within one frame (1/30 s) on both tracks.
+        #expect(abs(try Self.duration(output, stream: "v") - 3) <= 1.0 / 30 + 0.001)
+        #expect(abs(try Self.duration(output, stream: "a") - 3) <= 1.0 / 30 + 0.001)
+        let flashes = try Self.flashTimes(output)
+        let onsets = try Self.toneOnsets(output)
+        #expect(flashes.count == 3, "one white frame per clip: \(flashes)")
+        #expect(onsets.count == 3, "one tone onset per clip: \(onsets)")
+        // Each joint keeps picture and sound together: the flash and the tone onset within one
+        // output frame (plus AAC's 1024-sample block) of each other and of the clip's 0.5 s mark.
+        for (k, (flash, onset)) in zip(flashes, onsets).enumerated() {
+            #expect(abs(flash - (Double(k) + 0.5)) <= 1.0 / 24 + 0.001, "flash \(k) at \(flash) s")
+            #expect(abs(onset - (Double(k) + 0.5)) <= 0.03, "tone \(k) at \(onset) s")
+        }
+    }
+
+    @Test func doubleSpeedHalvesTheDurationAndKeepsThePitch() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = dir.appendingPathComponent("tone.mp4")
+        let made = try run(which("ffmpeg")!, ["-v", "error", "-nostdin", "-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=4",
+                                              "-f", "lavfi", "-i", "sine=f=440:r=48000:d=4", "-c:v", "libx264", "-c:a", "aac", "-shortest", source.path])
+        try #require(made.status == 0)
+        let composition = MutableComposition()
+        let four = MediaTimeRange(start: .zero, duration: MediaTime(value: 4, timescale: 1))
+        try await composition.insertTimeRange(four, of: Asset(url: source), at: .zero)
+        try composition.scaleTimeRange(four, toDuration: MediaTime(value: 2, timescale: 1))
+        let output = dir.appendingPathComponent("fast.mp4")
+        _ = try await ExportSession(asset: composition, preset: .preset640x480).export(to: output, as: .mp4)
+        #expect(abs(try Self.duration(output, stream: "v") - 2) <= 1.0 / 30 + 0.001)
+        #expect(abs(try Self.duration(output, stream: "a") - 2) <= 0.05)
+        // The dominant frequency, from zero crossings of the decoded middle second: 440 Hz within 2%.
+        let pcm = try await ChildProcess.run(which("ffmpeg")!, ["-v", "error", "-nostdin", "-ss", "0.5", "-t", "1", "-i", output.path,
+                                                          "-ac", "1", "-f", "f32le", "-"], timeLimit: 120).standardOutput
+        let samples = pcm.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+        try #require(samples.count > 40000)
+        let crossings = zip(samples, samples.dropFirst()).filter { $0 < 0 && $1 >= 0 }.count
+        let frequency = Double(crossings) * 48000 / Double(samples.count)
+        #expect(abs(frequency - 440) / 440 < 0.02, "dominant frequency \(frequency) Hz")
+    }
+
+    @Test func compositionReadsThroughTheReaderOnItsOwnTimeline() async throws {
+        let clip = TestFiles.fixture("testsrc_320x240_30fps_3s.mp4")
+        let composition = MutableComposition()
+        // 2–3 s of the clip, then 0–1 s: two segments of one file.
+        try await composition.insertTimeRange(MediaTimeRange(start: MediaTime(value: 2, timescale: 1), duration: MediaTime(value: 1, timescale: 1)),
+                                              of: Asset(url: clip), at: .zero)
+        try await composition.insertTimeRange(MediaTimeRange(start: .zero, duration: MediaTime(value: 1, timescale: 1)),
+                                              of: Asset(url: clip), at: composition.duration)
+        let reader = AssetReader(asset: composition)
+        let track = try #require(try await composition.loadTracks(withMediaType: .video).first)
+        let output = try AssetReaderTrackOutput(track: track, outputSettings: .video(PixelBufferAttributes(pixelFormat: .yuv420p)))
+        try reader.add(output)
+        try reader.startReading()
+        var times: [MediaTime] = []
+        while let sample = try output.copyNextSampleBuffer() { times.append(sample.presentationTimeStamp) }
+        #expect(reader.status == .completed)
+        #expect(times.count == 60, "30 frames from each second")
+        #expect(times.first == .zero)
+        #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 }, "increasing across the joint")
+        #expect(abs(times[30].seconds - 1) < 0.001, "the second segment starts at 1 s: \(times[30])")
+    }
+
+    @Test func passthroughOfACompositionIsRefusedInWords() async throws {
+        let composition = MutableComposition()
+        try await composition.insertTimeRange(MediaTimeRange(start: .zero, duration: MediaTime(value: 1, timescale: 1)),
+                                              of: Asset(url: TestFiles.fixture("testsrc_320x240_30fps_3s.mp4")), at: .zero)
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let output = dir.appendingPathComponent("copy.mp4")
+        await #expect(throws: MediaError.self) { try await ExportSession(asset: composition, preset: .passthrough).export(to: output, as: .mp4) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty, "no file or temp file left")
+    }
+}
