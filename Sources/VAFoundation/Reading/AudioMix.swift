@@ -27,6 +27,19 @@ public struct AudioMixInputParameters: Sendable, Hashable {
         self.trackID = trackID
     }
 
+    /// Parameters for `track` (`audioMixInputParametersWithTrack:`).
+    public init(track: AssetTrack) { self.init(trackID: track.trackID) }
+
+    /// Parameters for a composition's `track`.
+    public init(track: MutableCompositionTrack) { self.init(trackID: track.trackID) }
+
+    /// The ramp in effect at `time`, as set: its start and end volumes and its range; a
+    /// `setVolume` step reads as a ramp of zero length (`getVolumeRampForTime:`). Nil before any.
+    public func getVolumeRamp(for time: MediaTime) -> (startVolume: Float, endVolume: Float, timeRange: MediaTimeRange)? {
+        guard let step = steps.last(where: { $0.range.start <= time }) else { return nil }
+        return (step.from, step.to, step.range)
+    }
+
     /// From `time` on, the track plays at `volume` (0 silent, 1 unchanged).
     public mutating func setVolume(_ volume: Float, at time: MediaTime) {
         steps.append(Step(range: MediaTimeRange(start: time, duration: .zero), from: volume, to: volume))
