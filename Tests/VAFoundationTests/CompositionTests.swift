@@ -262,3 +262,36 @@ struct CompositionExportTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty, "no file or temp file left")
     }
 }
+
+/// The image generator reads a composition on the composition's timeline.
+@Suite(.disabled(if: which("ffmpeg") == nil, "ffmpeg is not installed (Hardware/setup.sh installs it)"))
+struct CompositionImageTests {
+    @Test func imagesComeFromTheSegmentOnScreen() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // Two 1 s clips of flat colours, joined with a 1 s gap between them.
+        var assets: [Asset] = []
+        for (name, colour) in [("red.mp4", "red"), ("blue.mp4", "blue")] {
+            let url = dir.appendingPathComponent(name)
+            let made = try await ChildProcess.run(which("ffmpeg")!, ["-v", "error", "-nostdin", "-f", "lavfi", "-i", "color=c=\(colour):s=160x120:r=25:d=1",
+                                                                     "-c:v", "libx264", "-pix_fmt", "yuv420p", url.path], timeLimit: 120)
+            try #require(made.shellStatus == 0)
+            assets.append(Asset(url: url))
+        }
+        let composition = MutableComposition()
+        let one = MediaTimeRange(start: .zero, duration: MediaTime(value: 1, timescale: 1))
+        try await composition.insertTimeRange(one, of: assets[0], at: .zero)
+        try await composition.insertTimeRange(one, of: assets[1], at: MediaTime(value: 2, timescale: 1))
+        let generator = AssetImageGenerator(asset: composition)
+        generator.requestedTimeToleranceBefore = .zero
+        generator.requestedTimeToleranceAfter = .zero
+        let (red, redTime) = try await generator.image(at: MediaTime(value: 1, timescale: 2))
+        let (gap, _) = try await generator.image(at: MediaTime(value: 3, timescale: 2))
+        let (blue, blueTime) = try await generator.image(at: MediaTime(value: 5, timescale: 2))
+        let r = red.pixel(x: 80, y: 60), g = gap.pixel(x: 80, y: 60), b = blue.pixel(x: 80, y: 60)
+        #expect(r.red > 200 && r.blue < 60, "red clip at 0.5 s: \(r)")
+        #expect(g.red < 20 && g.green < 20 && g.blue < 20, "black in the gap: \(g)")
+        #expect(b.blue > 200 && b.red < 60, "blue clip at 2.5 s: \(b)")
+        #expect(abs(redTime.seconds - 0.5) <= 0.04 && abs(blueTime.seconds - 2.5) <= 0.04, "actual times on the composition's timeline: \(redTime), \(blueTime)")
+    }
+}

@@ -46,7 +46,8 @@ public final class AssetImageGenerator: Sendable {
     private let generation = Atomic<Int>(0)
     /// The decoder and its position, confined to `queue`.
     private let queue = DispatchQueue(label: "VAFoundation.AssetImageGenerator")
-    private let source = Mutex<FrameSourceBox?>(nil)
+    /// One frame source per file and track read (a composition reads several), by "path#stream".
+    private let sources = Mutex<[String: FrameSourceBox]>([:])
 
     public init(asset: Asset) {
         self.asset = asset
@@ -97,7 +98,12 @@ public final class AssetImageGenerator: Sendable {
     /// `image(at:)` for callers that may block (the guide's `copyCGImageAtTime:actualTime:error:`).
     public func copyImage(at time: MediaTime) throws -> (image: Image, actualTime: MediaTime) {
         let started = generation.load(ordering: .acquiring)
-        let track = try Self.videoTrack(in: AssetInspector.inspect(path: asset.displayPath, options: asset.options).tracks, path: asset.displayPath)
+        let tracks = if let composition = asset as? Composition {
+            composition.tracks.compactMap { Composition.assetTrack(for: $0, size: composition.naturalSize) }
+        } else {
+            try AssetInspector.inspect(path: asset.displayPath, options: asset.options).tracks
+        }
+        let track = try Self.videoTrack(in: tracks, path: asset.displayPath)
         return try queue.sync { try generate(at: time, track: track, generation: started) }
     }
 
@@ -163,22 +169,46 @@ public final class AssetImageGenerator: Sendable {
         }
         guard time.isNumeric else { throw MediaError(.invalidArgument, "the requested time is not numeric", path: asset.displayPath) }
         let s = settings.withLock { $0 }
-        let frames = try frameSource(track: track)
-        let (frame, actual) = try frames.picture(at: time, before: s.toleranceBefore, after: s.toleranceAfter)
         var rotation = 0
         if s.appliesPreferredTrackTransform {
-            let degrees = frames.track.preferredTransform.rotationDegrees
+            let degrees = track.preferredTransform.rotationDegrees
             if degrees % 90 == 0 { rotation = degrees }
         }
-        let image = try frames.image(from: frame, box: s.maximumSize, rotation: rotation,
-                                     squarePixels: s.apertureMode != .encodedPixels)
-        return (image.rotated(clockwise: rotation), actual)
+        guard let compositionTrack = track.compositionTrack else {
+            let frames = try frameSource(path: asset.displayPath, track: track)
+            let (frame, actual) = try frames.picture(at: time, before: s.toleranceBefore, after: s.toleranceAfter)
+            let image = try frames.image(from: frame, box: s.maximumSize, rotation: rotation, squarePixels: s.apertureMode != .encodedPixels)
+            return (image.rotated(clockwise: rotation), actual)
+        }
+        // A composition: the segment on screen at `time` (the last one past the end), read
+        // from its source within the segment's own range, the time carried both ways.
+        let end = compositionTrack.timeRange.end
+        guard let segment = compositionTrack.segment(forTrackTime: min(time, end - MediaTime(value: 1, timescale: 90000)))
+            ?? compositionTrack.segments.first else {
+            throw MediaError(.noTracks, "the composition's video track is empty", path: asset.displayPath)
+        }
+        let target = segment.targetRange
+        guard !segment.isEmpty, let sourceTrack = segment.sourceTrack, let path = sourceTrack.sourcePath else {
+            let size = (asset as? Composition)?.naturalSize ?? .zero
+            return (try Image.black(fitting: size, in: s.maximumSize), max(target.start, min(time, target.end)))
+        }
+        let sourceRange = segment.timeMapping.source
+        let sourceTime = MediaTimeRange.mapTime(min(max(time, target.start), target.end), from: target, to: sourceRange)
+        // The tolerances stop at the segment's edges: a picture outside it is not on screen then.
+        let before = min(s.toleranceBefore, sourceTime - sourceRange.start)
+        let after = min(s.toleranceAfter, sourceRange.end - MediaTime(value: 1, timescale: 90000) - sourceTime)
+        let frames = try frameSource(path: path, track: sourceTrack)
+        let (frame, actual) = try frames.picture(at: sourceTime, before: max(before, .zero), after: max(after, .zero))
+        let image = try frames.image(from: frame, box: s.maximumSize, rotation: rotation, squarePixels: s.apertureMode != .encodedPixels)
+        let shown = MediaTimeRange.mapTime(max(actual, sourceRange.start), from: sourceRange, to: target)
+        return (image.rotated(clockwise: rotation), shown.isNumeric ? min(shown, target.end) : target.start)
     }
 
-    private func frameSource(track: AssetTrack) throws -> FrameSource {
-        if let box = source.withLock({ $0 }) { return box.source }
-        let made = try FrameSource(path: asset.displayPath, track: track)
-        source.withLock { $0 = FrameSourceBox(source: made) }
+    private func frameSource(path: String, track: AssetTrack) throws -> FrameSource {
+        let key = "\(path)#\(track.streamIndex)"
+        if let box = sources.withLock({ $0[key] }) { return box.source }
+        let made = try FrameSource(path: path, track: track)
+        sources.withLock { $0[key] = FrameSourceBox(source: made) }
         return made
     }
 }

@@ -117,6 +117,18 @@ public struct Image: Sendable, Equatable {
         }
     }
 
+    /// A black image of `size` fitted in `box` (never upscaled): what an empty stretch of a
+    /// composition shows.
+    static func black(fitting size: Size, in box: (width: Int, height: Int)?) throws(MediaError) -> Image {
+        var (w, h) = (max(size.width, 2), max(size.height, 2))
+        if let box {
+            let scale = min(1, Double(box.width) / w, Double(box.height) / h)
+            (w, h) = (w * scale, h * scale)
+        }
+        let (width, height) = (max(1, Int(w.rounded())), max(1, Int(h.rounded())))
+        return try Image(width: width, height: height, pixels: [UInt8](repeating: 0, count: width * height * 3))
+    }
+
     static let rgb24 = PixelFormatID(name: "rgb24")!
     static let yuvj420p = PixelFormatID(name: "yuvj420p")!
 }
