@@ -53,9 +53,11 @@ public final class VirtualDisplay: @unchecked Sendable {
                 || FileManager.default.fileExists(atPath: lockFile) {
                 continue
             }
+            // Watch before starting, so the socket's creation cannot be missed.
+            let changes = try DirectoryChanges(watching: ["/tmp", "/tmp/.X11-unix"])
             let pid = try ChildProcess.spawn(xvfbPath, [":\(number)", "-nolisten", "tcp", "-noreset", "-screen", "0", "640x480x24"])
-            let deadline = Date().addingTimeInterval(timeout)
-            while Date() < deadline {
+            let deadline = DispatchTime.now() + timeout
+            while true {
                 // Ready when the socket exists and the lock file names our server (another
                 // process's Xvfb may have taken the number in the meantime).
                 if FileManager.default.fileExists(atPath: socket), ChildProcess.isRunning(pid),
@@ -64,8 +66,8 @@ public final class VirtualDisplay: @unchecked Sendable {
                     numbersInUse.insert(number)
                     return VirtualDisplay(number: number, pid: pid)
                 }
-                if !ChildProcess.isRunning(pid) { break }
-                Thread.sleep(forTimeInterval: 0.02)
+                // A server that gives up removes its lock file, which wakes this wait too.
+                if !ChildProcess.isRunning(pid) || !changes.wait(until: deadline) { break }
             }
             if ChildProcess.isRunning(pid) {
                 let owner = (try? String(contentsOfFile: lockFile, encoding: .utf8))
@@ -106,4 +108,39 @@ public final class VirtualDisplay: @unchecked Sendable {
 
     private static let startLock = NSLock()
     nonisolated(unsafe) private static var numbersInUse = Set<Int>() // guarded by startLock
+}
+
+/// Wakes a waiting thread whenever an entry is created, removed or renamed in the watched
+/// directories (inotify, read by a dispatch source): waiting for a file is suspension on
+/// the kernel's events, not a sleep-and-look loop. A directory missing at the start is
+/// watched once it is created in a watched parent.
+final class DirectoryChanges {
+    private let descriptor: Int32
+    private let source: DispatchSourceRead
+    private let changed = DispatchSemaphore(value: 0)
+
+    init(watching directories: [String]) throws {
+        descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard descriptor >= 0 else { throw VATestSupportError.displayUnavailable("inotify_init1 failed (errno \(errno))") }
+        let mask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_ATTRIB)
+        for directory in directories { _ = inotify_add_watch(descriptor, directory, mask) }
+        let (fd, semaphore) = (descriptor, changed)
+        source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: DispatchQueue.global())
+        source.setEventHandler {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while read(fd, &buffer, buffer.count) > 0 {}
+            // A directory created in a watched one (/tmp/.X11-unix on a fresh machine) is watched too.
+            for directory in directories { _ = inotify_add_watch(fd, directory, mask) }
+            semaphore.signal()
+        }
+        source.setCancelHandler { close(fd) }
+        source.resume()
+    }
+
+    deinit { source.cancel() }
+
+    /// Waits for the next change; false when `deadline` passed first.
+    func wait(until deadline: DispatchTime) -> Bool {
+        changed.wait(timeout: deadline) == .success
+    }
 }
