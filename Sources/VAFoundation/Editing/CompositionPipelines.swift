@@ -11,7 +11,7 @@ import FFmpegSupport
 final class CompositionTrackPipeline: TrackPipeline {
     enum Media {
         case video(PixelBufferAttributes)
-        case audio(LinearPCMSettings)
+        case audio(LinearPCMSettings, AudioTimePitchAlgorithm)
     }
 
     let track: CompositionTrack
@@ -46,7 +46,7 @@ final class CompositionTrackPipeline: TrackPipeline {
             }
             self.media = media
             sampleRate = 0
-        case .audio(var pcm):
+        case .audio(var pcm, let algorithm):
             let first = sources.first?.formatDescription.audio
             // One rate and layout for every segment: the settings', else the first source's.
             pcm.sampleRate = pcm.sampleRate ?? first?.sampleRate ?? 48000
@@ -54,7 +54,7 @@ final class CompositionTrackPipeline: TrackPipeline {
                 pcm.channelCount = first?.channelCount ?? 2
                 pcm.channelLayout = pcm.channelLayout ?? first?.channelLayout
             }
-            self.media = .audio(pcm)
+            self.media = .audio(pcm, algorithm)
             sampleRate = pcm.sampleRate ?? 48000
         }
         position = segments.first.map { samples(at: $0.targetRange.start) } ?? 0
@@ -104,9 +104,9 @@ final class CompositionTrackPipeline: TrackPipeline {
         switch media {
         case .video(let attributes):
             opened = (session, try VideoDecodePipeline(session: session, track: sourceTrack, attributes: attributes, timeRange: range), nil)
-        case .audio(let pcm):
+        case .audio(let pcm, let algorithm):
             let speed = range.duration.seconds / segment.targetRange.duration.seconds
-            let stretch = abs(speed - 1) > 1e-6 ? try TimeStretch(speed: speed, pcm: pcm, path: path) : nil
+            let stretch = abs(speed - 1) > 1e-6 ? try TimeStretch(speed: speed, pcm: pcm, algorithm: algorithm, path: path) : nil
             opened = (session, try AudioDecodePipeline(session: session, track: sourceTrack, pcm: pcm, timeRange: range), stretch)
         }
         current = opened
@@ -197,7 +197,7 @@ final class CompositionTrackPipeline: TrackPipeline {
     }
 
     private func silence(_ count: Int) throws(MediaError) -> AudioBuffer {
-        guard case .audio(let pcm) = media else { throw MediaError(.invalidState, "not an audio track", path: "composition") }
+        guard case .audio(let pcm, _) = media else { throw MediaError(.invalidState, "not an audio track", path: "composition") }
         do {
             return try AudioBuffer(sampleCount: count, format: pcm.sampleFormat, sampleRate: sampleRate,
                                    channelCount: pcm.channelCount ?? 2, channelLayout: pcm.channelLayout)

@@ -247,6 +247,7 @@ extension ExportSession {
                 mix.audioMix = s.audioMix
                 output = mix
             }
+            output.audioTimePitchAlgorithm = s.audioTimePitchAlgorithm
             let input = try AssetWriterInput(mediaType: .audio, outputSettings: .audio(audioSettings))
             if let language = first.languageCode { input.languageCode = language }
             lanes.append(Lane(track: first, output: output, input: input, converter: nil, bitRate: audioSettings.bitRate ?? 128_000))

@@ -36,6 +36,7 @@ public final class ExportSession: Sendable {
         var shouldOptimizeForNetworkUse = true
         var metadata: [MetadataItem]?
         var audioMix: AudioMix?
+        var audioTimePitchAlgorithm = AudioTimePitchAlgorithm.spectral
         var frameRatePolicy: FrameRatePolicy = .automatic
         var videoCodec: VideoCodec?
         var videoBitRate: Int?
@@ -109,6 +110,12 @@ public final class ExportSession: Sendable {
     public var audioMix: AudioMix? {
         get { settings.withLock { $0.audioMix } }
         set { settings.withLock { $0.audioMix = newValue } }
+    }
+    /// How a composition's audio played faster or slower is stretched (default `.spectral`:
+    /// pitch kept; `.varispeed` lets the pitch follow the speed).
+    public var audioTimePitchAlgorithm: AudioTimePitchAlgorithm {
+        get { settings.withLock { $0.audioTimePitchAlgorithm } }
+        set { settings.withLock { $0.audioTimePitchAlgorithm = newValue } }
     }
     /// Keep the source's frame timing, or convert to a constant rate. Ignored by passthrough.
     public var frameRatePolicy: FrameRatePolicy {

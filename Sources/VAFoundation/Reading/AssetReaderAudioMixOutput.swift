@@ -55,7 +55,8 @@ public final class AssetReaderAudioMixOutput: AssetReaderOutput, @unchecked Send
                 throw MediaError(.invalidArgument, "track \(track.trackID) is not a track of the composition being read", path: "composition")
             }
             return Mixer.Input(trackID: track.trackID,
-                               pipeline: try CompositionTrackPipeline(track: compositionTrack, media: .audio(common), timeRange: timeRange))
+                               pipeline: try CompositionTrackPipeline(track: compositionTrack, media: .audio(common, audioTimePitchAlgorithm),
+                                                                     timeRange: timeRange))
         }
         mixer = Mixer(inputs: inputs, sampleRate: common.sampleRate ?? 48000, channelCount: common.channelCount ?? 2,
                       layout: audioSettings?.channelLayout, output: audioSettings ?? common, mix: audioMix ?? AudioMix(),

@@ -23,6 +23,7 @@ public class AssetReaderOutput: @unchecked Sendable {
         var probe: StageProbe?
         var produced = 0
         var recoversFromDeviceFailures = false
+        var timePitchAlgorithm = AudioTimePitchAlgorithm.spectral
     }
 
     private let state = Mutex(State())
@@ -34,6 +35,13 @@ public class AssetReaderOutput: @unchecked Sendable {
 
     init(mediaType: MediaType) {
         self.mediaType = mediaType
+    }
+
+    /// How audio that a composition plays faster or slower is stretched (`audioTimePitchAlgorithm`;
+    /// default `.spectral`, pitch kept). Set before reading starts.
+    public var audioTimePitchAlgorithm: AudioTimePitchAlgorithm {
+        get { state.withLock { $0.timePitchAlgorithm } }
+        set { state.withLock { $0.timePitchAlgorithm = newValue } }
     }
 
     var reader: AssetReader? {
@@ -234,7 +242,7 @@ public final class AssetReaderTrackOutput: AssetReaderOutput, @unchecked Sendabl
         case .video(let attributes):
             pipeline = try CompositionTrackPipeline(track: compositionTrack, media: .video(attributes), timeRange: timeRange)
         case .audio(let pcm):
-            pipeline = try CompositionTrackPipeline(track: compositionTrack, media: .audio(pcm), timeRange: timeRange)
+            pipeline = try CompositionTrackPipeline(track: compositionTrack, media: .audio(pcm, audioTimePitchAlgorithm), timeRange: timeRange)
         }
     }
 
