@@ -25,6 +25,12 @@ struct BatchJob: Sendable {
     var hardwareDevice: String?
     /// Set when the plan itself is invalid for this input (e.g. a manifest names an unknown preset).
     var planError: String?
+    /// The directory every output must stay inside (symbolic links included).
+    var outputDirectory: String?
+    /// What earlier runs completed in the output directory, to resume from.
+    var journal: ResumeJournal?
+    /// `--no-overwrite`: an output made earlier with other settings is skipped, not redone.
+    var keepsStaleOutputs = false
 
     func makeSession(asset: Asset? = nil) -> ExportSession {
         let session = ExportSession(asset: asset ?? Asset(url: URL(fileURLWithPath: input)), preset: preset)
@@ -48,10 +54,50 @@ struct BatchJob: Sendable {
                   inputBytes: Asset.fileSize(atPath: input))
     }
 
+    /// Why this job writes nothing, when its output exists: done before with the same settings,
+    /// kept by `--no-overwrite`, or not vaf's to replace. Nil when it runs (a stale output of
+    /// vaf's own is replaced).
+    func resumeSkip() -> String? {
+        guard !overwrite, FileManager.default.fileExists(atPath: output) else { return nil }
+        switch journal?.decision(forExisting: output, plan: planFingerprint) ?? .unknown {
+        case .done: return "done: made earlier from this input with the same settings"
+        case .stale where keepsStaleOutputs: return "skipped (different settings): made earlier with other settings, and --no-overwrite keeps it"
+        case .stale: return nil
+        case .unknown: return "the output exists (use --overwrite to replace it)"
+        }
+    }
+
+    /// Why writing `output` would leave the output directory (a symbolic link inside it
+    /// pointing out), nil when it stays inside: each existing folder between the directory and
+    /// the output is resolved (folders still to be made cannot be links).
+    func escapeThroughLink() -> String? {
+        guard let outputDirectory else { return nil }
+        let base = URL(fileURLWithPath: outputDirectory).standardizedFileURL
+        let root = base.resolvingSymlinksInPath().path
+        let parent = URL(fileURLWithPath: output).deletingLastPathComponent().standardizedFileURL
+        guard parent.path.hasPrefix(base.path) else { return nil }
+        var folder = base
+        for component in parent.path.dropFirst(base.path.count).split(separator: "/") {
+            folder.appendPathComponent(String(component))
+            guard FileManager.default.fileExists(atPath: folder.path) else { break }
+            let real = folder.resolvingSymlinksInPath().path
+            if real != root && !real.hasPrefix(root.hasSuffix("/") ? root : root + "/") {
+                return "\(JobReport.oneLine(output)): refused: \(JobReport.oneLine(folder.path)) is a symbolic link out of the output directory (to \(JobReport.oneLine(real)))"
+            }
+        }
+        return nil
+    }
+
     /// The plan for this input without exporting: the settings the assistant chose.
     func dryRun() async -> JobReport {
         var report = baseReport
         if let planError { return report.failing(planError) }
+        if let escape = escapeThroughLink() { return report.failing(escape) }
+        if let reason = resumeSkip() {
+            report.status = .skipped
+            report.error = reason
+            return report
+        }
         do {
             let plan = try await makeSession().plan(fileType: fileType)
             report.status = .planned
@@ -66,11 +112,14 @@ struct BatchJob: Sendable {
     func run(display: ProgressDisplay) async -> JobReport {
         var report = baseReport
         if let planError { return report.failing(planError) }
-        if !overwrite && FileManager.default.fileExists(atPath: output) {
+        if let escape = escapeThroughLink() { return report.failing(escape) }
+        if let reason = resumeSkip() {
             report.status = .skipped
-            report.error = "the output exists (use --overwrite to replace it)"
+            report.error = reason
             return report
         }
+        // Past the checks an existing output is a stale one of vaf's own: it is made again.
+        let replacesStale = !overwrite && FileManager.default.fileExists(atPath: output)
         do {
             try FileManager.default.createDirectory(at: URL(fileURLWithPath: output).deletingLastPathComponent(), withIntermediateDirectories: true)
         } catch {
@@ -78,6 +127,7 @@ struct BatchJob: Sendable {
         }
         let asset = Asset(url: URL(fileURLWithPath: input))
         let session = makeSession(asset: asset)
+        if replacesStale { session.overwritesExistingFile = true }
         // What the bar needs to show fps and speed: the media seconds exported and the frame rate.
         let tracks = (try? await asset.load(.tracks)) ?? []
         let assetSeconds = (try? await asset.load(.duration).seconds) ?? 0
@@ -95,6 +145,8 @@ struct BatchJob: Sendable {
             let result = try await session.export(to: URL(fileURLWithPath: output), as: fileType)
             report.status = .completed
             report.fill(result)
+            if replacesStale { report.warnings.append("made again: the output was made earlier with other settings") }
+            journal?.record(output: output, plan: planFingerprint)
         } catch {
             let mediaError = error as? MediaError
             report = report.failing(mediaError?.description ?? "\(error)")

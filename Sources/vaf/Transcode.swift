@@ -11,9 +11,11 @@ extension Vaf {
             discussion: """
                 Inputs are files, directories (searched recursively for media files) and --manifest \
                 files (JSON lines: {"input": "...", "output": "...", "preset": "..."}). Each input becomes \
-                one export into --output-dir; output paths never leave that directory. Existing outputs are \
-                skipped unless --overwrite, so re-running a batch resumes it. One bad input never stops the \
-                batch: it is reported with its cause.
+                one export into --output-dir, mirroring the input tree; output paths never leave that directory. \
+                Re-running a batch resumes it: outputs recorded in --output-dir/.vaf-journal.jsonl as made \
+                from the same input with the same settings are skipped, ones made with other settings are \
+                made again (kept with --no-overwrite), and files vaf did not make are left alone unless \
+                --overwrite. One bad input never stops the batch: it is reported with its cause.
 
                 Progress goes to stderr (bars on a terminal, periodic lines otherwise); the summary table \
                 goes to stdout, or to stderr with --json, which prints one JSON object per line on stdout \
@@ -98,6 +100,9 @@ extension Vaf {
         @Flag(help: "Replace existing outputs instead of skipping them.")
         var overwrite = false
 
+        @Flag(help: "Never replace an existing output, even one vaf made earlier with other settings.")
+        var noOverwrite = false
+
         @Flag(help: "Print the plan (each input, the settings chosen, the output path) without exporting.")
         var dryRun = false
 
@@ -151,6 +156,9 @@ extension Vaf {
                 if !["auto", "automatic"].contains(frameRate.lowercased()) {
                     throw ValidationError("--preset \(preset) and --frame-rate \(frameRate) conflict: passthrough keeps the source's frames; choose a re-encoding preset to change the rate.")
                 }
+            }
+            if overwrite && noOverwrite {
+                throw ValidationError("--overwrite and --no-overwrite conflict: choose one.")
             }
             if let fixed = Self.fixedExtension(of: name) {
                 guard let type = FileType(fileExtension: fixed) else {
@@ -225,6 +233,7 @@ extension Vaf {
             let namer = OutputNamer(directory: outputDir, template: name)
             var taken: [String: Int] = [:]
             var jobs: [BatchJob] = []
+            let journal = ResumeJournal(directory: outputDir)
             for (index, input) in all.enumerated() {
                 let jobPreset = input.preset.flatMap { ExportPreset(named: $0) } ?? defaultPreset
                 let type = fileType(for: jobPreset)
@@ -248,6 +257,9 @@ extension Vaf {
                 job.audioBitRate = audioBitrate.flatMap(BitRate.parse)
                 job.hardwarePolicy = HardwarePolicy(rawValue: hw.lowercased()) ?? .auto
                 job.hardwareDevice = device
+                job.outputDirectory = outputDir
+                job.journal = journal
+                job.keepsStaleOutputs = noOverwrite
                 jobs.append(job)
             }
             let environment = ProcessInfo.processInfo.environment

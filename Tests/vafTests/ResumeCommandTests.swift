@@ -1,0 +1,82 @@
+import ChildProcess
+import Foundation
+import Testing
+
+/// Re-runs resume only what was made from the same input with the same settings; outputs
+/// mirror the input tree and never leave the output directory.
+@Suite struct ResumeCommandTests {
+    /// `vaf arguments…` off the cooperative pool, in `directory` when given.
+    static func vaf(_ arguments: [String], in directory: URL? = nil) async throws -> (status: Int32, rows: [[String: Any]], stderr: String) {
+        let child: ChildProcessResult
+        if let directory {
+            child = try await ChildProcess.run("/bin/sh", ["-c", "cd \"$0\" && exec \"$@\"", directory.path, Vaf.binary] + arguments, timeLimit: 600)
+        } else {
+            child = try await ChildProcess.run(Vaf.binary, arguments, timeLimit: 600)
+        }
+        return (child.shellStatus, arguments.contains("--json") ? try Vaf.jsonLines(child.stdout) : [], child.stderr)
+    }
+
+    static func temporaryDirectory() throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-resume-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        return dir
+    }
+
+    private func statuses(_ rows: [[String: Any]]) -> [String] { rows.compactMap { $0["status"] as? String } }
+
+    @Test func anotherPresetRedoesTheOutputsAndTheSameSettingsSkipThem() async throws {
+        let dir = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("out").path
+        let clip = TranscodeCommandTests.clip
+        let first = try await Self.vaf(["transcode", clip, "--preset", "640x480", "--output-dir", out, "--json"])
+        #expect(first.status == 0 && statuses(first.rows) == ["completed"])
+        let same = try await Self.vaf(["transcode", clip, "--preset", "640x480", "--output-dir", out, "--json"])
+        #expect(statuses(same.rows) == ["skipped"])
+        #expect((same.rows.first?["error"] as? String)?.contains("same settings") == true)
+        let dry = try await Self.vaf(["transcode", clip, "--preset", "960x540", "--output-dir", out, "--json", "--dry-run"])
+        #expect(statuses(dry.rows) == ["planned"], "the dry run says what the real run would do")
+        let kept = try await Self.vaf(["transcode", clip, "--preset", "960x540", "--output-dir", out, "--json", "--no-overwrite"])
+        #expect(statuses(kept.rows) == ["skipped"])
+        #expect((kept.rows.first?["error"] as? String)?.contains("different settings") == true)
+        let redone = try await Self.vaf(["transcode", clip, "--preset", "960x540", "--output-dir", out, "--json"])
+        #expect(statuses(redone.rows) == ["completed"], "other settings: made again")
+        #expect((redone.rows.first?["warnings"] as? [String])?.contains { $0.contains("made again") } == true)
+        let again = try await Self.vaf(["transcode", clip, "--preset", "960x540", "--output-dir", out, "--json", "--dry-run"])
+        #expect(statuses(again.rows) == ["skipped"], "and then it is done")
+        let conflict = try await Self.vaf(["transcode", clip, "--overwrite", "--no-overwrite", "--output-dir", out])
+        #expect(conflict.status == 64 && conflict.stderr.contains("--overwrite") && conflict.stderr.contains("--no-overwrite"))
+    }
+
+    @Test func sameNamesInTwoFoldersGetTwoOutputsAndARunInPlaceIsIdempotent() async throws {
+        let dir = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let clip = try Data(contentsOf: URL(fileURLWithPath: TranscodeCommandTests.clip))
+        for folder in ["day1", "day2"] {
+            try FileManager.default.createDirectory(at: dir.appendingPathComponent(folder), withIntermediateDirectories: true)
+            try clip.write(to: dir.appendingPathComponent("\(folder)/take.mp4"))
+        }
+        let first = try await Self.vaf(["transcode", ".", "--preset", "640x480", "--json"], in: dir)
+        #expect(first.status == 0 && statuses(first.rows) == ["completed", "completed"])
+        for folder in ["day1", "day2"] {
+            #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("vaf-out/\(folder)/take.mp4").path), "mirrored: \(folder)")
+        }
+        let second = try await Self.vaf(["transcode", ".", "--preset", "640x480", "--json"], in: dir)
+        #expect(statuses(second.rows) == ["skipped", "skipped"], "its own outputs are not inputs, and both are done")
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("vaf-out/vaf-out").path))
+    }
+
+    @Test func aLinkOutOfTheOutputDirectoryIsRefused() async throws {
+        let dir = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let inputs = dir.appendingPathComponent("in/sub"), out = dir.appendingPathComponent("out"), elsewhere = dir.appendingPathComponent("elsewhere")
+        for folder in [inputs, out, elsewhere] { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
+        try Data(contentsOf: URL(fileURLWithPath: TranscodeCommandTests.clip)).write(to: inputs.appendingPathComponent("clip.mp4"))
+        // out/sub is a link to a folder outside out/: the mirrored output would land there.
+        try FileManager.default.createSymbolicLink(at: out.appendingPathComponent("sub"), withDestinationURL: elsewhere)
+        let run = try await Self.vaf(["transcode", dir.appendingPathComponent("in").path, "--output-dir", out.path, "--json"])
+        #expect(run.status == 1)
+        #expect((run.rows.first?["error"] as? String)?.contains("symbolic link") == true)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path).isEmpty, "nothing written through the link")
+    }
+}
