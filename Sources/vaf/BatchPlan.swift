@@ -63,8 +63,13 @@ enum InputCollector {
         for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             guard !trimmed.isEmpty, !trimmed.hasPrefix("#") else { continue }
-            guard let entry = try? JSONDecoder().decode(Line.self, from: Data(trimmed.utf8)) else {
+            guard let entry = try? JSONDecoder().decode(Line.self, from: Data(trimmed.utf8)),
+                  let object = try? JSONSerialization.jsonObject(with: Data(trimmed.utf8)) as? [String: Any] else {
                 throw MediaError(.invalidArgument, "line \(number + 1) is not a JSON object with an \"input\" string", path: path)
+            }
+            // A misspelt key would silently drop its setting: refuse it.
+            if let unknown = object.keys.sorted().first(where: { !["input", "output", "preset"].contains($0) }) {
+                throw MediaError(.invalidArgument, "line \(number + 1): unknown key \"\(unknown)\" (a manifest line takes input, output and preset)", path: path)
             }
             let resolved = entry.input.hasPrefix("/") ? entry.input : base.appendingPathComponent(entry.input).standardizedFileURL.path
             inputs.append(BatchInput(path: resolved, output: entry.output, preset: entry.preset))

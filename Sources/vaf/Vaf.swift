@@ -1,4 +1,5 @@
 import ArgumentParser
+import FFmpegSupport
 import Foundation
 import VAFoundation
 
@@ -8,8 +9,12 @@ struct Vaf: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vaf",
         abstract: "Inspect, probe, transcode and benchmark media with FFmpeg and VA-API.",
+        version: "vaf \(Vaf.version) (\(FFmpegLibraries.versions))",
         subcommands: [Info.self, Probe.self, Transcode.self, Thumbnails.self, Bench.self]
     )
+
+    /// The release, as `vaf --version` prints it with the FFmpeg libraries loaded.
+    static let version = "0.9.0"
 
     static func main() async {
         await main(filesNotOptions(Array(CommandLine.arguments.dropFirst())))

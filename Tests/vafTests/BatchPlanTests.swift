@@ -83,5 +83,9 @@ import VAFoundation
         #expect(inputs[3].preset == "960x540" && inputs[4].output == "c.mp4")
         try Data("not json\n".utf8).write(to: manifest)
         #expect(throws: (any Error).self) { try InputCollector.readManifest(manifest.path) }
+        // A misspelt key is an error naming the line and the key, not a silently dropped setting.
+        try Data("{\"input\": \"a.mov\"}\n{\"input\": \"b.mov\", \"prest\": \"960x540\"}\n".utf8).write(to: manifest)
+        let error = try #require(throws: MediaError.self) { try InputCollector.readManifest(manifest.path) }
+        #expect(error.message.contains("line 2") && error.message.contains("\"prest\""), "\(error)")
     }
 }

@@ -159,3 +159,11 @@ enum Vaf {
         #expect(result.stderr.contains("Missing expected argument"))
     }
 }
+
+@Suite struct VersionCommandTests {
+    @Test func versionNamesTheReleaseAndTheFFmpegLibraries() throws {
+        let result = try Vaf.run(["--version"])
+        #expect(result.status == 0)
+        #expect(result.stdout.hasPrefix("vaf ") && result.stdout.contains("libavcodec 59."), "\(result.stdout)")
+    }
+}
