@@ -157,6 +157,14 @@ extension Vaf {
                     throw ValidationError("--preset \(preset) and --frame-rate \(frameRate) conflict: passthrough keeps the source's frames; choose a re-encoding preset to change the rate.")
                 }
             }
+            if container?.lowercased() == "webm" || Self.fixedExtension(of: name) == "webm" {
+                if let codec = videoCodec, !["vp9", "av1"].contains(codec.lowercased()) {
+                    throw ValidationError("--video-codec \(codec) and a WebM output conflict: WebM holds vp9 or av1 video.")
+                }
+                if let codec = audioCodec, codec.lowercased() != "opus" {
+                    throw ValidationError("--audio-codec \(codec) and a WebM output conflict: WebM holds opus audio here.")
+                }
+            }
             if overwrite && noOverwrite {
                 throw ValidationError("--overwrite and --no-overwrite conflict: choose one.")
             }

@@ -80,3 +80,23 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path).isEmpty, "nothing written through the link")
     }
 }
+
+/// WebM outputs: an H.264/AAC preset is written as VP9 + Opus, and codecs WebM cannot hold are
+/// usage errors naming both options.
+@Suite struct WebMCommandTests {
+    @Test func anH264PresetGoesToWebMAsVP9AndOpus() async throws {
+        let dir = try ResumeCommandTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let run = try await ResumeCommandTests.vaf(["transcode", TranscodeCommandTests.clip, "--preset", "640x480", "--container", "webm",
+                                                     "--output-dir", dir.path, "--json"])
+        #expect(run.status == 0)
+        let output = try #require(run.rows.first?["output"] as? String)
+        #expect(output.hasSuffix(".webm"))
+        let probe = try await ChildProcess.run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", output], timeLimit: 60)
+        #expect(probe.stdout.split(separator: "\n").map(String.init) == ["vp9", "opus"], "ffprobe: \(probe.stdout)")
+        #expect((run.rows.first?["warnings"] as? [String])?.contains { $0.contains("vp9 + opus") } == true)
+        let conflict = try await ResumeCommandTests.vaf(["transcode", TranscodeCommandTests.clip, "--container", "webm", "--video-codec", "h264",
+                                                          "--output-dir", dir.path])
+        #expect(conflict.status == 64 && conflict.stderr.contains("--video-codec h264") && conflict.stderr.contains("WebM"))
+    }
+}

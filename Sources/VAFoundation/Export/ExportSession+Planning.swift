@@ -82,10 +82,10 @@ extension ExportSession {
     }
 
     /// The settings assistant for this export, fed with the source's formats and the overrides.
-    func makeAssistant(tracks: [AssetTrack]) async throws -> OutputSettingsAssistant {
+    func makeAssistant(tracks: [AssetTrack], fileType: FileType? = nil) async throws -> OutputSettingsAssistant {
         let s = settings.withLock { $0 }
         var effectivePreset = preset
-        if let codec = s.videoCodec, codec != preset.videoCodec, preset.videoCodec != nil {
+        if let codec = Self.codecs(s, preset: preset, fileType: fileType).video, codec != preset.videoCodec, preset.videoCodec != nil {
             effectivePreset = preset.replacingVideoCodec(codec)
         }
         guard var assistant = OutputSettingsAssistant(preset: effectivePreset) else {
@@ -148,10 +148,28 @@ extension ExportSession {
     /// What exporting to a `fileType` file would do, without doing it: the settings, encoder,
     /// frame rate and path chosen, and the tracks left out with the reason (`vaf transcode --dry-run`).
     public func plan(fileType: FileType) async throws -> ExportPlan {
-        guard preset.fileTypes.contains(fileType) else {
+        guard canWrite(fileType) else {
             throw MediaError(.invalidArgument, "the \(preset.name) preset cannot write \(fileType) files", path: asset.displayPath)
         }
         return try await makePlan(tracks: try await asset.load(.tracks), fileType: fileType, softwareOnly: false)
+    }
+
+    /// The video codecs a WebM file holds.
+    static let webMVideoCodecs: Set<VideoCodec> = [.vp9, .av1]
+
+    /// True when this export can write `fileType`: the preset's own types, and WebM for any
+    /// encoding preset (its codecs become WebM's).
+    func canWrite(_ fileType: FileType) -> Bool {
+        preset.fileTypes.contains(fileType) || (fileType == .webm && !preset.isPassthrough)
+    }
+
+    /// The codecs an export writes: the overrides, else the preset's; for WebM a preset's
+    /// H.264/HEVC video becomes VP9 and its audio Opus, the codecs WebM holds.
+    static func codecs(_ s: Settings, preset: ExportPreset, fileType: FileType?) -> (video: VideoCodec?, audio: AudioCodec?) {
+        guard fileType == .webm else { return (s.videoCodec, s.audioCodec) }
+        let video = s.videoCodec ?? preset.videoCodec.map { webMVideoCodecs.contains($0) ? $0 : .vp9 }
+        let audio = s.audioCodec ?? preset.audioCodec.map { _ in AudioCodec.opus }
+        return (video, audio)
     }
 
     /// The device per the settings, or nil and why there is none.
@@ -177,10 +195,22 @@ extension ExportSession {
             }
             plan.pathReason = "passthrough copies compressed samples; nothing is decoded or encoded"
         } else {
-            let assistant = try await makeAssistant(tracks: tracks)
+            let assistant = try await makeAssistant(tracks: tracks, fileType: fileType)
+            let codecs = Self.codecs(s, preset: preset, fileType: fileType)
+            if fileType == .webm {
+                if let asked = s.videoCodec, !Self.webMVideoCodecs.contains(asked) {
+                    throw MediaError(.invalidArgument, "a WebM file holds VP9 or AV1 video, not \(asked); choose vp9 or av1, or another container", path: asset.displayPath)
+                }
+                if let asked = s.audioCodec, asked != .opus {
+                    throw MediaError(.invalidArgument, "a WebM file holds Opus audio here, not \(asked); choose opus, or another container", path: asset.displayPath)
+                }
+                if s.videoCodec == nil || s.audioCodec == nil, preset.videoCodec.map({ !Self.webMVideoCodecs.contains($0) }) ?? false || preset.audioCodec != .opus {
+                    plan.warnings.append("a WebM file holds VP9/AV1 video and Opus audio: the \(preset.name) preset is written as \(codecs.video.map { "\($0)" } ?? "no video") + \(codecs.audio.map { "\($0)" } ?? "no audio")")
+                }
+            }
             let video = preset.videoCodec == nil ? nil : Self.primaryVideoTrack(tracks)
             if var videoSettings = assistant.videoSettings, let video {
-                if let codec = s.videoCodec { videoSettings.codec = codec }
+                if let codec = codecs.video { videoSettings.codec = codec }
                 // libx265 budgets bits per frame from the declared rate and ignores timestamps
                 // (libx264 follows them), so a variable-rate source declared at its fastest rate
                 // ends far below the target bit rate: declare the average rate to it.
@@ -215,7 +245,7 @@ extension ExportSession {
             }
             let audioTracks = Self.audioTracks(tracks, mix: s.audioMix, mixesAllByDefault: isComposition)
             if var audioSettings = assistant.audioSettings, !audioTracks.isEmpty {
-                if let codec = s.audioCodec { audioSettings.codec = codec }
+                if let codec = codecs.audio { audioSettings.codec = codec }
                 if let bitRate = s.audioBitRate { audioSettings.bitRate = bitRate }
                 if let encoder = try? WriterCodecs.audioEncoderName(audioSettings) {
                     // The nearest layout the encoder takes; the reader remixes to it.

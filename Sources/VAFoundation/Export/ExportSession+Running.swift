@@ -145,7 +145,7 @@ extension ExportSession {
 
     private func attempt(to url: URL, as fileType: FileType, softwareOnly: Bool,
                          leavingOut unreadable: [ExportResult.DroppedTrack]) async throws -> ExportResult {
-        guard preset.fileTypes.contains(fileType) else {
+        guard canWrite(fileType) else {
             throw MediaError(.invalidArgument, "the \(preset.name) preset cannot write \(fileType) files (it writes \(preset.fileTypes.map(\.rawValue).joined(separator: ", ")))", path: url.path)
         }
         let (tracks, duration) = try await asset.load(.tracks, .duration)
