@@ -1,0 +1,180 @@
+/// The software compositor's pixel loops, over one plane at a time. They use only the standard
+/// library and MediaCore's `VideoTransform`, so they can be compiled on their own for timing.
+
+/// One plane of a source picture: `width`×`height` samples, rows `stride` samples apart.
+struct SourcePlane<Sample: FixedWidthInteger & UnsignedInteger> {
+    let base: UnsafePointer<Sample>
+    let stride: Int
+    let width: Int
+    let height: Int
+}
+
+/// One plane of the picture being drawn.
+struct TargetPlane<Sample: FixedWidthInteger & UnsignedInteger> {
+    let base: UnsafeMutablePointer<Sample>
+    let stride: Int
+    let width: Int
+    let height: Int
+}
+
+/// An area of a plane in its sample coordinates: `x0 ..< x1`, `y0 ..< y1`.
+struct PlaneBox: Equatable {
+    var x0: Double, y0: Double, x1: Double, y1: Double
+
+    var isEmpty: Bool { !(x1 > x0 && y1 > y0) }
+    var isIntegral: Bool { [x0, y0, x1, y1].allSatisfy { $0.rounded() == $0 } }
+
+    func clipped(width: Int, height: Int) -> PlaneBox {
+        PlaneBox(x0: max(x0, 0), y0: max(y0, 0), x1: min(x1, Double(width)), y1: min(y1, Double(height)))
+    }
+}
+
+enum CompositorKernels {
+    /// Sets every sample of `plane` to `value`.
+    static func fill<Sample: FixedWidthInteger & UnsignedInteger>(_ plane: TargetPlane<Sample>, with value: Sample) {
+        for y in 0..<plane.height {
+            (plane.base + y * plane.stride).update(repeating: value, count: plane.width)
+        }
+    }
+
+    /// Draws the `crop` area of `source` into `target` through `transform` (source sample
+    /// coordinates to target ones, `CGAffineTransform` layout), blending with `opacity`.
+    ///
+    /// Each target sample whose centre maps back inside the crop area takes the bilinear sample of
+    /// the source there (neighbours outside the crop area are clamped to its edge, so nothing
+    /// outside it bleeds in) and becomes `source·opacity + target·(1 − opacity)`; samples whose
+    /// centre maps outside stay as they are. An integer translation is a row copy (or row blend),
+    /// a scale and translation uses per-column and per-row tables, anything else maps each sample.
+    static func draw<Sample: FixedWidthInteger & UnsignedInteger>(_ source: SourcePlane<Sample>, crop: PlaneBox, transform t: VideoTransform, opacity: Double,
+                             into target: TargetPlane<Sample>) {
+        let crop = crop.clipped(width: source.width, height: source.height)
+        let determinant = t.a * t.d - t.b * t.c
+        guard !crop.isEmpty, opacity > 0, determinant.isFinite, abs(determinant) > 1e-12,
+              [t.tx, t.ty].allSatisfy(\.isFinite) else { return }
+        let opacity = min(opacity, 1)
+        let corners = [(crop.x0, crop.y0), (crop.x1, crop.y0), (crop.x0, crop.y1), (crop.x1, crop.y1)]
+            .map { (t.a * $0.0 + t.c * $0.1 + t.tx, t.b * $0.0 + t.d * $0.1 + t.ty) }
+        let bounds = PlaneBox(x0: corners.map(\.0).min()!.rounded(.down), y0: corners.map(\.1).min()!.rounded(.down),
+                              x1: corners.map(\.0).max()!.rounded(.up), y1: corners.map(\.1).max()!.rounded(.up))
+            .clipped(width: target.width, height: target.height)
+        guard !bounds.isEmpty else { return }
+        if t.b == 0, t.c == 0 {
+            if t.a == 1, t.d == 1, t.tx.rounded() == t.tx, t.ty.rounded() == t.ty, crop.isIntegral {
+                drawTranslated(source, crop: crop, dx: Int(t.tx), dy: Int(t.ty), opacity: opacity, into: target)
+            } else {
+                drawScaled(source, crop: crop, transform: t, bounds: bounds, opacity: Float(opacity), into: target)
+            }
+        } else {
+            drawMapped(source, crop: crop, transform: t, determinant: determinant, bounds: bounds,
+                       opacity: Float(opacity), into: target)
+        }
+    }
+
+    /// An integer translation of an integral crop area: rows copied, or blended in 16-bit fixed point.
+    private static func drawTranslated<Sample: FixedWidthInteger & UnsignedInteger>(_ source: SourcePlane<Sample>, crop: PlaneBox, dx: Int, dy: Int, opacity: Double,
+                                               into target: TargetPlane<Sample>) {
+        let x0 = max(Int(crop.x0) + dx, 0), x1 = min(Int(crop.x1) + dx, target.width)
+        let y0 = max(Int(crop.y0) + dy, 0), y1 = min(Int(crop.y1) + dy, target.height)
+        guard x1 > x0, y1 > y0 else { return }
+        let count = x1 - x0
+        let weight = UInt32((opacity * 65536).rounded())
+        for y in y0..<y1 {
+            let from = source.base + (y - dy) * source.stride + (x0 - dx)
+            let to = target.base + y * target.stride + x0
+            if weight >= 65536 {
+                to.update(from: from, count: count)
+            } else {
+                blendRow(from, into: to, count: count, weight: weight)
+            }
+        }
+    }
+
+    /// `to = (from·weight + to·(65536 − weight)) / 65536`, rounded.
+    private static func blendRow<Sample: FixedWidthInteger & UnsignedInteger>(_ from: UnsafePointer<Sample>, into to: UnsafeMutablePointer<Sample>, count: Int, weight: UInt32) {
+        let inverse = 65536 - weight
+        for i in 0..<count {
+            let mixed = UInt32(truncatingIfNeeded: from[i]) &* weight &+ UInt32(truncatingIfNeeded: to[i]) &* inverse &+ 32768
+            to[i] = Sample(truncatingIfNeeded: mixed >> 16)
+        }
+    }
+
+    /// Where one target column (or row) samples the source: two neighbours and the weight of the second.
+    private struct Tap {
+        var first: Int, second: Int, weight: Float
+    }
+
+    /// The taps for target positions `from ..< to` along one axis, where the source coordinate of
+    /// target position p is `(p − offset) / scale`; only positions whose centre falls in
+    /// `low ..< high` are kept. Returns the first kept position and the taps from there on.
+    private static func taps(from: Int, to: Int, scale: Double, offset: Double, low: Double, high: Double, size: Int) -> (start: Int, taps: [Tap]) {
+        let first = max(Int(low.rounded(.down)), 0), last = min(Int(high.rounded(.up)) - 1, size - 1)
+        var start = to
+        var taps: [Tap] = []
+        for p in from..<to {
+            let u = (Double(p) + 0.5 - offset) / scale
+            guard u >= low, u < high else {
+                if !taps.isEmpty { break }
+                continue
+            }
+            if taps.isEmpty { start = p }
+            let position = u - 0.5
+            let whole = position.rounded(.down)
+            let i = Int(whole)
+            taps.append(Tap(first: min(max(i, first), last), second: min(max(i + 1, first), last), weight: Float(position - whole)))
+        }
+        return (start, taps)
+    }
+
+    /// A scale and translation: bilinear sampling from per-column and per-row tables.
+    private static func drawScaled<Sample: FixedWidthInteger & UnsignedInteger>(_ source: SourcePlane<Sample>, crop: PlaneBox, transform t: VideoTransform,
+                                           bounds: PlaneBox, opacity: Float, into target: TargetPlane<Sample>) {
+        let columns = taps(from: Int(bounds.x0), to: Int(bounds.x1), scale: t.a, offset: t.tx, low: crop.x0, high: crop.x1, size: source.width)
+        let rows = taps(from: Int(bounds.y0), to: Int(bounds.y1), scale: t.d, offset: t.ty, low: crop.y0, high: crop.y1, size: source.height)
+        let keep = 1 - opacity
+        for (r, row) in rows.taps.enumerated() {
+            let upper = source.base + row.first * source.stride
+            let lower = source.base + row.second * source.stride
+            let out = target.base + (rows.start + r) * target.stride + columns.start
+            let fy = row.weight
+            for (c, column) in columns.taps.enumerated() {
+                let fx = column.weight
+                let top = Float(upper[column.first]) * (1 - fx) + Float(upper[column.second]) * fx
+                let bottom = Float(lower[column.first]) * (1 - fx) + Float(lower[column.second]) * fx
+                let value = top * (1 - fy) + bottom * fy
+                out[c] = Sample(truncatingIfNeeded: Int32(value * opacity + Float(out[c]) * keep + 0.5))
+            }
+        }
+    }
+
+    /// Any invertible transform: each target sample's centre is mapped back into the source.
+    private static func drawMapped<Sample: FixedWidthInteger & UnsignedInteger>(_ source: SourcePlane<Sample>, crop: PlaneBox, transform t: VideoTransform, determinant: Double,
+                                           bounds: PlaneBox, opacity: Float, into target: TargetPlane<Sample>) {
+        // The inverse of (x, y) ↦ (a·x + c·y + tx, b·x + d·y + ty).
+        let ua = t.d / determinant, uc = -t.c / determinant, ut = (t.c * t.ty - t.d * t.tx) / determinant
+        let vb = -t.b / determinant, vd = t.a / determinant, vt = (t.b * t.tx - t.a * t.ty) / determinant
+        let firstColumn = max(Int(crop.x0.rounded(.down)), 0), lastColumn = min(Int(crop.x1.rounded(.up)) - 1, source.width - 1)
+        let firstRow = max(Int(crop.y0.rounded(.down)), 0), lastRow = min(Int(crop.y1.rounded(.up)) - 1, source.height - 1)
+        let keep = 1 - opacity
+        for y in Int(bounds.y0)..<Int(bounds.y1) {
+            let centreY = Double(y) + 0.5
+            let rowU = uc * centreY + ut, rowV = vd * centreY + vt
+            let out = target.base + y * target.stride
+            for x in Int(bounds.x0)..<Int(bounds.x1) {
+                let centreX = Double(x) + 0.5
+                let u = ua * centreX + rowU, v = vb * centreX + rowV
+                guard u >= crop.x0, u < crop.x1, v >= crop.y0, v < crop.y1 else { continue }
+                let px = u - 0.5, py = v - 0.5
+                let wholeX = px.rounded(.down), wholeY = py.rounded(.down)
+                let fx = Float(px - wholeX), fy = Float(py - wholeY)
+                let i = Int(wholeX), j = Int(wholeY)
+                let i0 = min(max(i, firstColumn), lastColumn), i1 = min(max(i + 1, firstColumn), lastColumn)
+                let j0 = min(max(j, firstRow), lastRow), j1 = min(max(j + 1, firstRow), lastRow)
+                let upper = source.base + j0 * source.stride, lower = source.base + j1 * source.stride
+                let top = Float(upper[i0]) * (1 - fx) + Float(upper[i1]) * fx
+                let bottom = Float(lower[i0]) * (1 - fx) + Float(lower[i1]) * fx
+                let value = top * (1 - fy) + bottom * fy
+                out[x] = Sample(truncatingIfNeeded: Int32(value * opacity + Float(out[x]) * keep + 0.5))
+            }
+        }
+    }
+}
