@@ -363,6 +363,28 @@ private enum Pictures {
         for row in inPlace[0] { #expect(row == Array(repeating: 16, count: 32) + Array(repeating: 200, count: 32)) }
     }
 
+    @Test func aShearSamplesBilinearly() throws {
+        // A horizontal luma ramp (16 + x): bilinear sampling along x gives 16 + the exact source position.
+        let source = try Pictures.make(64, 48) { plane, x, _ in plane == 0 ? 16 + x : 128 }
+        var sheared = VideoCompositionLayerInstruction(trackID: 1)
+        // x' = x + 0.5·y: the inverse takes target centre (x + ½, y + ½) to source x = x + ½ − ½(y + ½),
+        // whose sample position (centres at whole numbers + ½) is p = x − y/2 − ¼.
+        sheared.setTransform(VideoTransform(a: 1, b: 0, c: 0.5, d: 1, tx: 0, ty: 0), at: .zero)
+        let output = try compositor.render(instruction([sheared], background: .white), at: at(1), sourceFrames: [1: source], width: 96, height: 48)
+        let luma = try Pictures.samples(output)[0]
+        for (y, row) in luma.enumerated() {
+            for (x, sample) in row.enumerated() {
+                let p = Double(x) - Double(y) / 2 - 0.25
+                if p + 0.5 < 0 || p + 0.5 >= 64 {
+                    #expect(sample == 235, "outside the source: the white background at (\(x), \(y))")
+                } else if p >= 0, p <= 63 {
+                    // The fractions are ¼ or ¾, so rounding is unambiguous.
+                    #expect(sample == Int((16 + p).rounded()), "at (\(x), \(y))")
+                }
+            }
+        }
+    }
+
     /// Apple's cross-dissolve: the top layer's opacity ramps 1 → 0 over the bottom one at 1.
     @Test func aCrossfadeMiddleFrameIsTheEvenBlend() throws {
         let (a, b) = ([200, 100, 150], [50, 160, 90])

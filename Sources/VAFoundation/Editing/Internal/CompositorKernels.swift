@@ -64,6 +64,8 @@ enum CompositorKernels {
             } else {
                 drawScaled(source, crop: crop, transform: t, bounds: bounds, opacity: Float(opacity), into: target)
             }
+        } else if isQuarterTurn(t), crop.isIntegral {
+            drawTurned(source, crop: crop, transform: t, determinant: determinant, bounds: bounds, opacity: opacity, into: target)
         } else {
             drawMapped(source, crop: crop, transform: t, determinant: determinant, bounds: bounds,
                        opacity: Float(opacity), into: target)
@@ -96,6 +98,12 @@ enum CompositorKernels {
             let mixed = UInt32(truncatingIfNeeded: from[i]) &* weight &+ UInt32(truncatingIfNeeded: to[i]) &* inverse &+ 32768
             to[i] = Sample(truncatingIfNeeded: mixed >> 16)
         }
+    }
+
+    /// A sample as a Float, through `Int32` so the conversion is one instruction once specialised.
+    @inline(__always)
+    private static func level<Sample: FixedWidthInteger & UnsignedInteger>(_ sample: Sample) -> Float {
+        Float(Int32(truncatingIfNeeded: sample))
     }
 
     /// Where one target column (or row) samples the source: two neighbours and the weight of the second.
@@ -138,42 +146,98 @@ enum CompositorKernels {
             let fy = row.weight
             for (c, column) in columns.taps.enumerated() {
                 let fx = column.weight
-                let top = Float(upper[column.first]) * (1 - fx) + Float(upper[column.second]) * fx
-                let bottom = Float(lower[column.first]) * (1 - fx) + Float(lower[column.second]) * fx
+                let top = level(upper[column.first]) * (1 - fx) + level(upper[column.second]) * fx
+                let bottom = level(lower[column.first]) * (1 - fx) + level(lower[column.second]) * fx
                 let value = top * (1 - fy) + bottom * fy
-                out[c] = Sample(truncatingIfNeeded: Int32(value * opacity + Float(out[c]) * keep + 0.5))
+                out[c] = Sample(truncatingIfNeeded: Int32(value * opacity + level(out[c]) * keep + 0.5))
+            }
+        }
+    }
+
+    /// True for a turn by a multiple of 90°, possibly mirrored, by a whole number of samples:
+    /// every target sample then takes exactly one source sample.
+    private static func isQuarterTurn(_ t: VideoTransform) -> Bool {
+        let units = [t.a, t.b, t.c, t.d]
+        return units.allSatisfy { $0 == 0 || $0 == 1 || $0 == -1 } && abs(t.a * t.d - t.b * t.c) == 1
+            && t.tx.rounded() == t.tx && t.ty.rounded() == t.ty
+    }
+
+    /// The side of the square tiles the mapped paths walk, so that reading the source across its
+    /// rows (a quarter turn reads down its columns) stays in cache.
+    private static let tile = 32
+
+    /// A quarter turn of an integral crop area: each target sample copies (or blends) the one
+    /// source sample its centre maps to, whose offset is linear in x and y.
+    private static func drawTurned<Sample>(_ source: SourcePlane<Sample>, crop: PlaneBox, transform t: VideoTransform,
+                                           determinant: Double, bounds: PlaneBox, opacity: Double, into target: TargetPlane<Sample>) {
+        // The inverse of (x, y) ↦ (a·x + c·y + tx, b·x + d·y + ty), all in whole numbers: the source
+        // sample under target sample (x, y) is (ua·x + uc·y + u0, vb·x + vd·y + v0).
+        let ua = Int(t.d / determinant), uc = Int(-t.c / determinant), vb = Int(-t.b / determinant), vd = Int(t.a / determinant)
+        let ut = (t.c * t.ty - t.d * t.tx) / determinant, vt = (t.b * t.tx - t.a * t.ty) / determinant
+        let u0 = Int((Double(ua + uc) * 0.5 + ut - 0.5).rounded()), v0 = Int((Double(vb + vd) * 0.5 + vt - 0.5).rounded())
+        let stepX = ua + vb * source.stride, stepY = uc + vd * source.stride
+        let origin = u0 + v0 * source.stride
+        let weight = UInt32((opacity * 65536).rounded()), inverse = 65536 - weight
+        // The crop area maps onto an axis-aligned rectangle: `bounds`, where every sample is covered.
+        for tileY in Swift.stride(from: Int(bounds.y0), to: Int(bounds.y1), by: tile) {
+            for tileX in Swift.stride(from: Int(bounds.x0), to: Int(bounds.x1), by: tile) {
+                for y in tileY..<min(tileY + tile, Int(bounds.y1)) {
+                    let out = target.base + y * target.stride
+                    let rowStart = origin + y * stepY
+                    for x in tileX..<min(tileX + tile, Int(bounds.x1)) {
+                        let sample = source.base[rowStart + x * stepX]
+                        if weight >= 65536 {
+                            out[x] = sample
+                        } else {
+                            let mixed = UInt32(truncatingIfNeeded: sample) &* weight &+ UInt32(truncatingIfNeeded: out[x]) &* inverse &+ 32768
+                            out[x] = Sample(truncatingIfNeeded: mixed >> 16)
+                        }
+                    }
+                }
             }
         }
     }
 
     /// Any invertible transform: each target sample's centre is mapped back into the source.
+    ///
+    /// Source positions step across a row in 32.32 fixed point and samples are weighed with
+    /// 16-bit bilinear weights, so the loop has no floating point; the blend rounds once.
     private static func drawMapped<Sample: FixedWidthInteger & UnsignedInteger>(_ source: SourcePlane<Sample>, crop: PlaneBox, transform t: VideoTransform, determinant: Double,
-                                           bounds: PlaneBox, opacity: Float, into target: TargetPlane<Sample>) {
+                                                                               bounds: PlaneBox, opacity: Float, into target: TargetPlane<Sample>) {
         // The inverse of (x, y) ↦ (a·x + c·y + tx, b·x + d·y + ty).
         let ua = t.d / determinant, uc = -t.c / determinant, ut = (t.c * t.ty - t.d * t.tx) / determinant
         let vb = -t.b / determinant, vd = t.a / determinant, vt = (t.b * t.tx - t.a * t.ty) / determinant
+        let one = 4_294_967_296.0
+        func fixed(_ value: Double) -> Int { Int((value * one).rounded()) }
+        let (stepU, stepV) = (fixed(ua), fixed(vb))
+        let (cropX0, cropX1, cropY0, cropY1) = (fixed(crop.x0), fixed(crop.x1), fixed(crop.y0), fixed(crop.y1))
         let firstColumn = max(Int(crop.x0.rounded(.down)), 0), lastColumn = min(Int(crop.x1.rounded(.up)) - 1, source.width - 1)
         let firstRow = max(Int(crop.y0.rounded(.down)), 0), lastRow = min(Int(crop.y1.rounded(.up)) - 1, source.height - 1)
-        let keep = 1 - opacity
-        for y in Int(bounds.y0)..<Int(bounds.y1) {
-            let centreY = Double(y) + 0.5
-            let rowU = uc * centreY + ut, rowV = vd * centreY + vt
-            let out = target.base + y * target.stride
-            for x in Int(bounds.x0)..<Int(bounds.x1) {
-                let centreX = Double(x) + 0.5
-                let u = ua * centreX + rowU, v = vb * centreX + rowV
-                guard u >= crop.x0, u < crop.x1, v >= crop.y0, v < crop.y1 else { continue }
-                let px = u - 0.5, py = v - 0.5
-                let wholeX = px.rounded(.down), wholeY = py.rounded(.down)
-                let fx = Float(px - wholeX), fy = Float(py - wholeY)
-                let i = Int(wholeX), j = Int(wholeY)
-                let i0 = min(max(i, firstColumn), lastColumn), i1 = min(max(i + 1, firstColumn), lastColumn)
-                let j0 = min(max(j, firstRow), lastRow), j1 = min(max(j + 1, firstRow), lastRow)
-                let upper = source.base + j0 * source.stride, lower = source.base + j1 * source.stride
-                let top = Float(upper[i0]) * (1 - fx) + Float(upper[i1]) * fx
-                let bottom = Float(lower[i0]) * (1 - fx) + Float(lower[i1]) * fx
-                let value = top * (1 - fy) + bottom * fy
-                out[x] = Sample(truncatingIfNeeded: Int32(value * opacity + Float(out[x]) * keep + 0.5))
+        let weight = Int((Double(opacity) * 65536).rounded()), keep = 65536 - weight
+        let half = 1 << 31
+        for tileY in Swift.stride(from: Int(bounds.y0), to: Int(bounds.y1), by: tile) {
+            for tileX in Swift.stride(from: Int(bounds.x0), to: Int(bounds.x1), by: tile) {
+                for y in tileY..<min(tileY + tile, Int(bounds.y1)) {
+                    let centreY = Double(y) + 0.5, centreX = Double(tileX) + 0.5
+                    var u = fixed(ua * centreX + uc * centreY + ut), v = fixed(vb * centreX + vd * centreY + vt)
+                    let out = target.base + y * target.stride
+                    for x in tileX..<min(tileX + tile, Int(bounds.x1)) {
+                        defer { u &+= stepU; v &+= stepV }
+                        guard u >= cropX0, u < cropX1, v >= cropY0, v < cropY1 else { continue }
+                        // The sample grid is offset by half a sample: positions are of sample centres.
+                        let pu = u &- half, pv = v &- half
+                        let i = pu >> 32, j = pv >> 32
+                        let fx = (pu >> 16) & 0xFFFF, fy = (pv >> 16) & 0xFFFF
+                        let i0 = min(max(i, firstColumn), lastColumn), i1 = min(max(i + 1, firstColumn), lastColumn)
+                        let j0 = min(max(j, firstRow), lastRow), j1 = min(max(j + 1, firstRow), lastRow)
+                        let upper = source.base + j0 * source.stride, lower = source.base + j1 * source.stride
+                        let top = Int(upper[i0]) &* (65536 - fx) &+ Int(upper[i1]) &* fx
+                        let bottom = Int(lower[i0]) &* (65536 - fx) &+ Int(lower[i1]) &* fx
+                        let value = top &* (65536 - fy) &+ bottom &* fy
+                        let mixed = value &* weight &+ (Int(out[x]) << 32) &* keep &+ (1 << 47)
+                        out[x] = Sample(truncatingIfNeeded: mixed >> 48)
+                    }
+                }
             }
         }
     }
