@@ -299,6 +299,11 @@ private enum Pictures {
         // (235 + 16) / 2 = 125.5: either neighbour is right, so ±1 code value around 125.5 allows 125 and 126 only.
         #expect(planes[0].joined().allSatisfy { abs(Double($0) - 125.5) <= 1 })
         #expect(planes[1].joined().allSatisfy { $0 == 128 } && planes[2].joined().allSatisfy { $0 == 128 })
+        // A quarter of white over black: 0.25·235 + 0.75·16 = 70.75, ±1 code value (so 70 or 71, never 180).
+        white.setOpacity(0.25, at: .zero)
+        let quarter = try Pictures.samples(compositor.render(instruction([white, VideoCompositionLayerInstruction(trackID: 2)]),
+                                                             at: at(1), sourceFrames: sources, width: 64, height: 48))
+        #expect(quarter[0].joined().allSatisfy { abs(Double($0) - 70.75) <= 1 })
     }
 
     @Test func theBackgroundFillsWhatNoLayerCovers() throws {
@@ -361,6 +366,20 @@ private enum Pictures {
         layer.setTransform(.identity, at: .zero)
         let inPlace = try Pictures.samples(compositor.render(instruction([layer]), at: at(1), sourceFrames: [1: source], width: 64, height: 48))
         for row in inPlace[0] { #expect(row == Array(repeating: 16, count: 32) + Array(repeating: 200, count: 32)) }
+    }
+
+    @Test func aScaleSamplesBilinearly() throws {
+        // A 32x24 horizontal luma ramp (16 + 4x) drawn twice as large, 8 rows down, into 64x48.
+        let source = try Pictures.make(32, 24) { plane, x, _ in plane == 0 ? 16 + 4 * x : 128 }
+        var doubled = VideoCompositionLayerInstruction(trackID: 1)
+        doubled.setTransform(VideoTransform(a: 2, b: 0, c: 0, d: 2, tx: 0, ty: 8), at: .zero)
+        let output = try compositor.render(instruction([doubled], background: .white), at: at(1), sourceFrames: [1: source], width: 64, height: 48)
+        let luma = try Pictures.samples(output)[0]
+        // Target x samples source position p = (x + ½)/2 − ½ = x/2 − ¼, clamped to the first and last columns.
+        let expected = (0..<64).map { x in Int((16 + 4 * min(max(Double(x) / 2 - 0.25, 0), 31)).rounded()) }
+        #expect(luma[0] == Array(repeating: 235, count: 64), "above the layer: the white background")
+        #expect(luma[7] == Array(repeating: 235, count: 64))
+        for y in 8..<48 { #expect(luma[y] == expected, "row \(y)") }
     }
 
     @Test func aShearSamplesBilinearly() throws {

@@ -23,6 +23,7 @@ public struct SoftwareCompositor: VideoCompositing {
         case tenBit
     }
 
+    /// The depth the compositor renders at; it picks `outputPixelFormat`.
     public let depth: Depth
 
     /// A compositor rendering at `depth`.

@@ -122,6 +122,7 @@ public struct VideoCompositionSourceTrack: Sendable, Hashable {
     /// The track's average frame rate; 0 when unknown.
     public var nominalFrameRate: Float
 
+    /// A source track; an unknown frame duration or rate stays invalid or 0.
     public init(trackID: Int, naturalSize: Size, preferredTransform: VideoTransform = .identity,
                 minFrameDuration: MediaTime = .invalid, nominalFrameRate: Float = 0) {
         self.trackID = trackID
@@ -137,6 +138,7 @@ public struct VideoCompositionSourceTrack: Sendable, Hashable {
 public struct RGBAColor: Sendable, Hashable, Codable {
     public var red: Double, green: Double, blue: Double, alpha: Double
 
+    /// A colour from its components, opaque unless `alpha` says otherwise.
     public init(red: Double, green: Double, blue: Double, alpha: Double = 1) {
         (self.red, self.green, self.blue, self.alpha) = (red, green, blue, alpha)
     }
@@ -157,6 +159,7 @@ public struct VideoCompositionInstruction: Sendable, Hashable {
     /// Whether post-processing (Apple's animation tool) runs on this instruction's frames.
     public var enablePostProcessing: Bool
 
+    /// An instruction over `timeRange`; by default opaque black with no layers.
     public init(timeRange: MediaTimeRange, backgroundColor: RGBAColor = .black,
                 layerInstructions: [VideoCompositionLayerInstruction] = [], enablePostProcessing: Bool = true) {
         self.timeRange = timeRange
