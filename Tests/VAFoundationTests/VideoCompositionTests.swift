@@ -404,6 +404,28 @@ private enum Pictures {
         }
     }
 
+    @Test func degenerateLayersDrawNothingAndNeverTrap() throws {
+        let source = try Pictures.make(64, 48, .yuv420p, Pictures.pattern)
+        let transforms = [VideoTransform(a: 0, b: 0, c: 0, d: 0, tx: 0, ty: 0),
+                          VideoTransform(a: 1, b: 0, c: 0, d: 1, tx: .nan, ty: 0),
+                          VideoTransform(a: 1, b: 0, c: 0, d: 1, tx: 1e300, ty: -1e300),
+                          VideoTransform(a: 2e-15, b: 0, c: 0.001, d: 1e3, tx: 10, ty: 0)]
+        for transform in transforms {
+            var layer = VideoCompositionLayerInstruction(trackID: 1)
+            layer.setTransform(transform, at: .zero)
+            let planes = try Pictures.samples(compositor.render(instruction([layer]), at: at(1), sourceFrames: [1: source], width: 64, height: 48))
+            #expect(planes[0].joined().allSatisfy { $0 == 16 }, "\(transform) shows only the background")
+        }
+        var cropped = VideoCompositionLayerInstruction(trackID: 1)
+        cropped.setCropRectangle(Rect(x: 10, y: 10, width: -5, height: .nan), at: .zero)
+        var invisible = VideoCompositionLayerInstruction(trackID: 2)
+        invisible.setOpacity(.nan, at: .zero)
+        let planes = try Pictures.samples(compositor.render(instruction([cropped, invisible]), at: at(1),
+                                                            sourceFrames: [1: source, 2: source], width: 64, height: 48))
+        #expect(planes[0].joined().allSatisfy { $0 == 16 })
+        #expect(throws: MediaError.self) { try VideoCompositionRenderContext(size: Size(width: .nan, height: 10), pixelFormat: .yuv420p) }
+    }
+
     /// Apple's cross-dissolve: the top layer's opacity ramps 1 → 0 over the bottom one at 1.
     @Test func aCrossfadeMiddleFrameIsTheEvenBlend() throws {
         let (a, b) = ([200, 100, 150], [50, 160, 90])
@@ -476,18 +498,20 @@ private enum Pictures {
         half.setOpacity(0.5, at: .zero)
         var turned = VideoCompositionLayerInstruction(trackID: 2)
         turned.setTransform(VideoTransform(rotationDegrees: 90, size: Size(width: 1080, height: 1920)), at: .zero)
+        let nv12Source = try Pictures.make(1920, 1080, .nv12, Pictures.pattern)
         let output = try PixelBuffer(width: 1920, height: 1080, pixelFormat: .yuv420p)
         let cases: [(String, VideoCompositionInstruction)] = [
             ("identity", instruction([VideoCompositionLayerInstruction(trackID: 1)])),
             ("opacity 0.5", instruction([half])),
             ("90° rotation", instruction([turned])),
+            ("identity from nv12 (libswscale conversion)", instruction([VideoCompositionLayerInstruction(trackID: 3)])),
         ]
         for (name, instruction) in cases {
             let clock = ContinuousClock()
             let runs = 5
             let elapsed = try clock.measure {
                 for _ in 0..<runs {
-                    try compositor.render(instruction, at: at(1), sourceFrames: [1: source, 2: turnedSource], into: output)
+                    try compositor.render(instruction, at: at(1), sourceFrames: [1: source, 2: turnedSource, 3: nv12Source], into: output)
                 }
             }
             let ms = Double(elapsed.components.attoseconds / 1_000_000_000_000_000 + elapsed.components.seconds * 1000) / Double(runs)

@@ -22,6 +22,9 @@ public struct VideoCompositionRenderContext: Sendable {
     /// A context rendering `size` pictures in `pixelFormat`, from a pool of at most
     /// `maximumBufferCount` pictures. The size is rounded to whole pixels.
     public init(size: Size, pixelFormat: PixelFormat, maximumBufferCount: Int = 4) throws(MediaError) {
+        guard size.width.isFinite, size.height.isFinite, (0.5..<65536).contains(size.width), (0.5..<65536).contains(size.height) else {
+            throw MediaError(.invalidArgument, "render size \(size.width)x\(size.height) is not a picture size")
+        }
         let width = Int(size.width.rounded()), height = Int(size.height.rounded())
         self.pool = try PixelBufferPool(width: width, height: height, pixelFormat: pixelFormat, maximumBufferCount: maximumBufferCount)
         self.size = Size(width: width, height: height)

@@ -207,8 +207,11 @@ enum CompositorKernels {
         // The inverse of (x, y) ↦ (a·x + c·y + tx, b·x + d·y + ty).
         let ua = t.d / determinant, uc = -t.c / determinant, ut = (t.c * t.ty - t.d * t.tx) / determinant
         let vb = -t.b / determinant, vd = t.a / determinant, vt = (t.b * t.tx - t.a * t.ty) / determinant
+        // A layer shrunk more than 65536 times is smaller than a sample: skipping it keeps every
+        // source position below 2^31 samples, well inside the fixed-point range.
+        guard [ua, uc, vb, vd].allSatisfy({ abs($0) <= 65536 }) else { return }
         let one = 4_294_967_296.0
-        func fixed(_ value: Double) -> Int { Int((value * one).rounded()) }
+        func fixed(_ value: Double) -> Int { Int((min(max(value, -0x1p30), 0x1p30) * one).rounded()) }
         let (stepU, stepV) = (fixed(ua), fixed(vb))
         let (cropX0, cropX1, cropY0, cropY1) = (fixed(crop.x0), fixed(crop.x1), fixed(crop.y0), fixed(crop.y1))
         let firstColumn = max(Int(crop.x0.rounded(.down)), 0), lastColumn = min(Int(crop.x1.rounded(.up)) - 1, source.width - 1)
