@@ -39,9 +39,9 @@ public struct SoftwareCompositor: VideoCompositing {
     /// Renders `request` into a picture from its render context's pool.
     public func renderFrame(_ request: VideoCompositionRequest) throws -> PixelBuffer {
         let output = try request.renderContext.newPixelBuffer()
-        let frames = Dictionary(uniqueKeysWithValues: request.instruction.requiredSourceTrackIDs.compactMap { id in
+        let frames = Dictionary(request.instruction.requiredSourceTrackIDs.compactMap { id in
             request.sourceFrame(byTrackID: id).map { (id, $0) }
-        })
+        }, uniquingKeysWith: { first, _ in first })
         try render(request.instruction, at: request.compositionTime, sourceFrames: frames, into: output)
         return output
     }
@@ -76,10 +76,10 @@ public struct SoftwareCompositor: VideoCompositing {
         }
         try output.withUnsafeMutablePlanes { outputPlanes in
             if cover == nil {
-                for (plane, value) in zip(outputPlanes, backgroundSamples(instruction.backgroundColor)) {
+                for (index, (plane, value)) in zip(outputPlanes, backgroundSamples(instruction.backgroundColor)).enumerated() {
                     switch depth {
-                    case .eightBit: CompositorKernels.fill(target(plane, UInt8.self, output), with: UInt8(value))
-                    case .tenBit: CompositorKernels.fill(target(plane, UInt16.self, output), with: UInt16(value))
+                    case .eightBit: CompositorKernels.fill(target(plane, UInt8.self, output, index), with: UInt8(value))
+                    case .tenBit: CompositorKernels.fill(target(plane, UInt16.self, output, index), with: UInt16(value))
                     }
                 }
             }
@@ -146,7 +146,7 @@ public struct SoftwareCompositor: VideoCompositing {
                     width: width, height: plane.height)
     }
 
-    private func target<Sample: FixedWidthInteger & UnsignedInteger>(_ plane: PixelBuffer.MutablePlane, _: Sample.Type, _ picture: PixelBuffer, _ index: Int = 0) -> TargetPlane<Sample> {
+    private func target<Sample: FixedWidthInteger & UnsignedInteger>(_ plane: PixelBuffer.MutablePlane, _: Sample.Type, _ picture: PixelBuffer, _ index: Int) -> TargetPlane<Sample> {
         TargetPlane(base: plane.baseAddress.assumingMemoryBound(to: Sample.self), stride: plane.bytesPerRow / MemoryLayout<Sample>.size,
                     width: planeWidth(index, of: picture), height: plane.height)
     }

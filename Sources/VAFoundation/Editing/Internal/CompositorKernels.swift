@@ -7,6 +7,11 @@ struct SourcePlane<Sample: FixedWidthInteger & UnsignedInteger> {
     let stride: Int
     let width: Int
     let height: Int
+
+    init(base: UnsafePointer<Sample>, stride: Int, width: Int, height: Int) {
+        precondition(width >= 0 && height >= 0 && width <= stride, "a \(width)-sample row does not fit a \(stride)-sample stride")
+        (self.base, self.stride, self.width, self.height) = (base, stride, width, height)
+    }
 }
 
 /// One plane of the picture being drawn.
@@ -15,6 +20,11 @@ struct TargetPlane<Sample: FixedWidthInteger & UnsignedInteger> {
     let stride: Int
     let width: Int
     let height: Int
+
+    init(base: UnsafeMutablePointer<Sample>, stride: Int, width: Int, height: Int) {
+        precondition(width >= 0 && height >= 0 && width <= stride, "a \(width)-sample row does not fit a \(stride)-sample stride")
+        (self.base, self.stride, self.width, self.height) = (base, stride, width, height)
+    }
 }
 
 /// An area of a plane in its sample coordinates: `x0 ..< x1`, `y0 ..< y1`.
