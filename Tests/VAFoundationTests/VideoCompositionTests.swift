@@ -350,6 +350,15 @@ private enum Pictures {
         #expect(planes[0][0][23] != 220 && planes[0][8][31] != 220)
     }
 
+    @Test func aMirrorFlipsEveryPlaneExactly() throws {
+        let source = try Pictures.make(64, 48, .yuv420p, Pictures.pattern)
+        var mirrored = VideoCompositionLayerInstruction(trackID: 1)
+        mirrored.setTransform(VideoTransform(a: -1, b: 0, c: 0, d: 1, tx: 64, ty: 0), at: .zero)
+        let output = try Pictures.samples(compositor.render(instruction([mirrored]), at: at(1), sourceFrames: [1: source], width: 64, height: 48))
+        let input = try Pictures.samples(source)
+        #expect(output == input.map { plane in plane.map { Array($0.reversed()) } }, "out(x, y) = in(W − 1 − x, y) in each plane")
+    }
+
     @Test func theCropRectangleRestrictsTheSource() throws {
         // Left half dark, right half bright; crop the right half and move it to the left.
         let source = try Pictures.make(64, 48) { plane, x, _ in
