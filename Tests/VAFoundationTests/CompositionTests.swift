@@ -299,3 +299,101 @@ struct CompositionImageTests {
         #expect(abs(redTime.seconds - 0.5) <= 0.04 && abs(blueTime.seconds - 2.5) <= 0.04, "actual times on the composition's timeline: \(redTime), \(blueTime)")
     }
 }
+
+/// Video compositions exported, checked against ffmpeg's own filters as the oracle.
+@Suite(.disabled(if: which("ffprobe") == nil || which("ffmpeg") == nil, "ffmpeg/ffprobe are not installed (Hardware/setup.sh installs them)"))
+struct VideoCompositionExportTests {
+    static func colourClip(_ url: URL, colour: String, seconds: Int = 2) async throws {
+        let made = try await ChildProcess.run(which("ffmpeg")!, ["-v", "error", "-nostdin", "-f", "lavfi", "-i", "color=c=\(colour):s=320x240:r=30:d=\(seconds)",
+                                                                 "-f", "lavfi", "-i", "sine=f=440:d=\(seconds)", "-c:v", "libx264", "-pix_fmt", "yuv420p",
+                                                                 "-c:a", "aac", "-shortest", url.path], timeLimit: 120)
+        try #require(made.shellStatus == 0)
+    }
+
+    /// The RGB of the pixel at (x, y) of the frame shown at `time`, decoded by ffmpeg.
+    static func pixel(_ url: URL, at time: Double, x: Int, y: Int) async throws -> [Int] {
+        let child = try await ChildProcess.run(which("ffmpeg")!, ["-v", "error", "-nostdin", "-ss", "\(time)", "-i", url.path, "-frames:v", "1",
+                                                                  "-vf", "format=rgb24,crop=2:2:\(x):\(y)", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"], timeLimit: 120)
+        try #require(child.standardOutput.count == 12, "ffmpeg gave no pixel at \(time) s of \(url.lastPathComponent): \(child.stderr)")
+        return child.standardOutput.prefix(3).map { Int($0) }
+    }
+
+    @Test func aCrossfadesMiddleFrameIsTheEvenBlend() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let red = dir.appendingPathComponent("red.mp4"), blue = dir.appendingPathComponent("blue.mp4")
+        try await Self.colourClip(red, colour: "red")
+        try await Self.colourClip(blue, colour: "blue")
+        // Track A: red 0–2 s; track B: blue 1–3 s; a 1 s cross-dissolve over 1–2 s.
+        let composition = MutableComposition()
+        let a = try #require(composition.addMutableTrack(withMediaType: .video))
+        let b = try #require(composition.addMutableTrack(withMediaType: .video))
+        let second = MediaTime(value: 1, timescale: 1)
+        let two = MediaTimeRange(start: .zero, duration: MediaTime(value: 2, timescale: 1))
+        try a.insertTimeRange(two, of: try #require(try await Asset(url: red).loadTracks(withMediaType: .video).first), at: .zero)
+        try b.insertTimeRange(two, of: try #require(try await Asset(url: blue).loadTracks(withMediaType: .video).first), at: second)
+        var fadeOut = VideoCompositionLayerInstruction(assetTrack: a)
+        fadeOut.setOpacityRamp(fromStartOpacity: 1, toEndOpacity: 0, timeRange: MediaTimeRange(start: second, duration: second))
+        let video = VideoComposition(renderSize: Size(width: 320, height: 240), frameDuration: MediaTime(value: 1, timescale: 30), instructions: [
+            VideoCompositionInstruction(timeRange: MediaTimeRange(start: .zero, duration: second), layerInstructions: [VideoCompositionLayerInstruction(assetTrack: a)]),
+            VideoCompositionInstruction(timeRange: MediaTimeRange(start: second, duration: second), layerInstructions: [fadeOut, VideoCompositionLayerInstruction(assetTrack: b)]),
+            VideoCompositionInstruction(timeRange: MediaTimeRange(start: MediaTime(value: 2, timescale: 1), duration: second), layerInstructions: [VideoCompositionLayerInstruction(assetTrack: b)]),
+        ])
+        let output = dir.appendingPathComponent("xfade.mp4")
+        let session = ExportSession(asset: composition, preset: .preset640x480)
+        session.videoComposition = video
+        let result = try await session.export(to: output, as: .mp4)
+        #expect(result.pathReason.contains("compositor"))
+        #expect(abs(try CompositionExportTests.duration(output, stream: "v") - 3) <= 1.0 / 30 + 0.001)
+        let before = try await Self.pixel(output, at: 0.5, x: 160, y: 120)
+        let middle = try await Self.pixel(output, at: 1.5, x: 160, y: 120)
+        let after = try await Self.pixel(output, at: 2.5, x: 160, y: 120)
+        // Tolerance: ±8 per channel, for the two 4:2:0 round trips and two H.264 encodes (the
+        // source clips' and the export's) between the blend and the pixel read back.
+        for c in 0..<3 {
+            let even = (before[c] + after[c]) / 2
+            #expect(abs(middle[c] - even) <= 8, "channel \(c): \(middle[c]) at 1.5 s, the even blend of \(before[c]) and \(after[c]) is \(even)")
+        }
+    }
+
+    @Test func aQuarterTurnMatchesFFmpegsTranspose() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let clip = Asset(url: TestFiles.fixture("testsrc_320x240_30fps_3s.mp4"))
+        var video = try await VideoComposition.videoComposition(withPropertiesOf: clip)
+        let track = try #require(try await clip.loadTracks(withMediaType: .video).first)
+        // A clockwise quarter turn: (x, y) → (240 − y, x); the render size turns with it.
+        var layer = VideoCompositionLayerInstruction(assetTrack: track)
+        layer.setTransform(VideoTransform(a: 0, b: 1, c: -1, d: 0, tx: 240, ty: 0), at: .zero)
+        video.renderSize = Size(width: 240, height: 320)
+        video.instructions = [VideoCompositionInstruction(timeRange: MediaTimeRange(start: .zero, duration: try await clip.load(.duration)),
+                                                          layerInstructions: [layer])]
+        let output = dir.appendingPathComponent("portrait.mp4")
+        let session = ExportSession(asset: clip, preset: .highestQuality)
+        session.videoComposition = video
+        _ = try await session.export(to: output, as: .mp4)
+        let stream = try WriterTestSupport.probeStream(output, "v")
+        #expect(stream["width"] as? Int == 240 && stream["height"] as? Int == 320)
+        let psnr = try await ChildProcess.run(which("ffmpeg")!, ["-v", "info", "-nostdin", "-i", output.path, "-i", clip.url.path, "-lavfi",
+                                                                 "[1:v]transpose=clock[turned];[0:v][turned]psnr", "-f", "null", "-"], timeLimit: 300)
+        let line = try #require(psnr.stderr.split(separator: "\n").last { $0.contains("PSNR") && $0.contains("average:") })
+        let average = Double(line.split(separator: " ").first { $0.hasPrefix("average:") }!.dropFirst("average:".count)) ?? 0
+        #expect(average > 30, "PSNR against ffmpeg's transpose=clock: \(line)")
+    }
+
+    @Test func anInvalidVideoCompositionIsATypedErrorAndLeavesNoFile() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let clip = Asset(url: TestFiles.fixture("testsrc_320x240_30fps_3s.mp4"))
+        var video = try await VideoComposition.videoComposition(withPropertiesOf: clip)
+        video.instructions[0].timeRange = MediaTimeRange(start: .zero, duration: MediaTime(value: 1, timescale: 1))
+        #expect(throws: VideoCompositionError.self) {
+            try video.validate(forTrackIDs: [1], timeRange: MediaTimeRange(start: .zero, duration: MediaTime(value: 3, timescale: 1)))
+        }
+        let session = ExportSession(asset: clip, preset: .preset640x480)
+        session.videoComposition = video
+        let error = await #expect(throws: MediaError.self) { try await session.export(to: dir.appendingPathComponent("bad.mp4"), as: .mp4) }
+        #expect(error?.message.contains("video composition is invalid") == true, "\(String(describing: error))")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
+    }
+}

@@ -29,9 +29,14 @@ final class CompositionTrackPipeline: TrackPipeline {
     /// Video: the empty segment under way has had its black picture.
     private var gapServed = false
 
+    /// Video: an empty segment gives one black picture (false: nothing, for a compositor,
+    /// which shows what lies below instead).
+    private let picturesEmptySegments: Bool
+
     /// A pipeline for `track` over `timeRange` of the composition.
-    init(track: CompositionTrack, media: Media, timeRange: MediaTimeRange) throws(MediaError) {
+    init(track: CompositionTrack, media: Media, timeRange: MediaTimeRange, picturesEmptySegments: Bool = true) throws(MediaError) {
         self.track = track
+        self.picturesEmptySegments = picturesEmptySegments
         let range = timeRange.isValid && timeRange.duration.isNumeric
             ? timeRange : MediaTimeRange(start: timeRange.start.isNumeric ? timeRange.start : .zero, end: track.timeRange.end)
         segments = track.segments.compactMap { segment in
@@ -118,7 +123,7 @@ final class CompositionTrackPipeline: TrackPipeline {
     private func nextVideo(in segment: CompositionTrackSegment) throws(MediaError) -> SampleBuffer? {
         if segment.isEmpty {
             // One black picture for the whole gap; the export's frame-rate policy repeats it.
-            guard !gapServed else { return nil }
+            guard !gapServed, picturesEmptySegments else { return nil }
             gapServed = true
             return try blackPicture(for: segment.targetRange)
         }

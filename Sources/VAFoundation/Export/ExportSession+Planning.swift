@@ -98,6 +98,17 @@ extension ExportSession {
                 assistant.sourceVideoAverageFrameDuration = MediaTime(seconds: 1 / Double(video.nominalFrameRate), preferredTimescale: 90000)
             }
             if video.minFrameDuration.isNumeric { assistant.sourceVideoMinFrameDuration = video.minFrameDuration }
+            if let composition = s.videoComposition {
+                // The compositor's pictures are the source: its size, upright, at its frame rate.
+                assistant.sourceVideoFormat?.video?.width = Int(composition.renderSize.width.rounded())
+                assistant.sourceVideoFormat?.video?.height = Int(composition.renderSize.height.rounded())
+                assistant.sourceVideoFormat?.video?.pixelAspectRatio = nil
+                assistant.sourceVideoTransform = .identity
+                if composition.frameDuration.isNumeric, composition.frameDuration > .zero {
+                    assistant.sourceVideoAverageFrameDuration = composition.frameDuration
+                    assistant.sourceVideoMinFrameDuration = composition.frameDuration
+                }
+            }
         }
         let audio = Self.primaryAudioTrack(tracks)
         assistant.sourceAudioFormat = audio?.formatDescription
@@ -222,7 +233,7 @@ extension ExportSession {
                 plan.videoEncoder = assistant.videoEncoder
                 plan.frameRate = assistant.outputFrameRate
                 // A composition's segments are decoded and joined in host memory.
-                let policy = softwareOnly || isComposition ? .off : s.hardwarePolicy
+                let policy = softwareOnly || isComposition || s.videoComposition != nil ? .off : s.hardwarePolicy
                 let (device, problem) = policy == .off ? (nil, nil) : resolveDevice(s)
                 let decision = try Self.hardwareJob(video, settings: videoSettings).decide(
                     policy: policy, capabilities: device?.capabilities, problem: problem)
@@ -269,6 +280,9 @@ extension ExportSession {
             plan.pathReason = plan.hardware?.reason ?? "audio is encoded in software"
             if isComposition {
                 plan.pathReason = "software: a composition's segments are decoded from their files and joined in host memory"
+            }
+            if s.videoComposition != nil, plan.videoTrack != nil {
+                plan.pathReason = "software: the video composition is drawn by \(s.customVideoCompositor.map { "\(type(of: $0))" } ?? "the software compositor") in host memory"
             }
         }
         let videoTracks = plan.passthroughTracks.filter { $0.mediaType == .video } + (plan.videoTrack.map { [$0] } ?? [])

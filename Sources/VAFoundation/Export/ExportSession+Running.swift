@@ -221,13 +221,30 @@ extension ExportSession {
             // Interlaced pictures are deinterlaced (the writer makes progressive video only);
             // HDR pictures going to SDR settings are tone-mapped where they are decoded.
             attributes.colorProperties = Self.toneMapping(from: video, to: videoSettings)
-            let output = try AssetReaderTrackOutput(track: video, outputSettings: .video(attributes))
-            if hardware?.decodesOnDevice == true { output.hardwareDevice = plan.device }
-            output.observations.withLock { $0 = observations }
+            let output: AssetReaderOutput
+            if let composition = s.videoComposition {
+                // Every video track goes to the compositor, which draws the upright picture.
+                let videoTracks = tracks.filter { $0.mediaType == .video && !$0.isAttachedPicture && !unreadableIDs.contains($0.trackID) }
+                do {
+                    try composition.validate(forTrackIDs: Set(videoTracks.map(\.trackID)),
+                                             timeRange: MediaTimeRange(start: .zero, end: videoTracks.map(\.timeRange.end).max() ?? duration))
+                } catch {
+                    throw MediaError(.invalidArgument, "the video composition is invalid: \(error)", path: asset.displayPath)
+                }
+                let compositing = try AssetReaderVideoCompositionOutput(videoTracks: videoTracks)
+                compositing.videoComposition = composition
+                compositing.customVideoCompositor = s.customVideoCompositor
+                output = compositing
+            } else {
+                let trackOutput = try AssetReaderTrackOutput(track: video, outputSettings: .video(attributes))
+                if hardware?.decodesOnDevice == true { trackOutput.hardwareDevice = plan.device }
+                trackOutput.observations.withLock { $0 = observations }
+                output = trackOutput
+            }
             let input = try AssetWriterInput(mediaType: .video, outputSettings: .video(videoSettings))
             if hardware?.encodesOnDevice == true { input.hardwareDevice = plan.device }
             input.observations = observations
-            input.transform = video.preferredTransform
+            input.transform = s.videoComposition == nil ? video.preferredTransform : .identity
             let converter = plan.frameRate.map { FrameRateConverter(framesPerSecond: $0, start: start) }
             // On a device, unless the policy requires it, a failure resumes the video in software.
             let resumable = hardware != nil && hardwarePolicy != .require

@@ -37,6 +37,8 @@ public final class ExportSession: Sendable {
         var metadata: [MetadataItem]?
         var audioMix: AudioMix?
         var audioTimePitchAlgorithm = AudioTimePitchAlgorithm.spectral
+        var videoComposition: VideoComposition?
+        var customVideoCompositor: (any VideoCompositing)?
         var frameRatePolicy: FrameRatePolicy = .automatic
         var videoCodec: VideoCodec?
         var videoBitRate: Int?
@@ -116,6 +118,18 @@ public final class ExportSession: Sendable {
     public var audioTimePitchAlgorithm: AudioTimePitchAlgorithm {
         get { settings.withLock { $0.audioTimePitchAlgorithm } }
         set { settings.withLock { $0.audioTimePitchAlgorithm = newValue } }
+    }
+    /// Composites the video tracks (`videoComposition`): its render size and frame duration
+    /// become the source's, its instructions draw each picture. Nil exports the first video
+    /// track as it is. Ignored by passthrough.
+    public var videoComposition: VideoComposition? {
+        get { settings.withLock { $0.videoComposition } }
+        set { settings.withLock { $0.videoComposition = newValue } }
+    }
+    /// Draws the video composition's pictures instead of `SoftwareCompositor`.
+    public var customVideoCompositor: (any VideoCompositing)? {
+        get { settings.withLock { $0.customVideoCompositor } }
+        set { settings.withLock { $0.customVideoCompositor = newValue } }
     }
     /// Keep the source's frame timing, or convert to a constant rate. Ignored by passthrough.
     public var frameRatePolicy: FrameRatePolicy {

@@ -1,0 +1,221 @@
+import FFmpegSupport
+
+/// Composited pictures of several video tracks (`AVAssetReaderVideoCompositionOutput`): at
+/// every `frameDuration` step of the video composition, the picture each track shows then
+/// goes to the compositor with the instruction in effect, and its result comes out.
+// @unchecked: `videoComposition`, `customVideoCompositor` are set before reading starts and `pipeline` is used by the output's one consumer, serialised by its queue.
+public final class AssetReaderVideoCompositionOutput: AssetReaderOutput, @unchecked Sendable {
+    public let videoTracks: [AssetTrack]
+    /// Required before reading starts: the render size, frame duration and instructions.
+    public nonisolated(unsafe) var videoComposition: VideoComposition?
+    /// Draws each picture; nil uses `SoftwareCompositor` (8-bit, or 10-bit when a source is deeper).
+    public nonisolated(unsafe) var customVideoCompositor: (any VideoCompositing)?
+
+    private nonisolated(unsafe) var pipeline: VideoCompositionPipeline?
+
+    /// An output compositing `videoTracks` (all of one asset or composition).
+    public init(videoTracks: [AssetTrack]) throws {
+        guard !videoTracks.isEmpty, videoTracks.allSatisfy({ $0.mediaType == .video }) else {
+            throw MediaError(.invalidArgument, "a video composition output needs one or more video tracks")
+        }
+        self.videoTracks = videoTracks
+        super.init(mediaType: .video)
+    }
+
+    override var streamIndices: [Int] { videoTracks.map(\.streamIndex) }
+
+    override func prepare(session: DemuxSession, timeRange: MediaTimeRange) throws(MediaError) {
+        let composition = try checkedComposition(path: session.path)
+        let inputs = try videoTracks.map { track throws(MediaError) -> VideoCompositionPipeline.Input in
+            let attributes = PixelBufferAttributes(pixelFormat: Self.workingFormat(of: track))
+            let pipeline = try VideoDecodePipeline(session: session, track: track, attributes: attributes, timeRange: timeRange)
+            return .init(trackID: track.trackID, pipeline: pipeline, isShowing: { $0 < track.timeRange.end })
+        }
+        pipeline = try VideoCompositionPipeline(inputs: inputs, composition: composition, compositor: compositor(), timeRange: timeRange,
+                                                end: videoTracks.map(\.timeRange.end).max() ?? .zero, path: session.path)
+    }
+
+    override func prepare(composition tracks: [CompositionTrack], timeRange: MediaTimeRange) throws(MediaError) {
+        let composition = try checkedComposition(path: "composition")
+        let inputs = try videoTracks.map { track throws(MediaError) -> VideoCompositionPipeline.Input in
+            guard let own = track.compositionTrack, let compositionTrack = tracks.first(where: { $0.trackID == own.trackID }) else {
+                throw MediaError(.invalidArgument, "track \(track.trackID) is not a track of the composition being read", path: "composition")
+            }
+            let attributes = PixelBufferAttributes(pixelFormat: Self.workingFormat(of: track))
+            let pipeline = try CompositionTrackPipeline(track: compositionTrack, media: .video(attributes), timeRange: timeRange,
+                                                        picturesEmptySegments: false)
+            // A track shows nothing during its empty segments: the layers below (or the background) show.
+            return .init(trackID: track.trackID, pipeline: pipeline, isShowing: { compositionTrack.segment(forTrackTime: $0)?.isEmpty == false })
+        }
+        pipeline = try VideoCompositionPipeline(inputs: inputs, composition: composition, compositor: compositor(), timeRange: timeRange,
+                                                end: tracks.filter { $0.mediaType == .video }.map(\.timeRange.end).max() ?? .zero, path: "composition")
+    }
+
+    override func produceNext() throws(MediaError) -> SampleBuffer? { try pipeline?.next() }
+
+    override func dropPipeline() {
+        pipeline?.stop()
+        pipeline = nil
+    }
+
+    private func checkedComposition(path: String) throws(MediaError) -> VideoComposition {
+        guard let composition = videoComposition else {
+            throw MediaError(.invalidArgument, "set the output's videoComposition before reading", path: path)
+        }
+        do { try composition.validate(forTrackIDs: Set(videoTracks.map(\.trackID)), timeRange: composition.coveredRange) } catch {
+            throw MediaError(.invalidArgument, "the video composition is invalid: \(error)", path: path)
+        }
+        return composition
+    }
+
+    private func compositor() -> any VideoCompositing {
+        customVideoCompositor ?? SoftwareCompositor(depth: videoTracks.contains { ($0.formatDescription.video?.bitDepth ?? 8) > 8 } ? .tenBit : .eightBit)
+    }
+
+    /// Pictures are decoded in the compositor's format at their own size: layer transforms
+    /// are in the track's pixels.
+    private static func workingFormat(of track: AssetTrack) -> PixelFormat {
+        (track.formatDescription.video?.bitDepth ?? 8) > 8 ? .yuv420p10 : .yuv420p
+    }
+}
+
+extension VideoComposition {
+    /// The span the instructions cover, from the first start to the last end.
+    var coveredRange: MediaTimeRange {
+        let ranges = instructions.map(\.timeRange).filter(\.isValid)
+        guard let start = ranges.map(\.start).min(), let end = ranges.map(\.end).max() else { return .invalid }
+        return MediaTimeRange(start: start, end: end)
+    }
+
+    /// A video composition showing `asset`'s video tracks as a player would
+    /// (`videoCompositionWithPropertiesOfAsset:`): Apple's rules for the render size, the frame
+    /// duration and each track's transform.
+    public static func videoComposition(withPropertiesOf asset: Asset) async throws -> VideoComposition {
+        let (tracks, duration) = try await asset.load(.tracks, .duration)
+        let video = tracks.filter { $0.mediaType == .video && !$0.isAttachedPicture }
+        return videoComposition(withPropertiesOf: video.map(VideoCompositionSourceTrack.init(track:)), duration: duration)
+    }
+}
+
+extension VideoCompositionSourceTrack {
+    /// The facts of `track` a video composition takes.
+    public init(track: AssetTrack) {
+        self.init(trackID: track.trackID, naturalSize: track.naturalSize, preferredTransform: track.preferredTransform,
+                  minFrameDuration: track.minFrameDuration, nominalFrameRate: track.nominalFrameRate)
+    }
+}
+
+extension VideoCompositionLayerInstruction {
+    /// A layer instruction for `track` (`videoCompositionLayerInstructionWithAssetTrack:`),
+    /// starting from the identity transform as Apple's does.
+    public init(assetTrack track: AssetTrack) { self.init(trackID: track.trackID) }
+
+    /// A layer instruction for a composition's `track`.
+    public init(assetTrack track: MutableCompositionTrack) { self.init(trackID: track.trackID) }
+}
+
+/// Steps through the composition's frame times; at each, takes the picture every track shows
+/// and renders the instruction in effect.
+final class VideoCompositionPipeline: TrackPipeline {
+    struct Input {
+        let trackID: Int
+        let pipeline: TrackPipeline
+        /// Whether the track shows anything at a time (false in its gaps and after its end).
+        let isShowing: (MediaTime) -> Bool
+        /// The latest picture at or before the current time, and the one after it.
+        var current: SampleBuffer?
+        var upcoming: SampleBuffer?
+        var ended = false
+
+        init(trackID: Int, pipeline: TrackPipeline, isShowing: @escaping (MediaTime) -> Bool) {
+            self.trackID = trackID
+            self.pipeline = pipeline
+            self.isShowing = isShowing
+        }
+    }
+
+    private var inputs: [Input]
+    private let composition: VideoComposition
+    private let compositor: any VideoCompositing
+    private let context: VideoCompositionRenderContext
+    private let path: String
+    private let end: MediaTime
+    private var index: Int64 = 0
+    private let start: MediaTime
+    private let width: Int, height: Int
+
+    /// Pictures the compositor renders into: the writer's queue and the encoder's look-ahead
+    /// hold some while the next is drawn.
+    static let renderPoolCapacity = 16
+
+    init(inputs: [Input], composition: VideoComposition, compositor: any VideoCompositing, timeRange: MediaTimeRange,
+         end: MediaTime, path: String) throws(MediaError) {
+        self.inputs = inputs
+        self.composition = composition
+        self.compositor = compositor
+        self.path = path
+        width = Int(composition.renderSize.width.rounded())
+        height = Int(composition.renderSize.height.rounded())
+        context = try VideoCompositionRenderContext(size: Size(width: width, height: height), pixelFormat: compositor.outputPixelFormat,
+                                                    maximumBufferCount: Self.renderPoolCapacity)
+        start = timeRange.start.isNumeric ? max(timeRange.start, .zero) : .zero
+        let covered = composition.coveredRange.end
+        let wanted = timeRange.end.isNumeric ? min(timeRange.end, end) : end
+        self.end = covered.isNumeric ? min(wanted, covered) : wanted
+    }
+
+    func stop() {
+        for input in inputs { input.pipeline.stop() }
+    }
+
+    func next() throws(MediaError) -> SampleBuffer? {
+        let time = start + composition.frameDuration * Int32(clamping: index)
+        guard time < end else { return nil }
+        index += 1
+        var frames: [Int: PixelBuffer] = [:]
+        for i in inputs.indices {
+            try advance(i, to: time)
+            if let picture = inputs[i].current?.imageBuffer, inputs[i].isShowing(time) { frames[inputs[i].trackID] = picture }
+        }
+        guard let instruction = composition.instruction(at: time) else {
+            throw MediaError(.invalidState, "no video composition instruction covers \(time.seconds) s", path: path)
+        }
+        let picture: PixelBuffer
+        do {
+            let request = VideoCompositionRequest(compositionTime: time, instruction: instruction, sourceFrames: frames, renderContext: context)
+            if let software = compositor as? SoftwareCompositor {
+                // Past the pool's pictures (all queued for the encoder), a new one.
+                let pooled = try? context.newPixelBuffer()
+                let output = try pooled ?? PixelBuffer(width: width, height: height, pixelFormat: software.outputPixelFormat)
+                try software.render(instruction, at: time, sourceFrames: frames, into: output)
+                picture = output
+            } else {
+                picture = try compositor.renderFrame(request)
+            }
+        } catch {
+            throw error as? MediaError ?? MediaError(.invalidState, "the compositor failed at \(time.seconds) s: \(error)", path: path)
+        }
+        var format = FormatDescription(mediaType: .video, codec: "rawvideo")
+        format.video = VideoFormat(width: picture.width, height: picture.height, pixelFormat: picture.pixelFormat.rawValue,
+                                   bitDepth: picture.pixelFormat == .yuv420p10 ? 10 : 8)
+        return SampleBuffer(content: .pixelBuffer(picture), packet: nil, codecParameters: nil, presentationTimeStamp: time,
+                            decodeTimeStamp: .invalid, duration: composition.frameDuration, formatDescription: format,
+                            attachments: SampleAttachments())
+    }
+
+    /// Reads track `i` until its current picture is the last one starting at or before `time`.
+    private func advance(_ i: Int, to time: MediaTime) throws(MediaError) {
+        while !inputs[i].ended {
+            if inputs[i].upcoming == nil {
+                guard let sample = try inputs[i].pipeline.next() else {
+                    inputs[i].ended = true
+                    break
+                }
+                inputs[i].upcoming = sample
+            }
+            guard let upcoming = inputs[i].upcoming, upcoming.presentationTimeStamp <= time else { break }
+            inputs[i].current = upcoming
+            inputs[i].upcoming = nil
+        }
+    }
+}
