@@ -84,7 +84,14 @@ struct BatchJob: Sendable {
         let range = timeRange.map { min($0.end.seconds, assetSeconds) - $0.start.seconds } ?? assetSeconds
         let fps = frameRate.outputFrameRate(sourceFrameRate: Double(ExportSession.primaryVideoTrack(tracks)?.nominalFrameRate ?? 0))
             ?? Double(ExportSession.primaryVideoTrack(tracks)?.nominalFrameRate ?? 0)
-        let id = await display.begin(name: URL(fileURLWithPath: input).lastPathComponent, seconds: max(range, 0), frameRate: fps)
+        return await export(session, seconds: max(range, 0), frameRate: fps, display: display, report: report)
+    }
+
+    /// Runs `session` into `output` with a progress bar of `seconds` media seconds at
+    /// `frameRate`, and returns `report` completed or failed (shared with `vaf render`).
+    func export(_ session: ExportSession, seconds: Double, frameRate fps: Double, display: ProgressDisplay, report: JobReport) async -> JobReport {
+        var report = report
+        let id = await display.begin(name: URL(fileURLWithPath: input).lastPathComponent, seconds: seconds, frameRate: fps)
         let watcher = Task {
             for await state in session.states(updateInterval: .milliseconds(250)) {
                 if case .exporting(let progress) = state { await display.update(id, progress: progress) }
