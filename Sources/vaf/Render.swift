@@ -10,7 +10,8 @@ extension Vaf {
             discussion: """
                 Each enabled Video and Audio track of the timeline becomes a track of the movie: its clips \
                 (the source_range of each clip's file) play one after another, gaps and disabled clips are \
-                black or silent, and several audio tracks are mixed. Media paths are taken relative to the \
+                black or silent, and several audio tracks are mixed. The movie has the timeline's constant \
+                frame rate (--frame-rate timeline). Media paths are taken relative to the \
                 timeline's folder; file:// URLs work too. Transitions, nested stacks and missing media are \
                 refused with the clip and the cause named.
 
@@ -32,6 +33,10 @@ extension Vaf {
         @Option(help: ArgumentHelp("Export preset, case-insensitive: 1280x720, HEVC1920x1080… (see vaf transcode --list-presets).", valueName: "name"))
         var preset: String = "1280x720"
 
+        @Option(name: .customLong("frame-rate"),
+                help: ArgumentHelp("timeline (the timeline's rate, constant: its global_start_time's or first video clip's), or as vaf transcode: passthrough, auto, 30, 29.97, 30000/1001.", valueName: "policy"))
+        var frameRate: String = "timeline"
+
         @Option(help: ArgumentHelp("Fit the video into WxH instead of the preset's box (never upscaled).", valueName: "WxH"))
         var size: String?
 
@@ -48,6 +53,7 @@ extension Vaf {
             guard let chosen = ExportPreset(named: preset) else { throw ValidationError("Unknown preset '\(preset)'; see vaf transcode --list-presets.") }
             if chosen.isPassthrough { throw ValidationError("--preset \(preset) copies streams, which a timeline cannot: choose a re-encoding preset (1280x720, HEVC1920x1080, …).") }
             if let size { _ = try Transcode.parseSize(size) }
+            if frameRate.lowercased() != "timeline" { _ = try Transcode.parseFrameRate(frameRate) }
             if let quality, !(0...100).contains(quality) { throw ValidationError("--quality takes 0 to 100 (55 is each encoder's usual default).") }
             _ = try fileType()
         }
@@ -81,6 +87,9 @@ extension Vaf {
                 let (built, timelineReport) = try await OpenTimelineIO.composition(contentsOf: URL(fileURLWithPath: timeline))
                 composition = built
                 report.timeline = RenderReport.Timeline(timelineReport)
+                // A constant rate fills gaps (a trailing one included) with repeated black frames.
+                job.frameRate = frameRate.lowercased() == "timeline"
+                    ? timelineReport.frameRate.map(FrameRatePolicy.constant) ?? .automatic : try Transcode.parseFrameRate(frameRate)
             } catch {
                 report.job = report.job.failing((error as? MediaError)?.description ?? "\(timeline): \(error)")
                 throw ExitCode(1)
@@ -108,6 +117,8 @@ struct RenderReport: Encodable {
         }
 
         var name: String
+        /// Nil when the timeline names no rate.
+        var frameRate: Double?
         var durationSeconds: Double
         var tracks: [Track]
         var skippedTracks: [String]
@@ -115,6 +126,7 @@ struct RenderReport: Encodable {
 
         init(_ report: TimelineReport) {
             name = report.name
+            frameRate = report.frameRate
             durationSeconds = report.duration.seconds
             tracks = report.tracks.map {
                 Track(name: $0.name, mediaType: $0.mediaType.rawValue, clips: $0.clips, disabledClips: $0.disabledClips,
@@ -122,6 +134,19 @@ struct RenderReport: Encodable {
             }
             skippedTracks = report.skippedTracks
             warnings = report.warnings
+        }
+
+        enum CodingKeys: String, CodingKey { case name, frameRate, durationSeconds, tracks, skippedTracks, warnings }
+
+        /// Every key, `frameRate` as null when unknown.
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(name, forKey: .name)
+            try c.encode(frameRate, forKey: .frameRate)
+            try c.encode(durationSeconds, forKey: .durationSeconds)
+            try c.encode(tracks, forKey: .tracks)
+            try c.encode(skippedTracks, forKey: .skippedTracks)
+            try c.encode(warnings, forKey: .warnings)
         }
     }
 

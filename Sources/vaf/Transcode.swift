@@ -263,6 +263,11 @@ extension Vaf {
         }
 
         func parsedFrameRate() throws -> FrameRatePolicy {
+            try Self.parseFrameRate(frameRate)
+        }
+
+        /// `--frame-rate`: passthrough, auto, or a constant rate (shared with `vaf render`).
+        static func parseFrameRate(_ frameRate: String) throws -> FrameRatePolicy {
             switch frameRate.lowercased() {
             case "passthrough", "keep": return .passthrough
             case "auto", "automatic": return .automatic

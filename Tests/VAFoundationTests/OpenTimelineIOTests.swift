@@ -64,6 +64,9 @@ struct OpenTimelineIOTests {
         #expect(OpenTimelineIO.mediaTime(value: 86400, rate: 24) == Self.t(3600, 1))
         #expect(OpenTimelineIO.mediaTime(value: 10.5, rate: 24) == Self.t(105, 240))
         #expect(OpenTimelineIO.mediaTime(value: 25, rate: 12.5) == Self.t(2, 1), "12.5 is 12500/1000")
+        #expect(OpenTimelineIO.exactRate(29.97)! == (30000, 1001))
+        #expect(OpenTimelineIO.exactRate(59.94)! == (60000, 1001))
+        #expect(OpenTimelineIO.exactRate(25)! == (25, 1))
         #expect(OpenTimelineIO.mediaTime(value: 1, rate: 0) == nil)
         #expect(OpenTimelineIO.mediaTime(value: .infinity, rate: 24) == nil)
     }
@@ -109,6 +112,7 @@ struct OpenTimelineIOTests {
         #expect(report.clips.map(\.name) == ["a", "off", "b", "tone"])
         #expect(report.clips[1].isEnabled == false && report.clips[1].targetRange == MediaTimeRange(start: t(3, 2), end: t(7, 4)))
         #expect(report.duration == composition.duration)
+        #expect(report.frameRate == 24, "the first video clip's rate")
     }
 
     /// Each way a clip names its file: relative to the timeline's folder, `./` and `../`

@@ -8,7 +8,8 @@ import Testing
     static let ffprobe = "/usr/bin/ffprobe"
 
     /// A scratch folder with a.mp4 (24 fps) and b.mp4 (30000/1001 fps), 2 s each with a tone, and
-    /// edit.otio: 1 s of a, a 0.5 s gap, 1.001 s (30 frames) of b on V1; 2 s of a's sound on A1.
+    /// edit.otio: 1 s of a, a 0.5 s gap, 1.001 s (30 frames) of b and a closing 0.5 s gap on V1;
+    /// 2 s of a's sound on A1.
     static func scratch() throws -> URL {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-render-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -36,16 +37,23 @@ import Testing
     static func timeline(middle: String) -> String {
         #"{"OTIO_SCHEMA": "Timeline.1", "name": "edit", "tracks": {"OTIO_SCHEMA": "Stack.1", "children": ["#
             + #"{"OTIO_SCHEMA": "Track.1", "name": "V1", "kind": "Video", "children": [\#(clip("a", "a.mp4", range(12, 24, 24))), \#(middle), "#
-            + #"\#(clip("b", "b.mp4", range(15, 30, 29.97)))]}, "#
+            + #"\#(clip("b", "b.mp4", range(15, 30, 29.97))), \#(gap)]}, "#
             + #"{"OTIO_SCHEMA": "Track.1", "name": "A1", "kind": "Audio", "children": [\#(clip("tone", "a.mp4", range(0, 96000, 48000)))]}]}}"#
     }
 
-    /// 1 s + 0.5 s + 30 × 1001/30000 s.
-    static let timelineSeconds = 1.5 + 30.0 * 1001 / 30000
+    /// 1 s + 0.5 s + 30 × 1001/30000 s + 0.5 s.
+    static let timelineSeconds = 2 + 30.0 * 1001 / 30000
 
-    static func duration(_ path: String) throws -> Double {
-        let probe = try Vaf.run(executable: ffprobe, ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=duration", "-of", "csv=p=0", path])
-        return Double(probe.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    /// The video stream's duration (s) and average frame rate ("24/1"), by ffprobe.
+    static func video(_ path: String) throws -> (duration: Double, rate: String) {
+        let probe = try Vaf.run(executable: ffprobe, ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=duration,avg_frame_rate",
+                                                      "-of", "default=noprint_wrappers=1", path])
+        var fields: [String: String] = [:]
+        for line in probe.stdout.split(separator: "\n") {
+            let pair = line.split(separator: "=", maxSplits: 1).map(String.init)
+            if pair.count == 2 { fields[pair[0]] = pair[1] }
+        }
+        return (Double(fields["duration"] ?? "") ?? -1, fields["avg_frame_rate"] ?? "")
     }
 
     /// The average luma of the picture on screen at `seconds`, by ffmpeg's signalstats over
@@ -70,10 +78,13 @@ import Testing
         #expect(result.status == 0, "\(result.stderr)")
         let output = dir.appendingPathComponent("edit.mp4").path
         #expect(FileManager.default.fileExists(atPath: output), "the default output is the timeline's name with .mp4, beside it")
-        #expect(abs(try Self.duration(output) - Self.timelineSeconds) <= 1.0 / 24 + 0.001)
+        let video = try Self.video(output)
+        #expect(abs(video.duration - Self.timelineSeconds) <= 1.0 / 24 + 0.001, "\(video.duration) s")
+        #expect(video.rate == "24/1", "the timeline's rate, that of its first clip")
         #expect(try Self.luma(output, at: 1.25) < 20, "the gap's middle frame is black")
         #expect(try Self.luma(output, at: 0.5) > 40, "the first clip is not black")
         #expect(try Self.luma(output, at: 2.0) > 40, "the second clip is not black")
+        #expect(try Self.luma(output, at: Self.timelineSeconds - 0.25) < 20, "the closing gap is black")
 
         let lines = try Vaf.jsonLines(result.stdout)
         #expect(lines.count == 1)
@@ -82,9 +93,10 @@ import Testing
         let schema = try JSONSchemaSubset(json: Data(contentsOf: Vaf.packageRoot.appendingPathComponent("Schemas/vaf-render.schema.json")))
         #expect(schema.violations(of: line).isEmpty, "\(schema.violations(of: line))")
         let report = try #require(line["timeline"] as? [String: Any])
+        #expect(report["frameRate"] as? Double == 24)
         let tracks = try #require(report["tracks"] as? [[String: Any]])
         #expect(tracks.map { $0["mediaType"] as? String } == ["video", "audio"])
-        #expect(tracks.first?["gaps"] as? Int == 1 && tracks.first?["clips"] as? Int == 2)
+        #expect(tracks.first?["gaps"] as? Int == 2 && tracks.first?["clips"] as? Int == 2)
 
         let again = try Vaf.run(["render", timeline])
         #expect(again.status == 1, "an existing output is kept without --overwrite")
@@ -120,6 +132,7 @@ import Testing
         #expect(try Vaf.run(["render", missing, "--preset", "passthrough"]).status == 64)
         #expect(try Vaf.run(["render", missing, "--size", "big"]).status == 64)
         #expect(try Vaf.run(["render", missing, "--quality", "101"]).status == 64)
+        #expect(try Vaf.run(["render", missing, "--frame-rate", "fast"]).status == 64)
         #expect(try Vaf.run(["render", missing, "-o", "/tmp/out.avi"]).status == 64)
         #expect(try Vaf.run(["render"]).status == 64)
     }

@@ -42,24 +42,24 @@ public enum OpenTimelineIO {
     /// is `round(1000 × rate) / 1000`. A fractional value is scaled by 10, 100 or 1000 until it
     /// is whole (within 1e-6), else rounded at 1/1000 of a frame.
     public static func mediaTime(value: Double, rate: Double) -> MediaTime? {
-        guard value.isFinite, rate.isFinite, rate > 0, rate < 1e6 else { return nil }
-        // Frames per second as numerator / denominator.
-        let (numerator, denominator): (Int64, Int64)
-        let n = (rate * 1.001).rounded()
-        if abs(rate - rate.rounded()) < 1e-9 {
-            (numerator, denominator) = (Int64(rate.rounded()), 1)
-        } else if n > 0, abs(rate - n * 1000 / 1001) < 1e-3 {
-            (numerator, denominator) = (Int64(n) * 1000, 1001)
-        } else {
-            (numerator, denominator) = (max(1, Int64((rate * 1000).rounded())), 1000)
-        }
-        guard numerator > 0 else { return nil }
+        guard value.isFinite, let (numerator, denominator) = exactRate(rate) else { return nil }
         var scale: Int64 = 1
         while scale < 1000, abs(value * Double(scale) - (value * Double(scale)).rounded()) > 1e-6 { scale *= 10 }
         let frames = (value * Double(scale)).rounded()
         let timescale = numerator * scale
         guard abs(frames) < 9e15 / Double(denominator), timescale <= Int64(Int32.max) else { return nil }
         return MediaTime(value: Int64(frames) * denominator, timescale: Int32(timescale))
+    }
+
+    /// An OTIO rate as frames per second, numerator / denominator, by the rule of
+    /// `mediaTime(value:rate:)`; nil unless positive and finite.
+    static func exactRate(_ rate: Double) -> (numerator: Int64, denominator: Int64)? {
+        guard rate.isFinite, rate > 0, rate < 1e6 else { return nil }
+        let n = (rate * 1.001).rounded()
+        if abs(rate - rate.rounded()) < 1e-9 { return (Int64(rate.rounded()), 1) }
+        if n > 0, abs(rate - n * 1000 / 1001) < 1e-3 { return (Int64(n) * 1000, 1001) }
+        let thousandths = Int64((rate * 1000).rounded())
+        return thousandths > 0 ? (thousandths, 1000) : nil
     }
 
     static func oneLine(_ text: String) -> String {
@@ -101,6 +101,10 @@ public struct TimelineReport: Sendable {
 
     /// The timeline's name ("" when it has none).
     public var name: String
+    /// The timeline's frame rate in frames per second (NTSC rates exact, e.g. 30000/1001):
+    /// the rate of `global_start_time`, else of the first video clip's or gap's `source_range`;
+    /// nil when it names none. Renders use it as their constant output rate.
+    public var frameRate: Double?
     public var tracks: [Track] = []
     public var clips: [Clip] = []
     /// Names of tracks left out because they are disabled or empty.
@@ -176,6 +180,8 @@ struct ParsedTimeline {
     var name: String
     var tracks: [Track]
     var warnings: [String]
+    /// The OTIO rate the timeline is edited at (see `TimelineReport.frameRate`).
+    var rate: Double?
 }
 
 /// Turns the JSON tree into a `ParsedTimeline`, refusing what cannot be rendered.
@@ -211,7 +217,18 @@ struct TimelineParser {
             }
             tracks.append(try track(child, where: place, warnings: &warnings))
         }
-        return ParsedTimeline(name: root["name"]?.string ?? "", tracks: tracks, warnings: warnings)
+        return ParsedTimeline(name: root["name"]?.string ?? "", tracks: tracks, warnings: warnings, rate: rate(root, stack))
+    }
+
+    /// `global_start_time`'s rate, else the rate of the first video item's `source_range`.
+    func rate(_ root: OTIOValue, _ stack: OTIOValue) -> Double? {
+        if let rate = root["global_start_time"]?["rate"]?.number { return rate }
+        for track in stack["children"]?.array ?? [] where track["kind"]?.string == "Video" {
+            for item in track["children"]?.array ?? [] {
+                if let rate = item["source_range"]?["duration"]?["rate"]?.number { return rate }
+            }
+        }
+        return nil
     }
 
     func track(_ json: OTIOValue, where place: String, warnings: inout [String]) throws -> ParsedTimeline.Track {
@@ -334,6 +351,7 @@ struct TimelineBuilder {
     func build() async throws -> (MutableComposition, TimelineReport) {
         let composition = MutableComposition()
         var report = TimelineReport(name: timeline.name, warnings: timeline.warnings)
+        report.frameRate = timeline.rate.flatMap(OpenTimelineIO.exactRate).map { Double($0.numerator) / Double($0.denominator) }
         var tracksByFile: [URL: [AssetTrack]] = [:]
         for (index, track) in timeline.tracks.enumerated() {
             let trackName = track.name.isEmpty ? "track \(index + 1)" : "track \(index + 1) \"\(track.name)\""
