@@ -337,21 +337,28 @@ struct BatchRunner {
                 }
             }
         }
+        let (reports, signal) = await Self.cancellingOnSignals(batch)
+        await progress.finish()
+        return (reports, signal)
+    }
+
+    /// `task`'s value once it ends, with the first stopping signal received meanwhile, which
+    /// cancels it (shared with `vaf render`).
+    static func cancellingOnSignals<T: Sendable>(_ task: Task<T, Never>) async -> (T, Int32?) {
         let received = Mutex<Int32?>(nil)
-        let sources = Self.stoppingSignals.map { number in
+        let sources = stoppingSignals.map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
                 received.withLock { if $0 == nil { $0 = number } }
-                batch.cancel()
+                task.cancel()
             }
             source.resume()
             return source
         }
         defer { sources.forEach { $0.cancel() } }
-        let reports = await batch.value
-        await progress.finish()
-        return (reports, received.withLock { $0 })
+        let value = await task.value
+        return (value, received.withLock { $0 })
     }
 }
 

@@ -20,7 +20,8 @@ extension Vaf {
                 Schemas/vaf-render.schema.json).
 
                 Exit status: 0 when the movie was written, 1 when the timeline or the export failed, 64 for \
-                a usage error.
+                a usage error; 130 after Ctrl-C (SIGINT), 143 after SIGTERM, 129 after SIGHUP (each removes \
+                the partial file).
                 """
         )
 
@@ -95,8 +96,16 @@ extension Vaf {
                 throw ExitCode(1)
             }
             let video = try await composition.loadTracks(withMediaType: .video).first
-            report.job = await job.export(job.makeSession(asset: composition), seconds: composition.duration.seconds,
-                                          frameRate: Double(video?.nominalFrameRate ?? 0), display: ProgressDisplay(enabled: true), report: report.job)
+            let (render, started) = (job, report.job)
+            let fps = render.frameRate.outputFrameRate(sourceFrameRate: Double(video?.nominalFrameRate ?? 0)) ?? Double(video?.nominalFrameRate ?? 0)
+            // Ctrl-C, SIGTERM and SIGHUP cancel the export, which removes its partial file.
+            let (exported, signal) = await BatchRunner.cancellingOnSignals(Task {
+                await render.export(render.makeSession(asset: composition), seconds: composition.duration.seconds,
+                                    frameRate: fps, display: ProgressDisplay(enabled: true), report: started)
+            })
+            report.job = exported
+            // 128 + the signal, as shells report a process it stopped: 130 SIGINT, 143 SIGTERM, 129 SIGHUP.
+            if let signal { throw ExitCode(128 + signal) }
             if report.job.status != .completed { throw ExitCode(1) }
         }
     }

@@ -74,12 +74,15 @@ public struct TimelineReport: Sendable {
     public struct Track: Sendable, Hashable {
         /// The track's name in the timeline ("" when it has none).
         public var name: String
+        /// Video or audio, as the track's `kind`.
         public var mediaType: MediaType
         /// The composition track it became.
         public var compositionTrackID: Int
-        /// Clips that play, clips disabled (empty time), and gaps.
+        /// Clips that play.
         public var clips: Int
+        /// Clips with `enabled: false`, placed as empty time.
         public var disabledClips: Int
+        /// Gaps, placed as empty time.
         public var gaps: Int
         /// The track's length on the timeline.
         public var duration: MediaTime
@@ -87,6 +90,7 @@ public struct TimelineReport: Sendable {
 
     /// One clip placed on the composition.
     public struct Clip: Sendable, Hashable {
+        /// The clip's name in the timeline ("" when it has none).
         public var name: String
         /// The name of the timeline track it is on.
         public var trackName: String
@@ -96,6 +100,7 @@ public struct TimelineReport: Sendable {
         public var sourceRange: MediaTimeRange?
         /// Where it sits on the composition.
         public var targetRange: MediaTimeRange
+        /// False for a clip placed as empty time.
         public var isEnabled: Bool
     }
 
@@ -105,11 +110,13 @@ public struct TimelineReport: Sendable {
     /// the rate of `global_start_time`, else of the first video clip's or gap's `source_range`;
     /// nil when it names none. Renders use it as their constant output rate.
     public var frameRate: Double?
+    /// The tracks that became composition tracks, in the timeline's order.
     public var tracks: [Track] = []
+    /// Every clip placed, track by track, in timeline order.
     public var clips: [Clip] = []
     /// Names of tracks left out because they are disabled or empty.
     public var skippedTracks: [String] = []
-    /// What was read but not applied (effects, markers, media shorter than a clip…), one line each.
+    /// What was read but not applied (effects, track source ranges, media shorter than a clip…), one line each.
     public var warnings: [String] = []
 
     /// The number of gaps over all tracks.
