@@ -157,6 +157,29 @@ struct OpenTimelineIOTests {
         #expect(Self.rows(composition.tracks[0]) == [SegmentRow(file: "a.mp4", target: (.zero, Self.t(1, 2)), source: (Self.t(1, 2), Self.t(1, 1)))])
     }
 
+    /// What is read but not applied is said: media shorter than the clip (the rest empty), effects,
+    /// a track's source_range, an empty track.
+    @Test func whatIsNotAppliedIsWarnedAbout() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try await Self.clip(dir.appendingPathComponent("a.mp4"), rate: "24")
+        let long = Self.clip1("long", reference: Self.external("a.mp4"), Self.range(36, 24, 24))   // 1.5–2.5 s of a 2 s file
+        let warped = #"{"OTIO_SCHEMA": "Clip.1", "name": "warped", "source_range": \#(Self.range(0, 12, 24)), "#
+            + #""effects": [{"OTIO_SCHEMA": "LinearTimeWarp.1", "time_scalar": 2}], "media_reference": \#(Self.external("a.mp4"))}"#
+        let trimmed = #"{"OTIO_SCHEMA": "Track.1", "name": "T", "kind": "Video", "source_range": \#(Self.range(0, 6, 24)), "children": [\#(warped)]}"#
+        let file = dir.appendingPathComponent("warn.otio")
+        try Self.write(Self.timeline([Self.track("V", "Video", [long]), trimmed, Self.track("E", "Audio", [])]), to: file)
+        let (composition, report) = try await OpenTimelineIO.composition(contentsOf: file)
+        #expect(Self.rows(composition.tracks[0]).count == 2, "the media, then empty")
+        #expect(Self.rows(composition.tracks[0]).last == SegmentRow(file: nil, target: (Self.t(1, 2), Self.t(1, 1)), source: nil))
+        #expect(report.skippedTracks == ["E"])
+        let expected = ["clip \"long\" (track 1 \"V\"): the source range 1.500–2.500 s runs past the media",
+                        "clip \"warped\" (track 2 \"T\", item 1 \"warped\"): 1 effect ignored",
+                        "track 2 \"T\": the track's source_range is ignored",
+                        "track 3 \"E\" is empty and left out"]
+        for line in expected { #expect(report.warnings.contains { $0.hasPrefix(line) }, "\(line) in \(report.warnings)") }
+    }
+
     enum Broken: String, CaseIterable, Sendable {
         case missingFile, missingReference, transition, unknownSchema, unknownReference, malformedJSON, nestedStack, dataTrack, notATimeline
     }

@@ -151,7 +151,6 @@ enum OTIOValue: Decodable, Sendable {
     var number: Double? { if case .number(let n) = self { n } else { nil } }
     var bool: Bool? { if case .bool(let b) = self { b } else { nil } }
     var array: [OTIOValue]? { if case .array(let a) = self { a } else { nil } }
-    var isObject: Bool { if case .object = self { true } else { false } }
     /// `OTIO_SCHEMA`, e.g. "Clip.2".
     var schema: String? { self["OTIO_SCHEMA"]?.string }
     /// The schema's name without its version ("Clip").
