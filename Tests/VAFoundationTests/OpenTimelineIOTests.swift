@@ -158,7 +158,7 @@ struct OpenTimelineIOTests {
     }
 
     /// What is read but not applied is said: media shorter than the clip (the rest empty), effects,
-    /// a track's source_range, an empty track.
+    /// a track's source_range, an empty track, a clip lasting no time.
     @Test func whatIsNotAppliedIsWarnedAbout() async throws {
         let dir = try TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -168,7 +168,8 @@ struct OpenTimelineIOTests {
             + #""effects": [{"OTIO_SCHEMA": "LinearTimeWarp.1", "time_scalar": 2}], "media_reference": \#(Self.external("a.mp4"))}"#
         let trimmed = #"{"OTIO_SCHEMA": "Track.1", "name": "T", "kind": "Video", "source_range": \#(Self.range(0, 6, 24)), "children": [\#(warped)]}"#
         let file = dir.appendingPathComponent("warn.otio")
-        try Self.write(Self.timeline([Self.track("V", "Video", [long]), trimmed, Self.track("E", "Audio", [])]), to: file)
+        let instant = Self.clip1("instant", reference: Self.external("a.mp4"), Self.range(0, 0, 24))
+        try Self.write(Self.timeline([Self.track("V", "Video", [long, instant]), trimmed, Self.track("E", "Audio", [])]), to: file)
         let (composition, report) = try await OpenTimelineIO.composition(contentsOf: file)
         #expect(Self.rows(composition.tracks[0]).count == 2, "the media, then empty")
         #expect(Self.rows(composition.tracks[0]).last == SegmentRow(file: nil, target: (Self.t(1, 2), Self.t(1, 1)), source: nil))
@@ -176,7 +177,8 @@ struct OpenTimelineIOTests {
         let expected = ["clip \"long\" (track 1 \"V\"): the source range 1.500–2.500 s runs past the media",
                         "clip \"warped\" (track 2 \"T\", item 1 \"warped\"): 1 effect ignored",
                         "track 2 \"T\": the track's source_range is ignored",
-                        "track 3 \"E\" is empty and left out"]
+                        "track 3 \"E\" is empty and left out",
+                        "clip \"instant\" (track 1 \"V\") lasts no time and is left out"]
         for line in expected { #expect(report.warnings.contains { $0.hasPrefix(line) }, "\(line) in \(report.warnings)") }
     }
 

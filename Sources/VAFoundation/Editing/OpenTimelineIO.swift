@@ -380,6 +380,10 @@ struct TimelineBuilder {
                     position = position + duration
                 case .clip(let clip):
                     let place = "clip \"\(clip.name)\" (\(trackName))"
+                    if clip.sourceRange?.duration == .zero {
+                        report.warnings.append("\(place) lasts no time and is left out")
+                        continue
+                    }
                     if !clip.isEnabled, let duration = (clip.sourceRange ?? clip.availableRange)?.duration {
                         // Disabled: its time stays, empty; its media is not needed.
                         try insertEmpty(duration, at: position, into: target, where: place)
