@@ -158,7 +158,7 @@ struct OpenTimelineIOTests {
     }
 
     /// What is read but not applied is said: media shorter than the clip (the rest empty), effects,
-    /// a track's source_range, an empty track, a clip lasting no time.
+    /// an empty track, a clip lasting no time.
     @Test func whatIsNotAppliedIsWarnedAbout() async throws {
         let dir = try TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -174,12 +174,43 @@ struct OpenTimelineIOTests {
         #expect(Self.rows(composition.tracks[0]).count == 2, "the media, then empty")
         #expect(Self.rows(composition.tracks[0]).last == SegmentRow(file: nil, target: (Self.t(1, 2), Self.t(1, 1)), source: nil))
         #expect(report.skippedTracks == ["E"])
+        #expect(Self.rows(composition.tracks[1]) == [SegmentRow(file: "a.mp4", target: (.zero, Self.t(1, 4)), source: (.zero, Self.t(1, 4)))],
+                "the track's source_range keeps its first 6 frames")
         let expected = ["clip \"long\" (track 1 \"V\"): the source range 1.500–2.500 s runs past the media",
                         "clip \"warped\" (track 2 \"T\", item 1 \"warped\"): 1 effect ignored",
-                        "track 2 \"T\": the track's source_range is ignored",
                         "track 3 \"E\" is empty and left out",
                         "clip \"instant\" (track 1 \"V\") lasts no time and is left out"]
         for line in expected { #expect(report.warnings.contains { $0.hasPrefix(line) }, "\(line) in \(report.warnings)") }
+    }
+
+    /// A Track's `source_range` keeps that part of its clips from zero; the Stack's keeps that
+    /// part of every track, padding short ones with empty time.
+    @Test func sourceRangesOnTracksAndTheStackKeepThatPart() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try await Self.clip(dir.appendingPathComponent("a.mp4"), rate: "24")
+        try await Self.clip(dir.appendingPathComponent("b.mp4"), rate: "24")
+        // V: a 0–1 s, b 0–1 s, trimmed by the track to 0.25–2 s; A: 0.25 s of a.
+        let video = #"{"OTIO_SCHEMA": "Track.1", "name": "V", "kind": "Video", "source_range": \#(Self.range(6, 42, 24)), "children": ["#
+            + #"\#(Self.clip2("a", "a.mp4", Self.range(0, 24, 24))), \#(Self.clip2("b", "b.mp4", Self.range(0, 24, 24)))]}"#
+        let audio = Self.track("A", "Audio", [Self.clip2("s", "a.mp4", Self.range(0, 6, 24))])
+        // The Stack keeps 0.5–1.5 s of that.
+        let text = #"{"OTIO_SCHEMA": "Timeline.1", "tracks": {"OTIO_SCHEMA": "Stack.1", "source_range": \#(Self.range(12, 24, 24)), "#
+            + #""children": [\#(video), \#(audio)]}}"#
+        let file = dir.appendingPathComponent("trim.otio")
+        try Self.write(text, to: file)
+        let (composition, report) = try await OpenTimelineIO.composition(contentsOf: file)
+        let t = Self.t
+        // Track: a 0.25–1 s at 0–0.75, b 0–1 s at 0.75–1.75; Stack 0.5–1.5 of that: a 0.75–1 at 0–0.25, b 0–0.75 at 0.25–1.
+        #expect(Self.rows(composition.tracks[0]) == [SegmentRow(file: "a.mp4", target: (.zero, t(1, 4)), source: (t(3, 4), t(1, 1))),
+                                                     SegmentRow(file: "b.mp4", target: (t(1, 4), t(1, 1)), source: (.zero, t(3, 4)))])
+        #expect(Self.rows(composition.tracks[1]) == [SegmentRow(file: nil, target: (.zero, t(1, 1)), source: nil)], "the audio padded, then cut away")
+        #expect(composition.duration == t(1, 1))
+        #expect(report.tracks.map(\.duration) == [t(1, 1), t(1, 1)])
+        #expect(report.clips.map(\.name) == ["a", "b"])
+        #expect(report.clips.map(\.sourceRange) == [MediaTimeRange(start: t(3, 4), end: t(1, 1)), MediaTimeRange(start: .zero, end: t(3, 4))])
+        #expect(report.clips.map(\.targetRange) == [MediaTimeRange(start: .zero, end: t(1, 4)), MediaTimeRange(start: t(1, 4), end: t(1, 1))])
+        #expect(report.warnings.contains("1 clip falls outside a source_range and is left out"), "\(report.warnings)")
     }
 
     enum Broken: String, CaseIterable, Sendable {

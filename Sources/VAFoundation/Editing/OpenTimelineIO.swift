@@ -12,6 +12,8 @@ import Foundation
 /// (so timecode-based ranges such as 01:00:00:00 work), or the source time itself when the
 /// media reference gives no range.
 ///
+/// A Track's or the Stack's `source_range` keeps that part of it, from zero.
+///
 /// Refused, each with a one-line `MediaError` naming the timeline file, the clip and the
 /// cause: transitions (no video composition yet), nested stacks, references other than
 /// `ExternalReference` (`MissingReference`, image sequences, generators), unknown schemas,
@@ -116,7 +118,7 @@ public struct TimelineReport: Sendable {
     public var clips: [Clip] = []
     /// Names of tracks left out because they are disabled or empty.
     public var skippedTracks: [String] = []
-    /// What was read but not applied (effects, track source ranges, media shorter than a clip…), one line each.
+    /// What was read but not applied (effects, clips trimmed away, media shorter than a clip…), one line each.
     public var warnings: [String] = []
 
     /// The number of gaps over all tracks.
@@ -166,6 +168,8 @@ struct ParsedTimeline {
         var mediaType: MediaType
         var isEnabled: Bool
         var items: [Item]
+        /// The track's `source_range`: the part of its content it shows, from zero.
+        var trim: MediaTimeRange?
     }
 
     enum Item {
@@ -188,6 +192,8 @@ struct ParsedTimeline {
     var warnings: [String]
     /// The OTIO rate the timeline is edited at (see `TimelineReport.frameRate`).
     var rate: Double?
+    /// The tracks Stack's `source_range`: the part of the whole timeline it shows.
+    var trim: MediaTimeRange?
 }
 
 /// Turns the JSON tree into a `ParsedTimeline`, refusing what cannot be rendered.
@@ -213,7 +219,6 @@ struct TimelineParser {
             throw fail(.corruptOrTruncated, "the timeline has no \"tracks\" Stack")
         }
         var warnings: [String] = []
-        if stack["source_range"] != nil { warnings.append("the tracks Stack's source_range is ignored") }
         var tracks: [ParsedTimeline.Track] = []
         for (index, child) in (stack["children"]?.array ?? []).enumerated() {
             let place = "track \(index + 1)\(child["name"]?.string.map { " \"\($0)\"" } ?? "")"
@@ -223,7 +228,8 @@ struct TimelineParser {
             }
             tracks.append(try track(child, where: place, warnings: &warnings))
         }
-        return ParsedTimeline(name: root["name"]?.string ?? "", tracks: tracks, warnings: warnings, rate: rate(root, stack))
+        return ParsedTimeline(name: root["name"]?.string ?? "", tracks: tracks, warnings: warnings, rate: rate(root, stack),
+                              trim: try timeRange(stack["source_range"], field: "source_range", where: "the tracks Stack"))
     }
 
     /// `global_start_time`'s rate, else the rate of the first video item's `source_range`.
@@ -245,7 +251,6 @@ struct TimelineParser {
         case "Audio": mediaType = .audio
         default: throw fail("\(place): track kind \"\(kind)\" is not supported; use Video or Audio")
         }
-        if json["source_range"] != nil { warnings.append("\(place): the track's source_range is ignored") }
         var items: [ParsedTimeline.Item] = []
         for (index, child) in (json["children"]?.array ?? []).enumerated() {
             let name = child["name"]?.string ?? ""
@@ -266,7 +271,8 @@ struct TimelineParser {
             }
         }
         return ParsedTimeline.Track(name: json["name"]?.string ?? "", mediaType: mediaType,
-                                    isEnabled: json["enabled"]?.bool ?? true, items: items)
+                                    isEnabled: json["enabled"]?.bool ?? true, items: items,
+                                    trim: try timeRange(json["source_range"], field: "source_range", where: place))
     }
 
     func clip(_ json: OTIOValue, name: String, where place: String, warnings: inout [String]) throws -> ParsedTimeline.Clip {
@@ -359,6 +365,10 @@ struct TimelineBuilder {
         var report = TimelineReport(name: timeline.name, warnings: timeline.warnings)
         report.frameRate = timeline.rate.flatMap(OpenTimelineIO.exactRate).map { Double($0.numerator) / Double($0.denominator) }
         var tracksByFile: [URL: [AssetTrack]] = [:]
+        // Which of the report's clips each composition track holds, for trimming.
+        var clipsOfTrack: [Int: Range<Int>] = [:]
+        // The report's clips a source_range trims away entirely, by index.
+        var trimmedAway = Set<Int>()
         for (index, track) in timeline.tracks.enumerated() {
             let trackName = track.name.isEmpty ? "track \(index + 1)" : "track \(index + 1) \"\(track.name)\""
             guard track.isEnabled, !track.items.isEmpty else {
@@ -372,6 +382,7 @@ struct TimelineBuilder {
             var used = TimelineReport.Track(name: track.name, mediaType: track.mediaType, compositionTrackID: target.trackID,
                                             clips: 0, disabledClips: 0, gaps: 0, duration: .zero)
             var position = MediaTime.zero
+            let firstClip = report.clips.count
             for item in track.items {
                 switch item {
                 case .gap(_, let duration):
@@ -410,12 +421,60 @@ struct TimelineBuilder {
                 }
             }
             used.duration = position
+            clipsOfTrack[target.trackID] = firstClip..<report.clips.count
+            if let trim = track.trim {
+                trimmedAway.formUnion(try keep(trim, of: target, length: position, where: trackName, report: &report, clips: firstClip..<report.clips.count))
+                used.duration = trim.duration
+            }
             report.tracks.append(used)
+        }
+        if let trim = timeline.trim {
+            for i in report.tracks.indices {
+                let id = report.tracks[i].compositionTrackID
+                guard let target = composition.mutableTrack(withTrackID: id) else { continue }
+                trimmedAway.formUnion(try keep(trim, of: target, length: report.tracks[i].duration, where: "the tracks Stack",
+                                               report: &report, clips: clipsOfTrack[id] ?? 0..<0))
+                report.tracks[i].duration = trim.duration
+            }
+        }
+        if !trimmedAway.isEmpty {
+            report.clips = report.clips.enumerated().filter { !trimmedAway.contains($0.offset) }.map(\.element)
+            let one = trimmedAway.count == 1
+            report.warnings.append("\(trimmedAway.count) clip\(one ? " falls" : "s fall") outside a source_range and \(one ? "is" : "are") left out")
         }
         guard !report.tracks.isEmpty else {
             throw fail(.noTracks, "the timeline has no enabled Video or Audio track with anything on it")
         }
         return (composition, report)
+    }
+
+    /// Keeps `range` of a track `length` long (OTIO's `source_range` on a Track or the Stack):
+    /// the rest is removed, empty time pads the track to the range's end, and the kept part
+    /// starts at zero; the report's clips on the track move (and are cut) with it. Returns the
+    /// indices of the clips it leaves nothing of.
+    func keep(_ range: MediaTimeRange, of track: MutableCompositionTrack, length: MediaTime, where place: String,
+              report: inout TimelineReport, clips: Range<Int>) throws -> [Int] {
+        guard range.start >= .zero else { throw fail(.invalidArgument, "\(place): its source_range starts before zero") }
+        do {
+            if range.end < length { try track.removeTimeRange(MediaTimeRange(start: range.end, end: length)) }
+            if range.end > length { try track.insertEmptyTimeRange(MediaTimeRange(start: length, end: range.end)) }
+            if range.start > .zero { try track.removeTimeRange(MediaTimeRange(start: .zero, duration: range.start)) }
+        } catch {
+            throw fail(.invalidArgument, "\(place): cannot apply its source_range \(Self.seconds(range)): \(error)", underlying: error)
+        }
+        var removed: [Int] = []
+        for i in clips {
+            let target = report.clips[i].targetRange
+            let kept = target.intersection(range)
+            guard kept.isValid, kept.duration > .zero else {
+                removed.append(i)
+                continue
+            }
+            let cut = kept.start - target.start
+            report.clips[i].sourceRange = report.clips[i].sourceRange.map { MediaTimeRange(start: $0.start + cut, duration: kept.duration) }
+            report.clips[i].targetRange = MediaTimeRange(start: kept.start - range.start, duration: kept.duration)
+        }
+        return removed
     }
 
     func insertEmpty(_ duration: MediaTime, at position: MediaTime, into track: MutableCompositionTrack, where place: String) throws {
