@@ -95,7 +95,7 @@ extension Vaf {
                 report.job = report.job.failing((error as? MediaError)?.description ?? "\(timeline): \(error)")
                 throw ExitCode(1)
             }
-            let video = try await composition.loadTracks(withMediaType: .video).first
+            let video = (try? await composition.loadTracks(withMediaType: .video))?.first
             let (render, started) = (job, report.job)
             let fps = render.frameRate.outputFrameRate(sourceFrameRate: Double(video?.nominalFrameRate ?? 0)) ?? Double(video?.nominalFrameRate ?? 0)
             // Ctrl-C, SIGTERM and SIGHUP cancel the export, which removes its partial file.
