@@ -134,7 +134,19 @@ struct BatchJob: Sendable {
         let range = timeRange.map { min($0.end.seconds, assetSeconds) - $0.start.seconds } ?? assetSeconds
         let fps = frameRate.outputFrameRate(sourceFrameRate: Double(ExportSession.primaryVideoTrack(tracks)?.nominalFrameRate ?? 0))
             ?? Double(ExportSession.primaryVideoTrack(tracks)?.nominalFrameRate ?? 0)
-        let id = await display.begin(name: URL(fileURLWithPath: input).lastPathComponent, seconds: max(range, 0), frameRate: fps)
+        var finished = await export(session, seconds: max(range, 0), frameRate: fps, display: display, report: report)
+        if finished.status == .completed {
+            if replacesStale { finished.warnings.append("made again: the output was made earlier with other settings") }
+            journal?.record(output: output, plan: planFingerprint)
+        }
+        return finished
+    }
+
+    /// Runs `session` into `output` with a progress bar of `seconds` media seconds at
+    /// `frameRate`, and returns `report` completed or failed (shared with `vaf render`).
+    func export(_ session: ExportSession, seconds: Double, frameRate fps: Double, display: ProgressDisplay, report: JobReport) async -> JobReport {
+        var report = report
+        let id = await display.begin(name: URL(fileURLWithPath: input).lastPathComponent, seconds: seconds, frameRate: fps)
         let watcher = Task {
             for await state in session.states(updateInterval: .milliseconds(250)) {
                 if case .exporting(let progress) = state { await display.update(id, progress: progress) }
@@ -145,8 +157,6 @@ struct BatchJob: Sendable {
             let result = try await session.export(to: URL(fileURLWithPath: output), as: fileType)
             report.status = .completed
             report.fill(result)
-            if replacesStale { report.warnings.append("made again: the output was made earlier with other settings") }
-            journal?.record(output: output, plan: planFingerprint)
         } catch {
             let mediaError = error as? MediaError
             report = report.failing(mediaError?.description ?? "\(error)")
@@ -382,21 +392,28 @@ struct BatchRunner {
                 }
             }
         }
+        let (reports, signal) = await Self.cancellingOnSignals(batch)
+        await progress.finish()
+        return (reports, signal)
+    }
+
+    /// `task`'s value once it ends, with the first stopping signal received meanwhile, which
+    /// cancels it (shared with `vaf render`).
+    static func cancellingOnSignals<T: Sendable>(_ task: Task<T, Never>) async -> (T, Int32?) {
         let received = Mutex<Int32?>(nil)
-        let sources = Self.stoppingSignals.map { number in
+        let sources = stoppingSignals.map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
                 received.withLock { if $0 == nil { $0 = number } }
-                batch.cancel()
+                task.cancel()
             }
             source.resume()
             return source
         }
         defer { sources.forEach { $0.cancel() } }
-        let reports = await batch.value
-        await progress.finish()
-        return (reports, received.withLock { $0 })
+        let value = await task.value
+        return (value, received.withLock { $0 })
     }
 }
 

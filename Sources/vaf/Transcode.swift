@@ -283,6 +283,11 @@ extension Vaf {
         }
 
         func parsedFrameRate() throws -> FrameRatePolicy {
+            try Self.parseFrameRate(frameRate)
+        }
+
+        /// `--frame-rate`: passthrough, auto, or a constant rate (shared with `vaf render`).
+        static func parseFrameRate(_ frameRate: String) throws -> FrameRatePolicy {
             switch frameRate.lowercased() {
             case "passthrough", "keep": return .passthrough
             case "auto", "automatic": return .automatic
@@ -338,8 +343,12 @@ extension Vaf {
         }
 
         func parsedSize() throws -> (width: Int, height: Int)? {
-            guard let size else { return nil }
-            let parts = size.lowercased().split(separator: "x").compactMap { Int($0) }
+            try size.map(Self.parseSize)
+        }
+
+        /// `--size WxH` as the export's box; a usage error otherwise (shared with `vaf render`).
+        static func parseSize(_ text: String) throws -> (width: Int, height: Int) {
+            let parts = text.lowercased().split(separator: "x").compactMap { Int($0) }
             guard parts.count == 2, parts[0] >= 2, parts[1] >= 2 else { throw ValidationError("--size takes WxH, e.g. 1280x720.") }
             return (parts[0], parts[1])
         }

@@ -3,14 +3,14 @@ import FFmpegSupport
 import Foundation
 import VAFoundation
 
-/// `vaf`: inspect, probe, transcode and benchmark media on Linux, with VA-API where present.
+/// `vaf`: inspect, probe, transcode, render timelines and benchmark media on Linux, with VA-API where present.
 @main
 struct Vaf: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vaf",
         abstract: "Inspect, probe, transcode and benchmark media with FFmpeg and VA-API.",
         version: "vaf \(Vaf.version) (\(FFmpegLibraries.versions))",
-        subcommands: [Info.self, Probe.self, Transcode.self, Thumbnails.self, Bench.self]
+        subcommands: [Info.self, Probe.self, Transcode.self, Render.self, Thumbnails.self, Bench.self]
     )
 
     /// The release, as `vaf --version` prints it with the FFmpeg libraries loaded.

@@ -25,6 +25,13 @@ import Testing
         #expect(problems.contains { $0.contains("unexpected key \"surprise\"") }, "\(problems)")
         let info = try Self.schema("vaf-info.schema.json")
         #expect(info.violations(of: ["schemaVersion": 1, "path": "a", "tracks": [["trackID": "1"]]]).contains { $0.hasPrefix("$.tracks[0].trackID: expected integer") })
+        let render = try Self.schema("vaf-render.schema.json")
+        #expect(render.violations(of: [String: Any]()).contains("$: missing required key \"timeline\""))
+        let badRender: [String: Any] = ["status": "skipped", "timeline": ["name": "t", "durationSeconds": 1, "skippedTracks": [], "warnings": [],
+                                                                          "tracks": [["name": "V", "mediaType": "data", "clips": 1, "disabledClips": 0, "gaps": 0, "durationSeconds": 1]]]]
+        let renderProblems = render.violations(of: badRender)
+        #expect(renderProblems.contains { $0.hasPrefix("$.status: skipped is not one of") }, "\(renderProblems)")
+        #expect(renderProblems.contains { $0.hasPrefix("$.timeline.tracks[0].mediaType: data is not one of") }, "\(renderProblems)")
     }
 
     @Test func transcodeLinesValidateAndComeAsEachInputEnds() throws {

@@ -1,0 +1,539 @@
+import Foundation
+
+/// Reads OpenTimelineIO timelines (`.otio`, OTIO's JSON) into compositions, so an edit made
+/// in any OTIO-speaking editor can be rendered with `ExportSession`.
+///
+/// What is read: the timeline's `tracks` Stack; each enabled `Video` or `Audio` Track becomes
+/// one composition track of that kind; on it, Clips (`Clip.1`'s `media_reference`, `Clip.2`'s
+/// `media_references` + `active_media_reference_key`) insert their `source_range` (else the
+/// media's `available_range`, else the whole file) of the file's first track of that kind, one
+/// after another; Gaps and disabled clips insert empty time. Source times are in the media's
+/// own coordinates: the file's time is the source time minus `available_range.start_time`
+/// (so timecode-based ranges such as 01:00:00:00 work), or the source time itself when the
+/// media reference gives no range.
+///
+/// A Track's or the Stack's `source_range` keeps that part of it, from zero.
+///
+/// Refused, each with a one-line `MediaError` naming the timeline file, the clip and the
+/// cause: transitions (no video composition yet), nested stacks, references other than
+/// `ExternalReference` (`MissingReference`, image sequences, generators), unknown schemas,
+/// track kinds other than Video/Audio, missing or unreadable media, malformed JSON.
+///
+/// Times: a `RationalTime` (value, rate) is `value / rate` seconds, kept exact as a
+/// `MediaTime` (see `mediaTime(value:rate:)`).
+public enum OpenTimelineIO {
+    /// The composition a timeline file describes, and what went into it.
+    public static func composition(contentsOf url: URL) async throws -> (MutableComposition, TimelineReport) {
+        let file = url.path
+        guard FileManager.default.fileExists(atPath: file) else {
+            throw MediaError(.fileNotFound, "the timeline file does not exist", path: file)
+        }
+        let data: Data
+        do { data = try Data(contentsOf: url) } catch {
+            throw MediaError(.ioError, "cannot read the timeline: \(oneLine(error.localizedDescription))", path: file)
+        }
+        let timeline = try TimelineParser(file: url).parse(data)
+        return try await TimelineBuilder(file: url, timeline: timeline).build()
+    }
+
+    /// `value / rate` seconds as an exact `MediaTime`, or nil for a non-finite value or a rate
+    /// that is not positive and finite.
+    ///
+    /// The rule: an integral rate is the timescale; a rate within 1e-3 of an NTSC rate
+    /// `n × 1000/1001` (23.976, 29.97, 59.94…) is taken as that exact fraction; any other rate
+    /// is `round(1000 × rate) / 1000`. A fractional value is scaled by 10, 100 or 1000 until it
+    /// is whole (within 1e-6), else rounded at 1/1000 of a frame.
+    public static func mediaTime(value: Double, rate: Double) -> MediaTime? {
+        guard value.isFinite, let (numerator, denominator) = exactRate(rate) else { return nil }
+        var scale: Int64 = 1
+        while scale < 1000, abs(value * Double(scale) - (value * Double(scale)).rounded()) > 1e-6 { scale *= 10 }
+        let frames = (value * Double(scale)).rounded()
+        let timescale = numerator * scale
+        guard abs(frames) < 9e15 / Double(denominator), timescale <= Int64(Int32.max) else { return nil }
+        return MediaTime(value: Int64(frames) * denominator, timescale: Int32(timescale))
+    }
+
+    /// An OTIO rate as frames per second, numerator / denominator, by the rule of
+    /// `mediaTime(value:rate:)`; nil unless positive and finite.
+    static func exactRate(_ rate: Double) -> (numerator: Int64, denominator: Int64)? {
+        guard rate.isFinite, rate > 0, rate < 1e6 else { return nil }
+        let n = (rate * 1.001).rounded()
+        if abs(rate - rate.rounded()) < 1e-9 { return (Int64(rate.rounded()), 1) }
+        if n > 0, abs(rate - n * 1000 / 1001) < 1e-3 { return (Int64(n) * 1000, 1001) }
+        let thousandths = Int64((rate * 1000).rounded())
+        return thousandths > 0 ? (thousandths, 1000) : nil
+    }
+
+    static func oneLine(_ text: String) -> String {
+        text.split(whereSeparator: \.isNewline).joined(separator: " ")
+    }
+}
+
+/// What a timeline put into its composition: the tracks and clips used, the tracks left out,
+/// and warnings about what was read but ignored.
+public struct TimelineReport: Sendable {
+    /// One timeline track that became a composition track.
+    public struct Track: Sendable, Hashable {
+        /// The track's name in the timeline ("" when it has none).
+        public var name: String
+        /// Video or audio, as the track's `kind`.
+        public var mediaType: MediaType
+        /// The composition track it became.
+        public var compositionTrackID: Int
+        /// Clips that play.
+        public var clips: Int
+        /// Clips with `enabled: false`, placed as empty time.
+        public var disabledClips: Int
+        /// Gaps, placed as empty time.
+        public var gaps: Int
+        /// The track's length on the timeline.
+        public var duration: MediaTime
+    }
+
+    /// One clip placed on the composition.
+    public struct Clip: Sendable, Hashable {
+        /// The clip's name in the timeline ("" when it has none).
+        public var name: String
+        /// The name of the timeline track it is on.
+        public var trackName: String
+        /// The media file; nil for a disabled clip whose media was not needed.
+        public var url: URL?
+        /// The range of the file's track that plays (file time); nil for a disabled clip.
+        public var sourceRange: MediaTimeRange?
+        /// Where it sits on the composition.
+        public var targetRange: MediaTimeRange
+        /// False for a clip placed as empty time.
+        public var isEnabled: Bool
+    }
+
+    /// The timeline's name ("" when it has none).
+    public var name: String
+    /// The timeline's frame rate in frames per second (NTSC rates exact, e.g. 30000/1001):
+    /// the rate of `global_start_time`, else of the first video clip's or gap's `source_range`;
+    /// nil when it names none. Renders use it as their constant output rate.
+    public var frameRate: Double?
+    /// The tracks that became composition tracks, in the timeline's order.
+    public var tracks: [Track] = []
+    /// Every clip placed, track by track, in timeline order.
+    public var clips: [Clip] = []
+    /// Names of tracks left out because they are disabled or empty.
+    public var skippedTracks: [String] = []
+    /// What was read but not applied (effects, clips trimmed away, media shorter than a clip…), one line each.
+    public var warnings: [String] = []
+
+    /// The number of gaps over all tracks.
+    public var gaps: Int { tracks.reduce(0) { $0 + $1.gaps } }
+    /// The length of the longest track.
+    public var duration: MediaTime { tracks.map(\.duration).max() ?? .zero }
+}
+
+// MARK: - JSON
+
+/// A JSON value as OTIO files hold it: schemas are named inside the objects, so the tree is
+/// read generically and then interpreted.
+enum OTIOValue: Decodable, Sendable {
+    case null, bool(Bool), number(Double), string(String), array([OTIOValue]), object([String: OTIOValue])
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() { self = .null }
+        else if let b = try? container.decode(Bool.self) { self = .bool(b) }
+        else if let n = try? container.decode(Double.self) { self = .number(n) }
+        else if let s = try? container.decode(String.self) { self = .string(s) }
+        else if let a = try? container.decode([OTIOValue].self) { self = .array(a) }
+        else { self = .object(try container.decode([String: OTIOValue].self)) }
+    }
+
+    subscript(key: String) -> OTIOValue? {
+        if case .object(let fields) = self, let value = fields[key] { if case .null = value { return nil }; return value }
+        return nil
+    }
+
+    var string: String? { if case .string(let s) = self { s } else { nil } }
+    var number: Double? { if case .number(let n) = self { n } else { nil } }
+    var bool: Bool? { if case .bool(let b) = self { b } else { nil } }
+    var array: [OTIOValue]? { if case .array(let a) = self { a } else { nil } }
+    /// `OTIO_SCHEMA`, e.g. "Clip.2".
+    var schema: String? { self["OTIO_SCHEMA"]?.string }
+    /// The schema's name without its version ("Clip").
+    var schemaName: String? { schema.map { String($0.split(separator: ".").first ?? "") } }
+}
+
+// MARK: - Parsing
+
+/// A timeline as far as the JSON alone tells: no file is opened yet.
+struct ParsedTimeline {
+    struct Track {
+        var name: String
+        var mediaType: MediaType
+        var isEnabled: Bool
+        var items: [Item]
+        /// The track's `source_range`: the part of its content it shows, from zero.
+        var trim: MediaTimeRange?
+    }
+
+    enum Item {
+        case clip(Clip)
+        case gap(name: String, duration: MediaTime)
+    }
+
+    struct Clip {
+        enum Media { case file(URL), missing(String) }
+        var name: String
+        var media: Media
+        /// In the media's coordinates (OTIO's), not yet the file's.
+        var sourceRange: MediaTimeRange?
+        var availableRange: MediaTimeRange?
+        var isEnabled: Bool
+    }
+
+    var name: String
+    var tracks: [Track]
+    var warnings: [String]
+    /// The OTIO rate the timeline is edited at (see `TimelineReport.frameRate`).
+    var rate: Double?
+    /// The tracks Stack's `source_range`: the part of the whole timeline it shows.
+    var trim: MediaTimeRange?
+}
+
+/// Turns the JSON tree into a `ParsedTimeline`, refusing what cannot be rendered.
+struct TimelineParser {
+    let file: URL
+
+    func fail(_ code: MediaError.Code, _ message: String) -> MediaError {
+        MediaError(code, OpenTimelineIO.oneLine(message), path: file.path)
+    }
+
+    /// Something the timeline holds that cannot be rendered (yet).
+    func fail(_ message: String) -> MediaError { fail(.unsupported, message) }
+
+    func parse(_ data: Data) throws -> ParsedTimeline {
+        let root: OTIOValue
+        do { root = try JSONDecoder().decode(OTIOValue.self, from: data) } catch {
+            throw fail(.corruptOrTruncated, "not valid OpenTimelineIO JSON: \(Self.reason(error))")
+        }
+        guard root.schemaName == "Timeline" else {
+            throw fail("the top-level object is \(root.schema.map { "\"\($0)\"" } ?? "not an OTIO object"), not a Timeline")
+        }
+        guard let stack = root["tracks"], stack.schemaName == "Stack" else {
+            throw fail(.corruptOrTruncated, "the timeline has no \"tracks\" Stack")
+        }
+        var warnings: [String] = []
+        var tracks: [ParsedTimeline.Track] = []
+        for (index, child) in (stack["children"]?.array ?? []).enumerated() {
+            let place = "track \(index + 1)\(child["name"]?.string.map { " \"\($0)\"" } ?? "")"
+            guard child.schemaName == "Track" else {
+                if child.schemaName == "Stack" { throw fail("\(place): a nested Stack is not supported; flatten it into tracks") }
+                throw fail("\(place): unknown schema \(child.schema.map { "\"\($0)\"" } ?? "(none)") where a Track was expected")
+            }
+            tracks.append(try track(child, where: place, warnings: &warnings))
+        }
+        return ParsedTimeline(name: root["name"]?.string ?? "", tracks: tracks, warnings: warnings, rate: rate(root, stack),
+                              trim: try timeRange(stack["source_range"], field: "source_range", where: "the tracks Stack"))
+    }
+
+    /// `global_start_time`'s rate, else the rate of the first video item's `source_range`.
+    func rate(_ root: OTIOValue, _ stack: OTIOValue) -> Double? {
+        if let rate = root["global_start_time"]?["rate"]?.number { return rate }
+        for track in stack["children"]?.array ?? [] where track["kind"]?.string == "Video" {
+            for item in track["children"]?.array ?? [] {
+                if let rate = item["source_range"]?["duration"]?["rate"]?.number { return rate }
+            }
+        }
+        return nil
+    }
+
+    func track(_ json: OTIOValue, where place: String, warnings: inout [String]) throws -> ParsedTimeline.Track {
+        let kind = json["kind"]?.string ?? ""
+        let mediaType: MediaType
+        switch kind {
+        case "Video": mediaType = .video
+        case "Audio": mediaType = .audio
+        default: throw fail("\(place): track kind \"\(kind)\" is not supported; use Video or Audio")
+        }
+        var items: [ParsedTimeline.Item] = []
+        for (index, child) in (json["children"]?.array ?? []).enumerated() {
+            let name = child["name"]?.string ?? ""
+            let itemPlace = "\(place), item \(index + 1)\(name.isEmpty ? "" : " \"\(name)\"")"
+            switch child.schemaName {
+            case "Clip": items.append(.clip(try clip(child, name: name, where: itemPlace, warnings: &warnings)))
+            case "Gap":
+                guard let range = try timeRange(child["source_range"], field: "source_range", where: itemPlace) else {
+                    throw fail(.corruptOrTruncated, "\(itemPlace): the gap has no source_range")
+                }
+                items.append(.gap(name: name, duration: range.duration))
+            case "Transition":
+                throw fail("\(itemPlace): transitions are not supported yet (no video composition); replace the Transition with a cut")
+            case "Stack", "Track":
+                throw fail("\(itemPlace): a nested \(child.schemaName!) inside a track is not supported; flatten it into clips and gaps")
+            default:
+                throw fail("\(itemPlace): unknown schema \(child.schema.map { "\"\($0)\"" } ?? "(none)")")
+            }
+        }
+        return ParsedTimeline.Track(name: json["name"]?.string ?? "", mediaType: mediaType,
+                                    isEnabled: json["enabled"]?.bool ?? true, items: items,
+                                    trim: try timeRange(json["source_range"], field: "source_range", where: place))
+    }
+
+    func clip(_ json: OTIOValue, name: String, where place: String, warnings: inout [String]) throws -> ParsedTimeline.Clip {
+        let clipPlace = "clip \"\(name)\" (\(place))"
+        // Clip.2: a dictionary of references and the key of the active one; Clip.1: one reference.
+        let reference: OTIOValue?
+        if let references = json["media_references"] {
+            let key = json["active_media_reference_key"]?.string ?? "DEFAULT_MEDIA"
+            reference = references[key]
+            if reference == nil { throw fail(.corruptOrTruncated, "\(clipPlace): no media reference named \"\(key)\" (active_media_reference_key)") }
+        } else {
+            reference = json["media_reference"]
+        }
+        guard let reference else { throw fail(.corruptOrTruncated, "\(clipPlace): the clip has no media reference") }
+        let media: ParsedTimeline.Clip.Media
+        switch reference.schemaName {
+        case "ExternalReference":
+            guard let target = reference["target_url"]?.string, !target.isEmpty else {
+                throw fail(.corruptOrTruncated, "\(clipPlace): the ExternalReference has no target_url")
+            }
+            media = .file(try resolve(target, where: clipPlace))
+        case "MissingReference":
+            media = .missing(reference["name"]?.string ?? "")
+        default:
+            throw fail("\(clipPlace): media reference \(reference.schema.map { "\"\($0)\"" } ?? "(none)") is not supported; use an ExternalReference to a file")
+        }
+        if let effects = json["effects"]?.array, !effects.isEmpty {
+            warnings.append("\(clipPlace): \(effects.count) effect\(effects.count == 1 ? "" : "s") ignored")
+        }
+        return ParsedTimeline.Clip(
+            name: name, media: media,
+            sourceRange: try timeRange(json["source_range"], field: "source_range", where: clipPlace),
+            availableRange: try timeRange(reference["available_range"], field: "available_range", where: clipPlace),
+            isEnabled: json["enabled"]?.bool ?? true)
+    }
+
+    /// A `target_url` as a file: `file://` URLs, absolute paths, and paths relative to the
+    /// timeline's folder.
+    func resolve(_ target: String, where place: String) throws -> URL {
+        if let url = URL(string: target), let scheme = url.scheme?.lowercased(), scheme.count > 1 {
+            guard scheme == "file" else { throw fail("\(place): target_url \(target) is not a local file (only file:// URLs and paths)") }
+            return URL(fileURLWithPath: url.path).standardizedFileURL
+        }
+        if target.hasPrefix("/") { return URL(fileURLWithPath: target).standardizedFileURL }
+        return file.deletingLastPathComponent().appendingPathComponent(target).standardizedFileURL
+    }
+
+    func timeRange(_ json: OTIOValue?, field: String, where place: String) throws -> MediaTimeRange? {
+        guard let json else { return nil }
+        guard json.schemaName == "TimeRange" else {
+            throw fail(.corruptOrTruncated, "\(place): \(field) is \(json.schema.map { "\"\($0)\"" } ?? "not an OTIO object"), not a TimeRange")
+        }
+        let start = try time(json["start_time"], field: "\(field).start_time", where: place)
+        let duration = try time(json["duration"], field: "\(field).duration", where: place)
+        guard duration >= .zero else { throw fail(.corruptOrTruncated, "\(place): \(field) has a negative duration") }
+        return MediaTimeRange(start: start, duration: duration)
+    }
+
+    func time(_ json: OTIOValue?, field: String, where place: String) throws -> MediaTime {
+        guard let json, json.schemaName == "RationalTime", let value = json["value"]?.number, let rate = json["rate"]?.number,
+              let time = OpenTimelineIO.mediaTime(value: value, rate: rate) else {
+            throw fail(.corruptOrTruncated, "\(place): \(field) is not a RationalTime with a finite value and a positive rate")
+        }
+        return time
+    }
+
+    /// The decoder's reason, in one line.
+    static func reason(_ error: any Error) -> String {
+        let text: String = switch error {
+        case DecodingError.dataCorrupted(let context): context.underlyingError.map { "\(context.debugDescription) \($0.localizedDescription)" } ?? context.debugDescription
+        default: "\(error)"
+        }
+        return OpenTimelineIO.oneLine(text)
+    }
+}
+
+// MARK: - Building
+
+/// Opens the media a parsed timeline names and lays its tracks into a composition.
+struct TimelineBuilder {
+    let file: URL
+    let timeline: ParsedTimeline
+
+    func fail(_ code: MediaError.Code, _ message: String, underlying: (any Error & Sendable)? = nil) -> MediaError {
+        MediaError(code, OpenTimelineIO.oneLine(message), path: file.path, underlying: underlying)
+    }
+
+    func build() async throws -> (MutableComposition, TimelineReport) {
+        let composition = MutableComposition()
+        var report = TimelineReport(name: timeline.name, warnings: timeline.warnings)
+        report.frameRate = timeline.rate.flatMap(OpenTimelineIO.exactRate).map { Double($0.numerator) / Double($0.denominator) }
+        var tracksByFile: [URL: [AssetTrack]] = [:]
+        // Which of the report's clips each composition track holds, for trimming.
+        var clipsOfTrack: [Int: Range<Int>] = [:]
+        // The report's clips a source_range trims away entirely, by index.
+        var trimmedAway = Set<Int>()
+        for (index, track) in timeline.tracks.enumerated() {
+            let trackName = track.name.isEmpty ? "track \(index + 1)" : "track \(index + 1) \"\(track.name)\""
+            guard track.isEnabled, !track.items.isEmpty else {
+                report.skippedTracks.append(track.name.isEmpty ? "track \(index + 1)" : track.name)
+                if track.isEnabled { report.warnings.append("\(trackName) is empty and left out") }
+                continue
+            }
+            guard let target = composition.addMutableTrack(withMediaType: track.mediaType) else {
+                preconditionFailure("a fresh composition track ID is always free")
+            }
+            var used = TimelineReport.Track(name: track.name, mediaType: track.mediaType, compositionTrackID: target.trackID,
+                                            clips: 0, disabledClips: 0, gaps: 0, duration: .zero)
+            var position = MediaTime.zero
+            let firstClip = report.clips.count
+            for item in track.items {
+                switch item {
+                case .gap(_, let duration):
+                    try insertEmpty(duration, at: position, into: target, where: trackName)
+                    used.gaps += 1
+                    position = position + duration
+                case .clip(let clip):
+                    let place = "clip \"\(clip.name)\" (\(trackName))"
+                    if clip.sourceRange?.duration == .zero {
+                        report.warnings.append("\(place) lasts no time and is left out")
+                        continue
+                    }
+                    if !clip.isEnabled, let duration = (clip.sourceRange ?? clip.availableRange)?.duration {
+                        // Disabled: its time stays, empty; its media is not needed.
+                        try insertEmpty(duration, at: position, into: target, where: place)
+                        report.clips.append(.init(name: clip.name, trackName: track.name, url: nil, sourceRange: nil,
+                                                  targetRange: MediaTimeRange(start: position, duration: duration), isEnabled: false))
+                        used.disabledClips += 1
+                        position = position + duration
+                        continue
+                    }
+                    let (url, source) = try await sourceTrack(of: clip, kind: track.mediaType, where: place, cache: &tracksByFile)
+                    let range = try fileRange(of: clip, in: source, where: place, warnings: &report.warnings)
+                    if clip.isEnabled {
+                        do { try target.insertTimeRange(range, of: source, at: position) } catch {
+                            throw fail(.invalidArgument, "\(place): cannot place \(Self.seconds(range)) of \(url.lastPathComponent): \(error)", underlying: error)
+                        }
+                        used.clips += 1
+                    } else {
+                        try insertEmpty(range.duration, at: position, into: target, where: place)
+                        used.disabledClips += 1
+                    }
+                    report.clips.append(.init(name: clip.name, trackName: track.name, url: url, sourceRange: clip.isEnabled ? range : nil,
+                                              targetRange: MediaTimeRange(start: position, duration: range.duration), isEnabled: clip.isEnabled))
+                    position = position + range.duration
+                }
+            }
+            used.duration = position
+            clipsOfTrack[target.trackID] = firstClip..<report.clips.count
+            if let trim = track.trim {
+                trimmedAway.formUnion(try keep(trim, of: target, length: position, where: trackName, report: &report, clips: firstClip..<report.clips.count))
+                used.duration = trim.duration
+            }
+            report.tracks.append(used)
+        }
+        if let trim = timeline.trim {
+            for i in report.tracks.indices {
+                let id = report.tracks[i].compositionTrackID
+                guard let target = composition.mutableTrack(withTrackID: id) else { continue }
+                trimmedAway.formUnion(try keep(trim, of: target, length: report.tracks[i].duration, where: "the tracks Stack",
+                                               report: &report, clips: clipsOfTrack[id] ?? 0..<0))
+                report.tracks[i].duration = trim.duration
+            }
+        }
+        if !trimmedAway.isEmpty {
+            report.clips = report.clips.enumerated().filter { !trimmedAway.contains($0.offset) }.map(\.element)
+            let one = trimmedAway.count == 1
+            report.warnings.append("\(trimmedAway.count) clip\(one ? " falls" : "s fall") outside a source_range and \(one ? "is" : "are") left out")
+        }
+        guard !report.tracks.isEmpty else {
+            throw fail(.noTracks, "the timeline has no enabled Video or Audio track with anything on it")
+        }
+        return (composition, report)
+    }
+
+    /// Keeps `range` of a track `length` long (OTIO's `source_range` on a Track or the Stack):
+    /// the rest is removed, empty time pads the track to the range's end, and the kept part
+    /// starts at zero; the report's clips on the track move (and are cut) with it. Returns the
+    /// indices of the clips it leaves nothing of.
+    func keep(_ range: MediaTimeRange, of track: MutableCompositionTrack, length: MediaTime, where place: String,
+              report: inout TimelineReport, clips: Range<Int>) throws -> [Int] {
+        guard range.start >= .zero else { throw fail(.invalidArgument, "\(place): its source_range starts before zero") }
+        do {
+            if range.end < length { try track.removeTimeRange(MediaTimeRange(start: range.end, end: length)) }
+            if range.end > length { try track.insertEmptyTimeRange(MediaTimeRange(start: length, end: range.end)) }
+            if range.start > .zero { try track.removeTimeRange(MediaTimeRange(start: .zero, duration: range.start)) }
+        } catch {
+            throw fail(.invalidArgument, "\(place): cannot apply its source_range \(Self.seconds(range)): \(error)", underlying: error)
+        }
+        var removed: [Int] = []
+        for i in clips {
+            let target = report.clips[i].targetRange
+            let kept = target.intersection(range)
+            guard kept.isValid, kept.duration > .zero else {
+                removed.append(i)
+                continue
+            }
+            let cut = kept.start - target.start
+            report.clips[i].sourceRange = report.clips[i].sourceRange.map { MediaTimeRange(start: $0.start + cut, duration: kept.duration) }
+            report.clips[i].targetRange = MediaTimeRange(start: kept.start - range.start, duration: kept.duration)
+        }
+        return removed
+    }
+
+    func insertEmpty(_ duration: MediaTime, at position: MediaTime, into track: MutableCompositionTrack, where place: String) throws {
+        do { try track.insertEmptyTimeRange(MediaTimeRange(start: position, duration: duration)) } catch {
+            throw fail(.invalidArgument, "\(place): cannot insert empty time: \(error)", underlying: error)
+        }
+    }
+
+    /// The clip's file and its first track of `kind`, each file opened once.
+    func sourceTrack(of clip: ParsedTimeline.Clip, kind: MediaType, where place: String,
+                     cache: inout [URL: [AssetTrack]]) async throws -> (URL, AssetTrack) {
+        let url: URL
+        switch clip.media {
+        case .missing(let name):
+            throw fail(.fileNotFound, "\(place): the media is a MissingReference\(name.isEmpty ? "" : " (\"\(name)\")") (offline); relink it to a file")
+        case .file(let file): url = file
+        }
+        if cache[url] == nil {
+            guard FileManager.default.fileExists(atPath: url.path) else {
+                throw fail(.fileNotFound, "\(place): the media file \(url.path) does not exist")
+            }
+            do { cache[url] = try await Asset(url: url).load(.tracks) } catch {
+                throw fail((error as? MediaError)?.code ?? .notMediaFile, "\(place): cannot open \(url.path): \(error)", underlying: error)
+            }
+        }
+        let all = cache[url] ?? []
+        guard let track = all.first(where: { $0.mediaType == kind && !$0.isAttachedPicture }) else {
+            throw fail(.noTracks, "\(place): \(url.path) has no \(kind) track for this \(kind == .video ? "Video" : "Audio") track")
+        }
+        return (url, track)
+    }
+
+    /// The range of the file's track the clip plays: its source range moved from the media's
+    /// coordinates to the file's (minus `available_range.start_time`), else the available range
+    /// from the file's start, else the whole track.
+    func fileRange(of clip: ParsedTimeline.Clip, in track: AssetTrack, where place: String, warnings: inout [String]) throws -> MediaTimeRange {
+        let origin = clip.availableRange?.start ?? .zero
+        let range: MediaTimeRange
+        if let source = clip.sourceRange {
+            range = MediaTimeRange(start: source.start - origin, duration: source.duration)
+        } else if let available = clip.availableRange {
+            range = MediaTimeRange(start: .zero, duration: available.duration)
+        } else {
+            range = track.timeRange
+        }
+        guard range.start >= .zero, range.duration > .zero else {
+            throw fail(.invalidArgument, "\(place): the source range \(Self.seconds(range)) starts before the media or is empty")
+        }
+        let media = track.timeRange
+        guard range.start < media.end, range.end > media.start else {
+            throw fail(.invalidArgument, "\(place): the source range \(Self.seconds(range)) lies outside the media (\(Self.seconds(media)))")
+        }
+        if range.end > media.end || range.start < media.start {
+            warnings.append("\(place): the source range \(Self.seconds(range)) runs past the media (\(Self.seconds(media))); the rest is empty")
+        }
+        return range
+    }
+
+    static func seconds(_ range: MediaTimeRange) -> String {
+        String(format: "%.3f–%.3f s", range.start.seconds, range.end.seconds)
+    }
+}

@@ -1,0 +1,185 @@
+import ArgumentParser
+import Foundation
+import VAFoundation
+
+extension Vaf {
+    /// `vaf render`: an OpenTimelineIO timeline exported as one movie through a composition.
+    struct Render: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Render an OpenTimelineIO timeline (.otio) to a movie.",
+            discussion: """
+                Each enabled Video and Audio track of the timeline becomes a track of the movie: its clips \
+                (the source_range of each clip's file) play one after another, gaps and disabled clips are \
+                black or silent, and several audio tracks are mixed. The movie has the timeline's constant \
+                frame rate (--frame-rate timeline). Media paths are taken relative to the \
+                timeline's folder; file:// URLs work too. Transitions, nested stacks and missing media are \
+                refused with the clip and the cause named.
+
+                The output is written to a temporary file and renamed, so no partial file is left. With \
+                --json, one JSON object is printed on stdout when the render ends (schema: \
+                Schemas/vaf-render.schema.json).
+
+                Exit status: 0 when the movie was written, 1 when the timeline or the export failed, 64 for \
+                a usage error; 130 after Ctrl-C (SIGINT), 143 after SIGTERM, 129 after SIGHUP (each removes \
+                the partial file).
+                """
+        )
+
+        @Argument(help: "The timeline, an OpenTimelineIO JSON file (.otio).")
+        var timeline: String
+
+        @Option(name: [.customShort("o"), .long], help: ArgumentHelp("The movie to write (default: the timeline's name with .mp4, beside it).", valueName: "file"))
+        var output: String?
+
+        @Option(help: ArgumentHelp("Export preset, case-insensitive: 1280x720, HEVC1920x1080… (see vaf transcode --list-presets).", valueName: "name"))
+        var preset: String = "1280x720"
+
+        @Option(name: .customLong("frame-rate"),
+                help: ArgumentHelp("timeline (the timeline's rate, constant: its global_start_time's or first video clip's), or as vaf transcode: passthrough, auto, 30, 29.97, 30000/1001.", valueName: "policy"))
+        var frameRate: String = "timeline"
+
+        @Option(help: ArgumentHelp("Fit the video into WxH instead of the preset's box (never upscaled).", valueName: "WxH"))
+        var size: String?
+
+        @Option(help: ArgumentHelp("Encode at constant quality 0–100 instead of a bit rate (55 = each encoder's usual default).", valueName: "0-100"))
+        var quality: Int?
+
+        @Flag(help: "Print a JSON report on stdout.")
+        var json = false
+
+        @Flag(help: "Replace the output if it exists.")
+        var overwrite = false
+
+        func validate() throws {
+            guard let chosen = ExportPreset(named: preset) else { throw ValidationError("Unknown preset '\(preset)'; see vaf transcode --list-presets.") }
+            if chosen.isPassthrough { throw ValidationError("--preset \(preset) copies streams, which a timeline cannot: choose a re-encoding preset (1280x720, HEVC1920x1080, …).") }
+            if let size { _ = try Transcode.parseSize(size) }
+            if frameRate.lowercased() != "timeline" { _ = try Transcode.parseFrameRate(frameRate) }
+            if let quality, !(0...100).contains(quality) { throw ValidationError("--quality takes 0 to 100 (55 is each encoder's usual default).") }
+            _ = try fileType()
+        }
+
+        /// Where the movie goes: `--output`, else the timeline's base name + .mp4 beside it.
+        var outputPath: String {
+            output ?? URL(fileURLWithPath: timeline).deletingPathExtension().appendingPathExtension("mp4").path
+        }
+
+        /// The container `--output`'s extension names (mp4 by default).
+        func fileType() throws -> FileType {
+            let ext = URL(fileURLWithPath: outputPath).pathExtension
+            guard let type = FileType(fileExtension: ext.isEmpty ? "mp4" : ext) else {
+                throw ValidationError("--output \(outputPath) names a .\(ext) file, which vaf cannot write; use .mp4, .mov, .m4v, .mkv or .webm.")
+            }
+            return type
+        }
+
+        func run() async throws {
+            var job = BatchJob(input: timeline, output: outputPath, preset: ExportPreset(named: preset)!, fileType: try fileType(), overwrite: overwrite)
+            job.size = try size.map(Transcode.parseSize)
+            job.quality = quality
+            var report = RenderReport(job: job.baseReport)
+            defer { report.print(json: json) }
+            if !overwrite && FileManager.default.fileExists(atPath: job.output) {
+                report.job = report.job.failing("\(job.output): the output exists (use --overwrite to replace it)")
+                throw ExitCode(1)
+            }
+            let composition: MutableComposition
+            do {
+                let (built, timelineReport) = try await OpenTimelineIO.composition(contentsOf: URL(fileURLWithPath: timeline))
+                composition = built
+                report.timeline = RenderReport.Timeline(timelineReport)
+                // A constant rate fills gaps (a trailing one included) with repeated black frames.
+                job.frameRate = frameRate.lowercased() == "timeline"
+                    ? timelineReport.frameRate.map(FrameRatePolicy.constant) ?? .automatic : try Transcode.parseFrameRate(frameRate)
+            } catch {
+                report.job = report.job.failing((error as? MediaError)?.description ?? "\(timeline): \(error)")
+                throw ExitCode(1)
+            }
+            let video = (try? await composition.loadTracks(withMediaType: .video))?.first
+            let (render, started) = (job, report.job)
+            let fps = render.frameRate.outputFrameRate(sourceFrameRate: Double(video?.nominalFrameRate ?? 0)) ?? Double(video?.nominalFrameRate ?? 0)
+            // Ctrl-C, SIGTERM and SIGHUP cancel the export, which removes its partial file.
+            let (exported, signal) = await BatchRunner.cancellingOnSignals(Task {
+                await render.export(render.makeSession(asset: composition), seconds: composition.duration.seconds,
+                                    frameRate: fps, display: ProgressDisplay(enabled: true), report: started)
+            })
+            report.job = exported
+            // 128 + the signal, as shells report a process it stopped: 130 SIGINT, 143 SIGTERM, 129 SIGHUP.
+            if let signal { throw ExitCode(128 + signal) }
+            if report.job.status != .completed { throw ExitCode(1) }
+        }
+    }
+}
+
+/// The line `vaf render --json` prints (schema `Schemas/vaf-render.schema.json`): the export's
+/// keys as `vaf transcode --json` writes them, plus what the timeline put in the movie.
+struct RenderReport: Encodable {
+    /// What the timeline contributed, in seconds for JSON readers.
+    struct Timeline: Encodable {
+        struct Track: Encodable {
+            var name: String
+            var mediaType: String
+            var clips: Int
+            var disabledClips: Int
+            var gaps: Int
+            var durationSeconds: Double
+        }
+
+        var name: String
+        /// Nil when the timeline names no rate.
+        var frameRate: Double?
+        var durationSeconds: Double
+        var tracks: [Track]
+        var skippedTracks: [String]
+        var warnings: [String]
+
+        init(_ report: TimelineReport) {
+            name = report.name
+            frameRate = report.frameRate
+            durationSeconds = report.duration.seconds
+            tracks = report.tracks.map {
+                Track(name: $0.name, mediaType: $0.mediaType.rawValue, clips: $0.clips, disabledClips: $0.disabledClips,
+                      gaps: $0.gaps, durationSeconds: $0.duration.seconds)
+            }
+            skippedTracks = report.skippedTracks
+            warnings = report.warnings
+        }
+
+        enum CodingKeys: String, CodingKey { case name, frameRate, durationSeconds, tracks, skippedTracks, warnings }
+
+        /// Every key, `frameRate` as null when unknown.
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(name, forKey: .name)
+            try c.encode(frameRate, forKey: .frameRate)
+            try c.encode(durationSeconds, forKey: .durationSeconds)
+            try c.encode(tracks, forKey: .tracks)
+            try c.encode(skippedTracks, forKey: .skippedTracks)
+            try c.encode(warnings, forKey: .warnings)
+        }
+    }
+
+    var job: JobReport
+    /// Nil when the timeline could not be read.
+    var timeline: Timeline?
+
+    enum CodingKeys: String, CodingKey { case timeline }
+
+    func encode(to encoder: any Encoder) throws {
+        try job.encode(to: encoder)
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(timeline, forKey: .timeline)
+    }
+
+    /// The JSON line on stdout, or on failure one line on stderr naming the file and the cause.
+    func print(json: Bool) {
+        if json { JSONLines(enabled: true).write(self) }
+        if let error = job.error, job.status != .completed {
+            FileHandle.standardError.write(Data("vaf render: \(JobReport.oneLine(error))\n".utf8))
+        } else if !json {
+            let warnings = timeline?.warnings ?? []
+            for warning in warnings { FileHandle.standardError.write(Data("vaf render: warning: \(JobReport.oneLine(warning))\n".utf8)) }
+            Swift.print("\(job.output): \(String(format: "%.2f", job.seconds ?? 0)) s from \(timeline?.tracks.count ?? 0) track\(timeline?.tracks.count == 1 ? "" : "s")")
+        }
+    }
+}

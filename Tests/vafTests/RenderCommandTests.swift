@@ -1,0 +1,139 @@
+import BenchKit
+import Foundation
+import Testing
+
+/// `vaf render TIMELINE.otio`, run as a user would, with ffmpeg and ffprobe as the oracles.
+@Suite(.serialized) struct RenderCommandTests {
+    static let ffmpeg = "/usr/bin/ffmpeg"
+    static let ffprobe = "/usr/bin/ffprobe"
+
+    /// A scratch folder with a.mp4 (24 fps) and b.mp4 (30000/1001 fps), 2 s each with a tone, and
+    /// edit.otio: 1 s of a, a 0.5 s gap, 1.001 s (30 frames) of b and a closing 0.5 s gap on V1;
+    /// 2 s of a's sound on A1.
+    static func scratch() throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-render-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        for (name, rate) in [("a.mp4", "24"), ("b.mp4", "30000/1001")] {
+            let made = try Vaf.run(executable: ffmpeg, [
+                "-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", "testsrc2=s=320x240:r=\(rate):d=2", "-f", "lavfi", "-i", "sine=f=440:r=48000:d=2",
+                "-c:v", "libx264", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", dir.appendingPathComponent(name).path])
+            try #require(made.status == 0, "ffmpeg: \(made.stderr)")
+        }
+        try Data(timeline(middle: gap).utf8).write(to: dir.appendingPathComponent("edit.otio"))
+        return dir
+    }
+
+    static func range(_ start: Int, _ duration: Int, _ rate: Double) -> String {
+        #"{"OTIO_SCHEMA": "TimeRange.1", "start_time": {"OTIO_SCHEMA": "RationalTime.1", "value": \#(start), "rate": \#(rate)}, "#
+            + #""duration": {"OTIO_SCHEMA": "RationalTime.1", "value": \#(duration), "rate": \#(rate)}}"#
+    }
+    static func clip(_ name: String, _ target: String, _ range: String) -> String {
+        #"{"OTIO_SCHEMA": "Clip.1", "name": "\#(name)", "source_range": \#(range), "media_reference": {"OTIO_SCHEMA": "ExternalReference.1", "target_url": "\#(target)"}}"#
+    }
+    static let gap = #"{"OTIO_SCHEMA": "Gap.1", "source_range": \#(range(0, 12, 24))}"#
+    static let transition = #"{"OTIO_SCHEMA": "Transition.1", "name": "dissolve", "transition_type": "SMPTE_Dissolve"}"#
+
+    /// The test timeline with `middle` between the two video clips.
+    static func timeline(middle: String) -> String {
+        #"{"OTIO_SCHEMA": "Timeline.1", "name": "edit", "tracks": {"OTIO_SCHEMA": "Stack.1", "children": ["#
+            + #"{"OTIO_SCHEMA": "Track.1", "name": "V1", "kind": "Video", "children": [\#(clip("a", "a.mp4", range(12, 24, 24))), \#(middle), "#
+            + #"\#(clip("b", "b.mp4", range(15, 30, 29.97))), \#(gap)]}, "#
+            + #"{"OTIO_SCHEMA": "Track.1", "name": "A1", "kind": "Audio", "children": [\#(clip("tone", "a.mp4", range(0, 96000, 48000)))]}]}}"#
+    }
+
+    /// 1 s + 0.5 s + 30 × 1001/30000 s + 0.5 s.
+    static let timelineSeconds = 2 + 30.0 * 1001 / 30000
+
+    /// The video stream's duration (s) and average frame rate ("24/1"), by ffprobe.
+    static func video(_ path: String) throws -> (duration: Double, rate: String) {
+        let probe = try Vaf.run(executable: ffprobe, ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=duration,avg_frame_rate",
+                                                      "-of", "default=noprint_wrappers=1", path])
+        var fields: [String: String] = [:]
+        for line in probe.stdout.split(separator: "\n") {
+            let pair = line.split(separator: "=", maxSplits: 1).map(String.init)
+            if pair.count == 2 { fields[pair[0]] = pair[1] }
+        }
+        return (Double(fields["duration"] ?? "") ?? -1, fields["avg_frame_rate"] ?? "")
+    }
+
+    /// The average luma of the picture on screen at `seconds`, by ffmpeg's signalstats over
+    /// every decoded frame (the last frame at or before that time).
+    static func luma(_ path: String, at seconds: Double) throws -> Double {
+        let run = try Vaf.run(executable: ffmpeg, ["-v", "error", "-nostdin", "-i", path, "-vf",
+                                                   "signalstats,metadata=mode=print:key=lavfi.signalstats.YAVG:file=-", "-f", "null", "-"])
+        var shown: Double?
+        var time = 0.0
+        for line in run.stdout.split(separator: "\n") {
+            if let r = line.range(of: "pts_time:") { time = Double(line[r.upperBound...].split(separator: " ")[0]) ?? .infinity }
+            if let r = line.range(of: "YAVG="), time <= seconds + 1e-6 { shown = Double(line[r.upperBound...]) }
+        }
+        return try #require(shown, "no frame at \(seconds) s")
+    }
+
+    @Test func rendersTheTimelineBesideItWithTheGapBlack() throws {
+        let dir = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let timeline = dir.appendingPathComponent("edit.otio").path
+        let result = try Vaf.run(["render", timeline, "--size", "320x240", "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let output = dir.appendingPathComponent("edit.mp4").path
+        #expect(FileManager.default.fileExists(atPath: output), "the default output is the timeline's name with .mp4, beside it")
+        let video = try Self.video(output)
+        #expect(abs(video.duration - Self.timelineSeconds) <= 1.0 / 24 + 0.001, "\(video.duration) s")
+        #expect(video.rate == "24/1", "the timeline's rate, that of its first clip")
+        #expect(try Self.luma(output, at: 1.25) < 20, "the gap's middle frame is black")
+        #expect(try Self.luma(output, at: 0.5) > 40, "the first clip is not black")
+        #expect(try Self.luma(output, at: 2.0) > 40, "the second clip is not black")
+        #expect(try Self.luma(output, at: Self.timelineSeconds - 0.25) < 20, "the closing gap is black")
+
+        let lines = try Vaf.jsonLines(result.stdout)
+        #expect(lines.count == 1)
+        let line = try #require(lines.first)
+        #expect(line["schemaVersion"] as? Int == 1 && line["status"] as? String == "completed")
+        let schema = try JSONSchemaSubset(json: Data(contentsOf: Vaf.packageRoot.appendingPathComponent("Schemas/vaf-render.schema.json")))
+        #expect(schema.violations(of: line).isEmpty, "\(schema.violations(of: line))")
+        let report = try #require(line["timeline"] as? [String: Any])
+        #expect(report["frameRate"] as? Double == 24)
+        let tracks = try #require(report["tracks"] as? [[String: Any]])
+        #expect(tracks.map { $0["mediaType"] as? String } == ["video", "audio"])
+        #expect(tracks.first?["gaps"] as? Int == 2 && tracks.first?["clips"] as? Int == 2)
+
+        let again = try Vaf.run(["render", timeline])
+        #expect(again.status == 1, "an existing output is kept without --overwrite")
+        #expect(again.stderr.split(separator: "\n").count == 1 && again.stderr.contains("\(output): the output exists"), "\(again.stderr)")
+        let replaced = try Vaf.run(["render", timeline, "--overwrite", "-o", dir.appendingPathComponent("other.mov").path])
+        #expect(replaced.status == 0, "\(replaced.stderr)")
+        #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("other.mov").path))
+    }
+
+    @Test func aTimelineThatCannotRenderFailsInOneLineAndLeavesNoFile() throws {
+        let dir = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let timeline = dir.appendingPathComponent("fade.otio")
+        try Data(Self.timeline(middle: Self.transition).utf8).write(to: timeline)
+        let before = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
+        let result = try Vaf.run(["render", timeline.path, "--json"])
+        #expect(result.status == 1)
+        #expect(result.stderr == "vaf render: \(timeline.path): track 1 \"V1\", item 2 \"dissolve\": transitions are not supported yet (no video composition); replace the Transition with a cut\n")
+        let line = try #require(try Vaf.jsonLines(result.stdout).first)
+        #expect(line["status"] as? String == "failed" && line["schemaVersion"] as? Int == 1)
+        let schema = try JSONSchemaSubset(json: Data(contentsOf: Vaf.packageRoot.appendingPathComponent("Schemas/vaf-render.schema.json")))
+        #expect(schema.violations(of: line).isEmpty, "\(schema.violations(of: line))")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == before, "no output or temporary file left")
+    }
+
+    @Test func usageErrorsAndAMissingTimeline() throws {
+        let missing = "/nonexistent/cut.otio"
+        let noFile = try Vaf.run(["render", missing])
+        #expect(noFile.status == 1)
+        #expect(noFile.stderr == "vaf render: \(missing): the timeline file does not exist\n")
+        #expect(try Vaf.run(["render", missing, "--bogus"]).status == 64)
+        #expect(try Vaf.run(["render", missing, "--preset", "nonsense"]).status == 64)
+        #expect(try Vaf.run(["render", missing, "--preset", "passthrough"]).status == 64)
+        #expect(try Vaf.run(["render", missing, "--size", "big"]).status == 64)
+        #expect(try Vaf.run(["render", missing, "--quality", "101"]).status == 64)
+        #expect(try Vaf.run(["render", missing, "--frame-rate", "fast"]).status == 64)
+        #expect(try Vaf.run(["render", missing, "-o", "/tmp/out.avi"]).status == 64)
+        #expect(try Vaf.run(["render"]).status == 64)
+    }
+}
