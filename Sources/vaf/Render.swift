@@ -84,9 +84,11 @@ extension Vaf {
                 throw ExitCode(1)
             }
             let composition: MutableComposition
+            var drawing: (video: VideoComposition?, audio: AudioMix?) = (nil, nil)
             do {
                 let (built, timelineReport) = try await OpenTimelineIO.composition(contentsOf: URL(fileURLWithPath: timeline))
                 composition = built
+                drawing = (timelineReport.videoComposition, timelineReport.audioMix)
                 report.timeline = RenderReport.Timeline(timelineReport)
                 // A constant rate fills gaps (a trailing one included) with repeated black frames.
                 job.frameRate = frameRate.lowercased() == "timeline"
@@ -99,8 +101,11 @@ extension Vaf {
             let (render, started) = (job, report.job)
             let fps = render.frameRate.outputFrameRate(sourceFrameRate: Double(video?.nominalFrameRate ?? 0)) ?? Double(video?.nominalFrameRate ?? 0)
             // Ctrl-C, SIGTERM and SIGHUP cancel the export, which removes its partial file.
+            let session = render.makeSession(asset: composition)
+            session.videoComposition = drawing.video
+            if let mix = drawing.audio { session.audioMix = mix }
             let (exported, signal) = await BatchRunner.cancellingOnSignals(Task {
-                await render.export(render.makeSession(asset: composition), seconds: composition.duration.seconds,
+                await render.export(session, seconds: composition.duration.seconds,
                                     frameRate: fps, display: ProgressDisplay(enabled: true), report: started)
             })
             report.job = exported

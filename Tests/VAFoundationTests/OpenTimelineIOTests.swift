@@ -213,6 +213,34 @@ struct OpenTimelineIOTests {
         #expect(report.warnings.contains("1 clip falls outside a source_range and is left out"), "\(report.warnings)")
     }
 
+    /// A dissolve: the outgoing clip plays on past the cut from its handle, the incoming one
+    /// starts early on a track beneath, and the video composition ramps the top one out.
+    @Test func aDissolveOverlapsTheClipsOnTwoTracks() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try await Self.clip(dir.appendingPathComponent("a.mp4"), rate: "24")
+        try await Self.clip(dir.appendingPathComponent("b.mp4"), rate: "24")
+        // a: 0–1 s of its 2 s; a 0.25 s + 0.25 s dissolve; b: 0.5–1.5 s of its 2 s.
+        let fade = #"{"OTIO_SCHEMA": "Transition.1", "name": "fade", "transition_type": "SMPTE_Dissolve", "in_offset": \#(Self.time(6, 24)), "out_offset": \#(Self.time(6, 24))}"#
+        let file = dir.appendingPathComponent("fade.otio")
+        try Self.write(Self.timeline([Self.track("V", "Video", [Self.clip2("a", "a.mp4", Self.range(0, 24, 24)), fade,
+                                                                 Self.clip2("b", "b.mp4", Self.range(12, 24, 24))])]), to: file)
+        let (composition, report) = try await OpenTimelineIO.composition(contentsOf: file)
+        let t = Self.t
+        #expect(report.transitions == 1)
+        #expect(composition.duration == t(2, 1), "a dissolve does not change the length")
+        #expect(Self.rows(composition.tracks[0]) == [SegmentRow(file: "a.mp4", target: (.zero, t(1, 1)), source: (.zero, t(1, 1))),
+                                                     SegmentRow(file: "a.mp4", target: (t(1, 1), t(5, 4)), source: (t(1, 1), t(5, 4))),
+                                                     SegmentRow(file: "b.mp4", target: (t(5, 4), t(2, 1)), source: (t(3, 4), t(3, 2)))])
+        #expect(Self.rows(composition.tracks[1]) == [SegmentRow(file: nil, target: (.zero, t(3, 4)), source: nil),
+                                                     SegmentRow(file: "b.mp4", target: (t(3, 4), t(5, 4)), source: (t(1, 4), t(3, 4)))])
+        let video = try #require(report.videoComposition)
+        let top = try #require(video.instructions.first?.layerInstructions.first)
+        #expect(top.trackID == composition.tracks[0].trackID)
+        #expect(top.opacity(at: t(3, 4)) == 1 && top.opacity(at: t(1, 1)) == 0.5 && top.opacity(at: t(3, 2)) == 1)
+        #expect(video.renderSize == Size(width: 160, height: 120))
+    }
+
     enum Broken: String, CaseIterable, Sendable {
         case missingFile, missingReference, transition, unknownSchema, unknownReference, malformedJSON, nestedStack, dataTrack, notATimeline
     }
@@ -232,8 +260,8 @@ struct OpenTimelineIOTests {
             (Self.timeline([Self.track("V", "Video", [Self.clip1("gone", reference: #"{"OTIO_SCHEMA": "MissingReference.1"}"#, Self.range(0, 12, 24))])]),
              "clip \"gone\" (track 1 \"V\"): the media is a MissingReference")
         case .transition:
-            (Self.timeline([Self.track("V", "Video", [good, #"{"OTIO_SCHEMA": "Transition.1", "name": "fade", "transition_type": "SMPTE_Dissolve", "in_offset": \#(Self.time(6, 24)), "out_offset": \#(Self.time(6, 24))}"#, good])]),
-             "track 1 \"V\", item 2 \"fade\": transitions are not supported yet")
+            (Self.timeline([Self.track("V", "Video", [#"{"OTIO_SCHEMA": "Transition.1", "name": "fade", "transition_type": "SMPTE_Dissolve", "in_offset": \#(Self.time(6, 24)), "out_offset": \#(Self.time(6, 24))}"#, good])]),
+             "track 1 \"V\": transition \"fade\" must stand between two clips")
         case .unknownSchema: (Self.timeline([Self.track("V", "Video", [good, #"{"OTIO_SCHEMA": "Wipe.3", "name": "w"}"#])]), "item 2 \"w\": unknown schema \"Wipe.3\"")
         case .unknownReference:
             (Self.timeline([Self.track("V", "Video", [Self.clip1("gen", reference: #"{"OTIO_SCHEMA": "GeneratorReference.1", "generator_kind": "SMPTEBars"}"#, Self.range(0, 12, 24))])]),

@@ -1,3 +1,4 @@
+import ChildProcess
 import BenchKit
 import Foundation
 import Testing
@@ -114,12 +115,44 @@ import Testing
         let before = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
         let result = try Vaf.run(["render", timeline.path, "--json"])
         #expect(result.status == 1)
-        #expect(result.stderr == "vaf render: \(timeline.path): track 1 \"V1\", item 2 \"dissolve\": transitions are not supported yet (no video composition); replace the Transition with a cut\n")
+        #expect(result.stderr == "vaf render: \(timeline.path): track 1 \"V1\", item 2 \"dissolve\": in_offset is not a RationalTime with a finite value and a positive rate\n")
         let line = try #require(try Vaf.jsonLines(result.stdout).first)
         #expect(line["status"] as? String == "failed" && line["schemaVersion"] as? Int == 1)
         let schema = try JSONSchemaSubset(json: Data(contentsOf: Vaf.packageRoot.appendingPathComponent("Schemas/vaf-render.schema.json")))
         #expect(schema.violations(of: line).isEmpty, "\(schema.violations(of: line))")
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == before, "no output or temporary file left")
+    }
+
+    /// A 0.5 s dissolve between a red and a blue clip: at the cut the picture is the even
+    /// blend, before it red, after it blue (ffmpeg decodes the pixels).
+    @Test func aDissolveBlendsTheClipsAtTheCut() throws {
+        let dir = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for (name, colour) in [("red.mp4", "red"), ("blue.mp4", "blue")] {
+            let made = try Vaf.run(executable: Self.ffmpeg, ["-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", "color=c=\(colour):s=320x240:r=24:d=3",
+                                                             "-c:v", "libx264", "-pix_fmt", "yuv420p", dir.appendingPathComponent(name).path])
+            try #require(made.status == 0)
+        }
+        let offset = #"{"OTIO_SCHEMA": "RationalTime.1", "value": 6, "rate": 24}"#
+        let dissolve = #"{"OTIO_SCHEMA": "Transition.1", "name": "x", "transition_type": "SMPTE_Dissolve", "in_offset": \#(offset), "out_offset": \#(offset)}"#
+        let text = #"{"OTIO_SCHEMA": "Timeline.1", "name": "x", "tracks": {"OTIO_SCHEMA": "Stack.1", "children": [{"OTIO_SCHEMA": "Track.1", "name": "V", "kind": "Video", "children": ["#
+            + #"\#(Self.clip("red", "red.mp4", Self.range(0, 48, 24))), \#(dissolve), \#(Self.clip("blue", "blue.mp4", Self.range(12, 48, 24)))]}]}}"#
+        let timeline = dir.appendingPathComponent("dissolve.otio")
+        try Data(text.utf8).write(to: timeline)
+        let result = try Vaf.run(["render", timeline.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        let output = dir.appendingPathComponent("dissolve.mp4").path
+        #expect(abs(try Self.video(output).duration - 4) <= 1.0 / 24 + 0.001)
+        func rgb(_ seconds: Double) throws -> [Int] {
+            let child = try ChildProcess.run(Self.ffmpeg, ["-v", "error", "-nostdin", "-ss", "\(seconds)", "-i", output, "-frames:v", "1",
+                                                           "-vf", "format=rgb24,crop=2:2:160:120", "-f", "rawvideo", "-"], timeLimit: 60)
+            try #require(child.standardOutput.count == 12)
+            return child.standardOutput.prefix(3).map { Int($0) }
+        }
+        let (before, cut, after) = (try rgb(1), try rgb(2), try rgb(3))
+        #expect(before[0] > 200 && before[2] < 60 && after[2] > 200 && after[0] < 60, "red then blue: \(before) \(after)")
+        // ±10 per channel: two H.264 encodes and 4:2:0 between the blend and the pixel read back.
+        for c in 0..<3 { #expect(abs(cut[c] - (before[c] + after[c]) / 2) <= 10, "channel \(c) at the cut: \(cut) between \(before) and \(after)") }
     }
 
     @Test func usageErrorsAndAMissingTimeline() throws {

@@ -120,6 +120,14 @@ public struct TimelineReport: Sendable {
     public var skippedTracks: [String] = []
     /// What was read but not applied (effects, clips trimmed away, media shorter than a clip…), one line each.
     public var warnings: [String] = []
+    /// Dissolves placed (video and audio).
+    public var transitions = 0
+    /// How the video tracks are drawn: stacked as the timeline orders them (later tracks on
+    /// top, each showing only where it has media), with the dissolves as opacity ramps. Nil
+    /// for one video track without transitions, which plays as it is.
+    public var videoComposition: VideoComposition?
+    /// The audio tracks' volumes: dissolves as crossfades. Nil when no audio track has one.
+    public var audioMix: AudioMix?
 
     /// The number of gaps over all tracks.
     public var gaps: Int { tracks.reduce(0) { $0 + $1.gaps } }
@@ -175,6 +183,9 @@ struct ParsedTimeline {
     enum Item {
         case clip(Clip)
         case gap(name: String, duration: MediaTime)
+        /// A dissolve across the cut between the neighbouring clips: it starts `inOffset`
+        /// before the cut and ends `outOffset` after it.
+        case transition(name: String, inOffset: MediaTime, outOffset: MediaTime)
     }
 
     struct Clip {
@@ -263,7 +274,16 @@ struct TimelineParser {
                 }
                 items.append(.gap(name: name, duration: range.duration))
             case "Transition":
-                throw fail("\(itemPlace): transitions are not supported yet (no video composition); replace the Transition with a cut")
+                let kind = child["transition_type"]?.string ?? "SMPTE_Dissolve"
+                if kind != "SMPTE_Dissolve" {
+                    warnings.append("\(itemPlace): transition type \(kind) is rendered as a dissolve (SMPTE_Dissolve)")
+                }
+                let inOffset = try time(child["in_offset"], field: "in_offset", where: itemPlace)
+                let outOffset = try time(child["out_offset"], field: "out_offset", where: itemPlace)
+                guard inOffset >= .zero, outOffset >= .zero else {
+                    throw fail(.corruptOrTruncated, "\(itemPlace): the transition's in_offset and out_offset must not be negative")
+                }
+                items.append(.transition(name: name, inOffset: inOffset, outOffset: outOffset))
             case "Stack", "Track":
                 throw fail("\(itemPlace): a nested \(child.schemaName!) inside a track is not supported; flatten it into clips and gaps")
             default:
@@ -369,6 +389,9 @@ struct TimelineBuilder {
         var clipsOfTrack: [Int: Range<Int>] = [:]
         // The report's clips a source_range trims away entirely, by index.
         var trimmedAway = Set<Int>()
+        // The dissolves placed, and the track beneath each timeline track that has some.
+        var dissolves: [Dissolve] = []
+        var secondaryOf: [Int: MutableCompositionTrack] = [:]
         for (index, track) in timeline.tracks.enumerated() {
             let trackName = track.name.isEmpty ? "track \(index + 1)" : "track \(index + 1) \"\(track.name)\""
             guard track.isEnabled, !track.items.isEmpty else {
@@ -383,9 +406,24 @@ struct TimelineBuilder {
                                             clips: 0, disabledClips: 0, gaps: 0, duration: .zero)
             var position = MediaTime.zero
             let firstClip = report.clips.count
+            // The last enabled clip placed (its file track and range) while nothing followed it,
+            // and a transition waiting for the clip after it.
+            var outgoing: (source: AssetTrack, range: MediaTimeRange)?
+            var pending: (name: String, inOffset: MediaTime, outOffset: MediaTime)?
+            var secondary: MutableCompositionTrack?
             for item in track.items {
+                if case .transition = item {} else if case .clip = item {} else if pending != nil {
+                    throw fail(.invalidArgument, "\(trackName): a transition must stand between two clips")
+                }
                 switch item {
+                case .transition(let name, let inOffset, let outOffset):
+                    guard outgoing != nil, pending == nil else {
+                        throw fail(.invalidArgument, "\(trackName): transition \"\(name)\" must stand between two clips")
+                    }
+                    pending = (name, inOffset, outOffset)
+                    continue
                 case .gap(_, let duration):
+                    outgoing = nil
                     try insertEmpty(duration, at: position, into: target, where: trackName)
                     used.gaps += 1
                     position = position + duration
@@ -396,6 +434,8 @@ struct TimelineBuilder {
                         continue
                     }
                     if !clip.isEnabled, let duration = (clip.sourceRange ?? clip.availableRange)?.duration {
+                        if pending != nil { throw fail(.invalidArgument, "\(place): a transition leads into this disabled clip") }
+                        outgoing = nil
                         // Disabled: its time stays, empty; its media is not needed.
                         try insertEmpty(duration, at: position, into: target, where: place)
                         report.clips.append(.init(name: clip.name, trackName: track.name, url: nil, sourceRange: nil,
@@ -417,13 +457,33 @@ struct TimelineBuilder {
                     }
                     report.clips.append(.init(name: clip.name, trackName: track.name, url: url, sourceRange: clip.isEnabled ? range : nil,
                                               targetRange: MediaTimeRange(start: position, duration: range.duration), isEnabled: clip.isEnabled))
+                    if let transition = pending, let from = outgoing {
+                        let second = try secondary ?? {
+                            guard let made = composition.addMutableTrack(withMediaType: track.mediaType) else {
+                                preconditionFailure("a fresh composition track ID is always free")
+                            }
+                            return made
+                        }()
+                        secondary = second
+                        if let dissolve = try dissolve(transition, from: from, to: (source, range), cut: position, on: target, and: second,
+                                                       where: "transition \"\(transition.name)\" (\(trackName))", warnings: &report.warnings) {
+                            dissolves.append(Dissolve(mediaType: track.mediaType, over: target.trackID, under: second.trackID, range: dissolve))
+                            report.transitions += 1
+                        }
+                        pending = nil
+                    }
+                    outgoing = (source, range)
                     position = position + range.duration
                 }
             }
+            if pending != nil { throw fail(.invalidArgument, "\(trackName): the track ends with a transition; it must stand between two clips") }
             used.duration = position
             clipsOfTrack[target.trackID] = firstClip..<report.clips.count
+            if let second = secondary { secondaryOf[target.trackID] = second }
             if let trim = track.trim {
                 trimmedAway.formUnion(try keep(trim, of: target, length: position, where: trackName, report: &report, clips: firstClip..<report.clips.count))
+                if let second = secondary { _ = try keep(trim, of: second, length: second.timeRange.end, where: trackName, report: &report, clips: 0..<0) }
+                shift(&dissolves, onTrack: target.trackID, by: trim)
                 used.duration = trim.duration
             }
             report.tracks.append(used)
@@ -434,6 +494,10 @@ struct TimelineBuilder {
                 guard let target = composition.mutableTrack(withTrackID: id) else { continue }
                 trimmedAway.formUnion(try keep(trim, of: target, length: report.tracks[i].duration, where: "the tracks Stack",
                                                report: &report, clips: clipsOfTrack[id] ?? 0..<0))
+                if let second = secondaryOf[id] {
+                    _ = try keep(trim, of: second, length: second.timeRange.end, where: "the tracks Stack", report: &report, clips: 0..<0)
+                }
+                shift(&dissolves, onTrack: id, by: trim)
                 report.tracks[i].duration = trim.duration
             }
         }
@@ -445,7 +509,117 @@ struct TimelineBuilder {
         guard !report.tracks.isEmpty else {
             throw fail(.noTracks, "the timeline has no enabled Video or Audio track with anything on it")
         }
+        report.videoComposition = videoComposition(of: composition, report: report, secondaryOf: secondaryOf, dissolves: dissolves)
+        report.audioMix = audioMix(of: composition, dissolves: dissolves)
         return (composition, report)
+    }
+
+    /// A dissolve placed on the composition: the track fading out over the range, and the one
+    /// beneath it holding the incoming clip.
+    struct Dissolve {
+        var mediaType: MediaType
+        var over: Int
+        var under: Int
+        var range: MediaTimeRange
+    }
+
+    /// Places a dissolve across the cut at `cut`: the outgoing clip plays on past the cut on
+    /// `track` for `outOffset` (from its media beyond the clip, its handle), and the incoming
+    /// clip starts `inOffset` early on `beneath`. Offsets longer than the clips or the handles
+    /// are shortened, with a warning; the range of the dissolve, nil when nothing is left of it.
+    func dissolve(_ transition: (name: String, inOffset: MediaTime, outOffset: MediaTime),
+                  from outgoing: (source: AssetTrack, range: MediaTimeRange), to incoming: (source: AssetTrack, range: MediaTimeRange),
+                  cut: MediaTime, on track: MutableCompositionTrack, and beneath: MutableCompositionTrack,
+                  where place: String, warnings: inout [String]) throws -> MediaTimeRange? {
+        let inOffset = min(transition.inOffset, outgoing.range.duration, max(.zero, incoming.range.start - incoming.source.timeRange.start))
+        let outOffset = min(transition.outOffset, incoming.range.duration, max(.zero, outgoing.source.timeRange.end - outgoing.range.end))
+        if inOffset != transition.inOffset || outOffset != transition.outOffset {
+            warnings.append("\(place): shortened to \(String(format: "%.3f", inOffset.seconds)) s before and \(String(format: "%.3f", outOffset.seconds)) s after the cut: the clips' media has no more beyond their ranges")
+        }
+        guard inOffset + outOffset > .zero else { return nil }
+        do {
+            if outOffset > .zero {
+                try track.removeTimeRange(MediaTimeRange(start: cut, duration: outOffset))
+                try track.insertTimeRange(MediaTimeRange(start: outgoing.range.end, duration: outOffset), of: outgoing.source, at: cut)
+            }
+            try beneath.insertTimeRange(MediaTimeRange(start: incoming.range.start - inOffset, duration: inOffset + outOffset),
+                                        of: incoming.source, at: cut - inOffset)
+        } catch {
+            throw fail(.invalidArgument, "\(place): cannot place the dissolve: \(error)", underlying: error)
+        }
+        return MediaTimeRange(start: cut - inOffset, duration: inOffset + outOffset)
+    }
+
+    /// Moves the dissolves of track `id` as a `source_range` `trim` moves its content (and cuts them to it).
+    func shift(_ dissolves: inout [Dissolve], onTrack id: Int, by trim: MediaTimeRange) {
+        dissolves = dissolves.compactMap { d in
+            guard d.over == id else { return d }
+            let kept = d.range.intersection(trim)
+            guard kept.isValid, kept.duration > .zero else { return nil }
+            var moved = d
+            moved.range = MediaTimeRange(start: kept.start - trim.start, duration: kept.duration)
+            return moved
+        }
+    }
+
+    /// The video tracks stacked as OTIO stacks them (later tracks on top), each clip fitted
+    /// into the render size, dissolves as opacity ramps; nil for one track without dissolves.
+    func videoComposition(of composition: MutableComposition, report: TimelineReport, secondaryOf: [Int: MutableCompositionTrack],
+                          dissolves: [Dissolve]) -> VideoComposition? {
+        let main = report.tracks.filter { $0.mediaType == .video }.map(\.compositionTrackID)
+        guard main.count > 1 || dissolves.contains(where: { $0.mediaType == .video }) else { return nil }
+        let size = composition.naturalSize
+        guard size.width > 0, size.height > 0 else { return nil }
+        let duration = composition.tracks(withMediaType: .video).map(\.timeRange.end).max() ?? .zero
+        var layers: [VideoCompositionLayerInstruction] = []
+        for id in main.reversed() {
+            for trackID in [id] + (secondaryOf[id].map { [$0.trackID] } ?? []) {
+                guard let track = composition.track(withTrackID: trackID) else { continue }
+                var layer = VideoCompositionLayerInstruction(trackID: trackID)
+                for segment in track.segments where !segment.isEmpty {
+                    if let source = segment.sourceTrack { layer.setTransform(Self.fit(source, into: size), at: segment.targetRange.start) }
+                }
+                for d in dissolves where d.over == trackID {
+                    layer.setOpacityRamp(fromStartOpacity: 1, toEndOpacity: 0, timeRange: d.range)
+                    layer.setOpacity(1, at: d.range.end)
+                }
+                layers.append(layer)
+            }
+        }
+        let rate = report.frameRate.flatMap(OpenTimelineIO.exactRate)
+        let frameDuration = rate.map { MediaTime(value: $0.denominator, timescale: Int32(clamping: $0.numerator)) } ?? MediaTime(value: 1, timescale: 30)
+        return VideoComposition(renderSize: size, frameDuration: frameDuration, instructions: [
+            VideoCompositionInstruction(timeRange: MediaTimeRange(start: .zero, duration: duration), layerInstructions: layers),
+        ])
+    }
+
+    /// `source`'s pictures turned upright and fitted, centred, into `size`.
+    static func fit(_ source: AssetTrack, into size: Size) -> VideoTransform {
+        let t = source.preferredTransform
+        let shown = source.displaySize
+        guard shown.width > 0, shown.height > 0 else { return t }
+        let scale = min(size.width / shown.width, size.height / shown.height)
+        let dx = (size.width - shown.width * scale) / 2, dy = (size.height - shown.height * scale) / 2
+        return VideoTransform(a: t.a * scale, b: t.b * scale, c: t.c * scale, d: t.d * scale, tx: t.tx * scale + dx, ty: t.ty * scale + dy)
+    }
+
+    /// Audio dissolves as crossfades: the outgoing track ramps down, the incoming one up; every
+    /// other audio track keeps its volume. Nil when no audio track has a dissolve.
+    func audioMix(of composition: MutableComposition, dissolves: [Dissolve]) -> AudioMix? {
+        let audio = dissolves.filter { $0.mediaType == .audio }
+        guard !audio.isEmpty else { return nil }
+        let parameters = composition.tracks(withMediaType: .audio).map { track in
+            var p = AudioMixInputParameters(trackID: track.trackID)
+            for d in audio where d.over == track.trackID {
+                p.setVolumeRamp(fromStartVolume: 1, toEndVolume: 0, timeRange: d.range)
+                p.setVolume(1, at: d.range.end)
+            }
+            for d in audio where d.under == track.trackID {
+                p.setVolumeRamp(fromStartVolume: 0, toEndVolume: 1, timeRange: d.range)
+            }
+            return p
+        }
+        return AudioMix(inputParameters: parameters)
     }
 
     /// Keeps `range` of a track `length` long (OTIO's `source_range` on a Track or the Stack):
