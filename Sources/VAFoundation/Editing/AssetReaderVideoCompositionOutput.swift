@@ -87,6 +87,15 @@ extension VideoComposition {
         return MediaTimeRange(start: start, end: end)
     }
 
+    /// True when the composition can draw `timeRange` of `asset` (`isValidForAsset:timeRange:validationDelegate:`):
+    /// its video tracks are the ones the layers name, and the instructions cover the range.
+    /// `validate(forTrackIDs:timeRange:)` says why not.
+    public func isValid(for asset: Asset, timeRange: MediaTimeRange) async -> Bool {
+        guard let tracks = try? await asset.load(.tracks) else { return false }
+        let video = tracks.filter { $0.mediaType == .video && !$0.isAttachedPicture }
+        return isValid(forTrackIDs: Set(video.map(\.trackID)), timeRange: timeRange)
+    }
+
     /// A video composition showing `asset`'s video tracks as a player would
     /// (`videoCompositionWithPropertiesOfAsset:`): Apple's rules for the render size, the frame
     /// duration and each track's transform.
