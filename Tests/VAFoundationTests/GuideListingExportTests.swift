@@ -181,9 +181,10 @@ import Testing
     /// if ([assetReader canAddOutput:videoCompositionOutput])
     ///     [assetReader addOutput:videoCompositionOutput];
     /// ```
-    /// Gap: the output takes no video settings; its pictures are in the compositor's working
-    /// format (8-bit 4:2:0 here), not ARGB. One composited picture per source frame comes out,
-    /// as many as ffprobe counts, at the render size.
+    /// ARGB is BGRA here (there is no ARGB format; `kCVPixelBufferIOSurfacePropertiesKey` has no
+    /// counterpart). One composited picture per source frame comes out, as many as ffprobe
+    /// counts, at the render size; through the identity composition each is the source frame,
+    /// as the track output converts it.
     @Test func videoCompositionOutput() async throws {
         let source = Asset(url: clip)
         let composition = MutableComposition()
@@ -191,20 +192,33 @@ import Testing
         let assetReader = AssetReader(asset: composition)
         let videoComposition = try await VideoComposition.videoComposition(withPropertiesOf: composition)
         let videoTracks = try await composition.loadTracks(withMediaType: .video)
-        let videoCompositionOutput = try AssetReaderVideoCompositionOutput(videoTracks: videoTracks)
+        let decompressionVideoSettings = PixelBufferAttributes(pixelFormat: .bgra)
+        let videoCompositionOutput = try AssetReaderVideoCompositionOutput(videoTracks: videoTracks, videoSettings: decompressionVideoSettings)
         videoCompositionOutput.videoComposition = videoComposition
         if assetReader.canAdd(videoCompositionOutput) {
             try assetReader.add(videoCompositionOutput)
         }
         try assetReader.startReading()
-        var pictures = 0
+        var pictures: [PixelBuffer] = []
         while let sample = try videoCompositionOutput.copyNextSampleBuffer() {
             let picture = try #require(sample.imageBuffer)
-            #expect(picture.width == 320 && picture.height == 240 && picture.pixelFormat == .yuv420p)
-            pictures += 1
+            #expect(picture.width == 320 && picture.height == 240 && picture.pixelFormat == .bgra)
+            pictures.append(picture)
         }
-        #expect(pictures == (try await GuideProbe.frameCount(clip, "v:0")))
+        #expect(pictures.count == (try await GuideProbe.frameCount(clip, "v:0")))
         #expect(assetReader.status == .completed)
+
+        let (_, direct) = try await Self.decodedVideo(clip, format: .bgra)
+        var frame: SampleBuffer?
+        for _ in 0...45 { frame = try direct.copyNextSampleBuffer() }
+        let expected = try TimeGuideListingTests.image(from: try #require(frame))
+        let composited = try TimeGuideListingTests.image(from: SampleBuffer(pixelBuffer: pictures[45], presentationTimeStamp: .zero))
+        let difference = zip(expected.pixels, composited.pixels).reduce(0) { $0 + abs(Int($1.0) - Int($1.1)) }
+        #expect(Double(difference) / Double(expected.pixels.count) < 2, "mean difference \(Double(difference) / Double(expected.pixels.count))")
+
+        #expect(throws: MediaError.self) {
+            try AssetReaderVideoCompositionOutput(videoTracks: videoTracks, videoSettings: PixelBufferAttributes(pixelFormat: .vaapiSurface))
+        }
     }
 
     /// "Reading the Asset's Media Data":
