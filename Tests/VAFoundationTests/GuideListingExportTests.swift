@@ -181,10 +181,9 @@ import Testing
     /// if ([assetReader canAddOutput:videoCompositionOutput])
     ///     [assetReader addOutput:videoCompositionOutput];
     /// ```
-    /// ARGB is BGRA here (there is no ARGB format; `kCVPixelBufferIOSurfacePropertiesKey` has no
-    /// counterpart). One composited picture per source frame comes out, as many as ffprobe
-    /// counts, at the render size; through the identity composition each is the source frame,
-    /// as the track output converts it.
+    /// (`kCVPixelBufferIOSurfacePropertiesKey` has no counterpart.) One ARGB picture per source
+    /// frame comes out, as many as ffprobe counts, at the render size; through the identity
+    /// composition each is the source frame, as the track output converts it to BGRA.
     @Test func videoCompositionOutput() async throws {
         let source = Asset(url: clip)
         let composition = MutableComposition()
@@ -192,7 +191,7 @@ import Testing
         let assetReader = AssetReader(asset: composition)
         let videoComposition = try await VideoComposition.videoComposition(withPropertiesOf: composition)
         let videoTracks = try await composition.loadTracks(withMediaType: .video)
-        let decompressionVideoSettings = PixelBufferAttributes(pixelFormat: .bgra)
+        let decompressionVideoSettings = PixelBufferAttributes(pixelFormat: .argb)
         let videoCompositionOutput = try AssetReaderVideoCompositionOutput(videoTracks: videoTracks, videoSettings: decompressionVideoSettings)
         videoCompositionOutput.videoComposition = videoComposition
         if assetReader.canAdd(videoCompositionOutput) {
@@ -202,7 +201,7 @@ import Testing
         var pictures: [PixelBuffer] = []
         while let sample = try videoCompositionOutput.copyNextSampleBuffer() {
             let picture = try #require(sample.imageBuffer)
-            #expect(picture.width == 320 && picture.height == 240 && picture.pixelFormat == .bgra)
+            #expect(picture.width == 320 && picture.height == 240 && picture.pixelFormat == .argb)
             pictures.append(picture)
         }
         #expect(pictures.count == (try await GuideProbe.frameCount(clip, "v:0")))
@@ -421,9 +420,9 @@ import Testing
     /// };
     /// AVAssetWriterInputPixelBufferAdaptor *inputPixelBufferAdaptor = [AVAssetWriterInputPixelBufferAdaptor assetWriterInputPixelBufferAdaptorWithAssetWriterInput:self.assetWriterInput sourcePixelBufferAttributes:pixelBufferAttributes];
     /// ```
-    /// 32-bit RGB in the pixel buffer domain is BGRA here (there is no ARGB format; the CG
-    /// compatibility keys have no counterpart). Every clip frame is drawn into a picture from
-    /// the adaptor's pool and appended: ffprobe counts all 90, H.264 at the input's size.
+    /// (The CG compatibility keys have no counterpart.) Every clip frame, read as ARGB, is
+    /// copied into a picture from the adaptor's pool and appended: ffprobe counts all 90,
+    /// H.264 at the input's size.
     @Test func pixelBufferAdaptor() async throws {
         let dir = try TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -431,16 +430,16 @@ import Testing
         let assetWriter = try AssetWriter(url: url, fileType: .mp4)
         let assetWriterInput = try AssetWriterInput(videoSettings: VideoSettings(codec: .h264, width: 320, height: 240))
         try assetWriter.add(assetWriterInput)
-        let pixelBufferAttributes = PixelBufferAttributes(pixelFormat: .bgra)
+        let pixelBufferAttributes = PixelBufferAttributes(pixelFormat: .argb)
         let inputPixelBufferAdaptor = try AssetWriterInputPixelBufferAdaptor(assetWriterInput: assetWriterInput,
                                                                             sourcePixelBufferAttributes: pixelBufferAttributes)
         #expect(inputPixelBufferAdaptor.pixelBufferPool == nil, "no pool before writing starts")
         try assetWriter.startWriting()
         try assetWriter.startSession(atSourceTime: .zero)
         let pool = try #require(inputPixelBufferAdaptor.pixelBufferPool)
-        #expect(pool.pixelFormat == .bgra && pool.width == 320 && pool.height == 240)
+        #expect(pool.pixelFormat == .argb && pool.width == 320 && pool.height == 240)
 
-        let (_, output) = try await Self.decodedVideo(clip, format: .bgra)
+        let (_, output) = try await Self.decodedVideo(clip, format: .argb)
         for try await sample in output.sampleBuffers {
             let source = try #require(sample.imageBuffer)
             let picture = try await pool.waitForPixelBuffer()

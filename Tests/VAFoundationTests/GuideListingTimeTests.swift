@@ -196,6 +196,7 @@ import Testing
         try reader.startReading()
         let sampleBuffer = try #require(try output.copyNextSampleBuffer())
         reader.cancelReading()
+        #expect(sampleBuffer.imageBuffer?.pixelFormat == .bgra, "kCGBitmapByteOrder32Little | kCGImageAlphaPremultipliedFirst")
         let image = try Self.image(from: sampleBuffer)
         #expect(image.width == 320 && image.height == 240)
 
@@ -208,10 +209,11 @@ import Testing
         #expect(mean < 3, "mean difference from ffmpeg's RGB: \(mean)")
     }
 
-    /// The guide's `imageFromSampleBuffer:`: the sample's BGRA picture as an RGB `Image`.
+    /// The guide's `imageFromSampleBuffer:`: the sample's BGRA (or ARGB) picture as an RGB `Image`.
     static func image(from sampleBuffer: SampleBuffer) throws -> Image {
         let imageBuffer = try #require(sampleBuffer.imageBuffer)
-        #expect(imageBuffer.pixelFormat == .bgra)
+        let (red, green, blue) = try #require([PixelFormat.bgra: (2, 1, 0), .argb: (1, 2, 3)][imageBuffer.pixelFormat],
+                                              "a 32-bit RGB picture, not \(imageBuffer.pixelFormat)")
         let (width, height) = (imageBuffer.width, imageBuffer.height)
         let pixels = try imageBuffer.withUnsafePlanes { planes in
             let baseAddress = planes[0].baseAddress
@@ -220,9 +222,9 @@ import Testing
             for y in 0..<height {
                 let row = baseAddress.advanced(by: y * bytesPerRow).assumingMemoryBound(to: UInt8.self)
                 for x in 0..<width {
-                    rgb[(y * width + x) * 3] = row[x * 4 + 2]
-                    rgb[(y * width + x) * 3 + 1] = row[x * 4 + 1]
-                    rgb[(y * width + x) * 3 + 2] = row[x * 4]
+                    rgb[(y * width + x) * 3] = row[x * 4 + red]
+                    rgb[(y * width + x) * 3 + 1] = row[x * 4 + green]
+                    rgb[(y * width + x) * 3 + 2] = row[x * 4 + blue]
                 }
             }
             return rgb
