@@ -23,6 +23,8 @@ public struct PixelFormat: RawRepresentable, Hashable, Sendable, Codable, Custom
     public static let bgra = PixelFormat(rawValue: "bgra")
     /// 32-bit R, G, B, A bytes.
     public static let rgba = PixelFormat(rawValue: "rgba")
+    /// 32-bit A, R, G, B bytes (Core Video's `kCVPixelFormatType_32ARGB`).
+    public static let argb = PixelFormat(rawValue: "argb")
     /// A frame that lives in a VA-API surface on the GPU, not in host memory.
     public static let vaapiSurface = PixelFormat(rawValue: "vaapi")
 }

@@ -3,22 +3,46 @@ import FFmpegSupport
 /// Composited pictures of several video tracks (`AVAssetReaderVideoCompositionOutput`): at
 /// every `frameDuration` step of the video composition, the picture each track shows then
 /// goes to the compositor with the instruction in effect, and its result comes out.
-// @unchecked: `videoComposition`, `customVideoCompositor` are set before reading starts and `pipeline` is used by the output's one consumer, serialised by its queue.
+// @unchecked: `videoComposition`, `customVideoCompositor` are set before reading starts and `pipeline`, `scaler` are used by the output's one consumer, serialised by its queue.
 public final class AssetReaderVideoCompositionOutput: AssetReaderOutput, @unchecked Sendable {
     public let videoTracks: [AssetTrack]
+    /// The pixel format and size of the pictures that come out (`videoSettings`); nil keeps
+    /// the compositor's working format at the render size.
+    public let videoSettings: PixelBufferAttributes?
     /// Required before reading starts: the render size, frame duration and instructions.
     public nonisolated(unsafe) var videoComposition: VideoComposition?
     /// Draws each picture; nil uses `SoftwareCompositor` (8-bit, or 10-bit when a source is deeper).
     public nonisolated(unsafe) var customVideoCompositor: (any VideoCompositing)?
 
     private nonisolated(unsafe) var pipeline: VideoCompositionPipeline?
+    /// Converts the compositor's pictures to `videoSettings`, made for the first picture.
+    private nonisolated(unsafe) var scaler: Scaler?
 
-    /// An output compositing `videoTracks` (all of one asset or composition).
-    public init(videoTracks: [AssetTrack]) throws {
+    /// An output compositing `videoTracks` (all of one asset or composition), its pictures in
+    /// the compositor's working format at the render size.
+    public convenience init(videoTracks: [AssetTrack]) throws {
+        try self.init(videoTracks: videoTracks, videoSettings: nil)
+    }
+
+    /// An output compositing `videoTracks` into pictures of `videoSettings`' pixel format,
+    /// stretched to its width and height when given
+    /// (`assetReaderVideoCompositionOutputWithVideoTracks:videoSettings:`); nil keeps the
+    /// compositor's working format at the render size. Throws `invalidArgument` for a pixel
+    /// format FFmpeg does not know, a scaling mode other than `.resize`, or GPU surfaces.
+    public init(videoTracks: [AssetTrack], videoSettings: PixelBufferAttributes?) throws {
         guard !videoTracks.isEmpty, videoTracks.allSatisfy({ $0.mediaType == .video }) else {
             throw MediaError(.invalidArgument, "a video composition output needs one or more video tracks")
         }
+        if let settings = videoSettings {
+            guard settings.pixelFormat != .vaapiSurface, PixelFormatID(name: settings.pixelFormat.rawValue) != nil else {
+                throw MediaError(.invalidArgument, "a video composition output cannot vend \(settings.pixelFormat) pictures")
+            }
+            guard settings.scalingMode == .resize else {
+                throw MediaError(.invalidArgument, "a video composition output stretches its pictures (scaling mode resize), not \(settings.scalingMode)")
+            }
+        }
         self.videoTracks = videoTracks
+        self.videoSettings = videoSettings
         super.init(mediaType: .video)
     }
 
@@ -51,7 +75,37 @@ public final class AssetReaderVideoCompositionOutput: AssetReaderOutput, @unchec
                                                 end: tracks.filter { $0.mediaType == .video }.map(\.timeRange.end).max() ?? .zero, path: "composition")
     }
 
-    override func produceNext() throws(MediaError) -> SampleBuffer? { try pipeline?.next() }
+    override func produceNext() throws(MediaError) -> SampleBuffer? {
+        guard let sample = try pipeline?.next() else { return nil }
+        guard let settings = videoSettings, let picture = sample.imageBuffer else { return sample }
+        let converted = try self.converted(picture, to: settings)
+        guard converted !== picture else { return sample }
+        return SampleBuffer(pixelBuffer: converted, presentationTimeStamp: sample.presentationTimeStamp, duration: sample.duration)
+    }
+
+    /// `picture` in the settings' format and size, converted on the CPU only when it differs.
+    private func converted(_ picture: PixelBuffer, to settings: PixelBufferAttributes) throws(MediaError) -> PixelBuffer {
+        let (width, height) = (settings.width ?? picture.width, settings.height ?? picture.height)
+        guard picture.pixelFormat != settings.pixelFormat || width != picture.width || height != picture.height else { return picture }
+        do {
+            let host = try picture.transferredToHost()
+            guard let from = PixelFormatID(name: host.pixelFormat.rawValue), let to = PixelFormatID(name: settings.pixelFormat.rawValue) else {
+                throw MediaError(.unsupported, "no conversion from \(host.pixelFormat) to \(settings.pixelFormat)")
+            }
+            let reusable = scaler.map { s in
+                s.sourceWidth == host.width && s.sourceHeight == host.height && s.sourceFormat == from && s.outputWidth == width && s.outputHeight == height
+            } ?? false
+            if !reusable {
+                scaler = try Scaler(from: host.width, host.height, from, to: width, height, to, sourceFullRange: host.colorProperties.fullRange)
+            }
+            let output = try PixelBuffer(width: width, height: height, pixelFormat: settings.pixelFormat)
+            try scaler?.scale(host.frame, into: output.frame)
+            return output
+        } catch {
+            throw MediaError(.unsupported, "cannot convert a \(picture.width)x\(picture.height) \(picture.pixelFormat) picture to \(width)x\(height) \(settings.pixelFormat)",
+                             underlying: error)
+        }
+    }
 
     override func dropPipeline() {
         pipeline?.stop()
