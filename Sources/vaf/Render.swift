@@ -10,10 +10,12 @@ extension Vaf {
             discussion: """
                 Each enabled Video and Audio track of the timeline becomes a track of the movie: its clips \
                 (the source_range of each clip's file) play one after another, gaps and disabled clips are \
-                black or silent, and several audio tracks are mixed. The movie has the timeline's constant \
+                black or silent, several video tracks are stacked (later ones on top) and several audio \
+                tracks are mixed. Dissolves (SMPTE_Dissolve) blend across their cut, and LinearTimeWarp \
+                speed changes play the clip faster or slower. The movie has the timeline's constant \
                 frame rate (--frame-rate timeline). Media paths are taken relative to the \
-                timeline's folder; file:// URLs work too. Transitions, nested stacks and missing media are \
-                refused with the clip and the cause named.
+                timeline's folder; file:// URLs work too. Other effects, nested stacks and missing media \
+                are refused with the clip and the cause named. --dry-run prints the composition instead.
 
                 The output is written to a temporary file and renamed, so no partial file is left. With \
                 --json, one JSON object is printed on stdout when the render ends (schema: \
@@ -49,6 +51,9 @@ extension Vaf {
 
         @Flag(help: "Replace the output if it exists.")
         var overwrite = false
+
+        @Flag(help: "Print the composition it would render (each track's segments, the video composition's layers) without rendering.")
+        var dryRun = false
 
         func validate() throws {
             guard let chosen = ExportPreset(named: preset) else { throw ValidationError("Unknown preset '\(preset)'; see vaf transcode --list-presets.") }
@@ -96,6 +101,12 @@ extension Vaf {
             } catch {
                 report.job = report.job.failing((error as? MediaError)?.description ?? "\(timeline): \(error)")
                 throw ExitCode(1)
+            }
+            if dryRun {
+                let plan = RenderPlan(timeline: timeline, output: job.output, composition: composition, videoComposition: drawing.video,
+                                      warnings: report.timeline?.warnings ?? [])
+                if json { JSONLines(enabled: true).write(plan) } else { Swift.print(plan.text, terminator: "") }
+                return
             }
             let video = (try? await composition.loadTracks(withMediaType: .video))?.first
             let (render, started) = (job, report.job)
@@ -186,5 +197,138 @@ struct RenderReport: Encodable {
             for warning in warnings { FileHandle.standardError.write(Data("vaf render: warning: \(JobReport.oneLine(warning))\n".utf8)) }
             Swift.print("\(job.output): \(String(format: "%.2f", job.seconds ?? 0)) s from \(timeline?.tracks.count ?? 0) track\(timeline?.tracks.count == 1 ? "" : "s")")
         }
+    }
+}
+
+/// What `vaf render --dry-run` prints: the composition the timeline makes, segment by segment,
+/// and the video composition's layers, in seconds for readers (schemaVersion 1).
+struct RenderPlan: Encodable {
+    struct Segment: Encodable {
+        /// Nil for an empty segment.
+        var file: String?
+        var sourceStart: Double?
+        var sourceEnd: Double?
+        var targetStart: Double
+        var targetEnd: Double
+
+        enum CodingKeys: String, CodingKey { case file, sourceStart, sourceEnd, targetStart, targetEnd }
+
+        /// Every key, the source ones as null for an empty segment.
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(file, forKey: .file)
+            try c.encode(sourceStart, forKey: .sourceStart)
+            try c.encode(sourceEnd, forKey: .sourceEnd)
+            try c.encode(targetStart, forKey: .targetStart)
+            try c.encode(targetEnd, forKey: .targetEnd)
+        }
+    }
+
+    struct Track: Encodable {
+        var trackID: Int
+        var mediaType: String
+        var segments: [Segment]
+    }
+
+    struct Change: Encodable {
+        var start: Double
+        var end: Double
+        var from: Double
+        var to: Double
+    }
+
+    struct Layer: Encodable {
+        var trackID: Int
+        /// Opacity set values (start = end) and ramps, in time order.
+        var opacity: [Change]
+    }
+
+    struct Instruction: Encodable {
+        var start: Double
+        var end: Double
+        /// Top first, as `VideoCompositionInstruction.layerInstructions`.
+        var layers: [Layer]
+    }
+
+    struct Drawing: Encodable {
+        var renderWidth: Int
+        var renderHeight: Int
+        var frameDuration: Double
+        var instructions: [Instruction]
+    }
+
+    let schemaVersion = 1
+    var timeline: String
+    var output: String
+    var durationSeconds: Double
+    var tracks: [Track]
+    /// Nil when the video plays as it is (one track, no dissolves).
+    var videoComposition: Drawing?
+    var warnings: [String]
+
+    enum CodingKeys: String, CodingKey { case schemaVersion, timeline, output, durationSeconds, tracks, videoComposition, warnings }
+
+    init(timeline: String, output: String, composition: Composition, videoComposition: VideoComposition?, warnings: [String]) {
+        self.timeline = timeline
+        self.output = output
+        self.warnings = warnings
+        durationSeconds = composition.duration.seconds
+        tracks = composition.tracks.map { track in
+            Track(trackID: track.trackID, mediaType: track.mediaType.rawValue, segments: track.segments.map { s in
+                Segment(file: s.isEmpty ? nil : s.sourceURL?.path, sourceStart: s.isEmpty ? nil : s.timeMapping.source.start.seconds,
+                        sourceEnd: s.isEmpty ? nil : s.timeMapping.source.end.seconds,
+                        targetStart: s.targetRange.start.seconds, targetEnd: s.targetRange.end.seconds)
+            })
+        }
+        self.videoComposition = videoComposition.map { v in
+            Drawing(renderWidth: Int(v.renderSize.width.rounded()), renderHeight: Int(v.renderSize.height.rounded()),
+                    frameDuration: v.frameDuration.seconds, instructions: v.instructions.map { i in
+                        Instruction(start: i.timeRange.start.seconds, end: i.timeRange.end.seconds, layers: i.layerInstructions.map { l in
+                            Layer(trackID: l.trackID, opacity: l.opacityChanges.map {
+                                Change(start: $0.timeRange.start.seconds, end: $0.timeRange.end.seconds, from: $0.start, to: $0.end)
+                            })
+                        })
+                    })
+        }
+    }
+
+    /// Every key, the video composition as null when there is none.
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(schemaVersion, forKey: .schemaVersion)
+        try c.encode(timeline, forKey: .timeline)
+        try c.encode(output, forKey: .output)
+        try c.encode(durationSeconds, forKey: .durationSeconds)
+        try c.encode(tracks, forKey: .tracks)
+        try c.encode(videoComposition, forKey: .videoComposition)
+        try c.encode(warnings, forKey: .warnings)
+    }
+
+    /// The plan as lines for people: one per segment, then the layers.
+    var text: String {
+        var lines = ["\(timeline) → \(output): \(String(format: "%.3f", durationSeconds)) s"]
+        for track in tracks {
+            lines.append("track \(track.trackID) (\(track.mediaType))")
+            for s in track.segments {
+                let target = String(format: "%8.3f–%8.3f s", s.targetStart, s.targetEnd)
+                if let file = s.file, let from = s.sourceStart, let to = s.sourceEnd {
+                    lines.append("  \(target)  \(URL(fileURLWithPath: file).lastPathComponent) \(String(format: "%.3f–%.3f s", from, to))")
+                } else {
+                    lines.append("  \(target)  (empty)")
+                }
+            }
+        }
+        if let drawing = videoComposition {
+            lines.append("video composition \(drawing.renderWidth)x\(drawing.renderHeight), frame \(String(format: "%.5f", drawing.frameDuration)) s")
+            for instruction in drawing.instructions {
+                let layers = instruction.layers.map { l in
+                    "track \(l.trackID)" + l.opacity.filter { $0.start != $0.end }
+                        .map { String(format: " fades %.2f→%.2f over %.3f–%.3f s", $0.from, $0.to, $0.start, $0.end) }.joined()
+                }
+                lines.append(String(format: "  %.3f–%.3f s: ", instruction.start, instruction.end) + layers.joined(separator: "; "))
+            }
+        }
+        lines += warnings.map { "warning: \($0)" }
+        return lines.joined(separator: "\n") + "\n"
     }
 }

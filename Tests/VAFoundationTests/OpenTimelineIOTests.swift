@@ -157,8 +157,8 @@ struct OpenTimelineIOTests {
         #expect(Self.rows(composition.tracks[0]) == [SegmentRow(file: "a.mp4", target: (.zero, Self.t(1, 2)), source: (Self.t(1, 2), Self.t(1, 1)))])
     }
 
-    /// What is read but not applied is said: media shorter than the clip (the rest empty), effects,
-    /// an empty track, a clip lasting no time.
+    /// What is read but not applied is said: media shorter than the clip (the rest empty), an
+    /// empty track, a clip lasting no time.
     @Test func whatIsNotAppliedIsWarnedAbout() async throws {
         let dir = try TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -174,10 +174,9 @@ struct OpenTimelineIOTests {
         #expect(Self.rows(composition.tracks[0]).count == 2, "the media, then empty")
         #expect(Self.rows(composition.tracks[0]).last == SegmentRow(file: nil, target: (Self.t(1, 2), Self.t(1, 1)), source: nil))
         #expect(report.skippedTracks == ["E"])
-        #expect(Self.rows(composition.tracks[1]) == [SegmentRow(file: "a.mp4", target: (.zero, Self.t(1, 4)), source: (.zero, Self.t(1, 4)))],
-                "the track's source_range keeps its first 6 frames")
+        #expect(Self.rows(composition.tracks[1]) == [SegmentRow(file: "a.mp4", target: (.zero, Self.t(1, 4)), source: (.zero, Self.t(1, 2)))],
+                "the warp plays 0.5 s in 0.25 s, which the track's source_range (6 frames) keeps whole")
         let expected = ["clip \"long\" (track 1 \"V\"): the source range 1.500–2.500 s runs past the media",
-                        "clip \"warped\" (track 2 \"T\", item 1 \"warped\"): 1 effect ignored",
                         "track 3 \"E\" is empty and left out",
                         "clip \"instant\" (track 1 \"V\") lasts no time and is left out"]
         for line in expected { #expect(report.warnings.contains { $0.hasPrefix(line) }, "\(line) in \(report.warnings)") }
@@ -239,6 +238,28 @@ struct OpenTimelineIOTests {
         #expect(top.trackID == composition.tracks[0].trackID)
         #expect(top.opacity(at: t(3, 4)) == 1 && top.opacity(at: t(1, 1)) == 0.5 && top.opacity(at: t(3, 2)) == 1)
         #expect(video.renderSize == Size(width: 160, height: 120))
+    }
+
+    /// A LinearTimeWarp plays the clip's range at its speed: 2.0 over half the range's length,
+    /// the next clip following at once; any other effect is an error naming it.
+    @Test func linearSpeedChangesScaleTheClipAndOtherEffectsAreRefused() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try await Self.clip(dir.appendingPathComponent("a.mp4"), rate: "24")
+        let warp = #"{"OTIO_SCHEMA": "LinearTimeWarp.1", "name": "fast", "effect_name": "LinearTimeWarp", "time_scalar": 2.0}"#
+        let fast = Self.clip2("a", "a.mp4", Self.range(0, 24, 24)).replacingOccurrences(of: #""effects": []"#, with: #""effects": [\#(warp)]"#)
+        let file = dir.appendingPathComponent("speed.otio")
+        try Self.write(Self.timeline([Self.track("V", "Video", [fast, Self.clip2("b", "a.mp4", Self.range(24, 12, 24))])]), to: file)
+        let (composition, report) = try await OpenTimelineIO.composition(contentsOf: file)
+        let t = Self.t
+        #expect(Self.rows(composition.tracks[0]) == [SegmentRow(file: "a.mp4", target: (.zero, t(1, 2)), source: (.zero, t(1, 1))),
+                                                     SegmentRow(file: "a.mp4", target: (t(1, 2), t(1, 1)), source: (t(1, 1), t(3, 2)))])
+        #expect(report.clips.map(\.targetRange.duration) == [t(1, 2), t(1, 2)])
+        let blur = #"{"OTIO_SCHEMA": "Effect.1", "name": "b", "effect_name": "GaussianBlur"}"#
+        let blurred = Self.clip2("a", "a.mp4", Self.range(0, 24, 24)).replacingOccurrences(of: #""effects": []"#, with: #""effects": [\#(blur)]"#)
+        try Self.write(Self.timeline([Self.track("V", "Video", [blurred])]), to: file)
+        let error = await #expect(throws: MediaError.self) { try await OpenTimelineIO.composition(contentsOf: file) }
+        #expect(error?.message.contains("effect \"Effect.1\" (GaussianBlur) is not supported") == true, "\(String(describing: error))")
     }
 
     enum Broken: String, CaseIterable, Sendable {

@@ -155,6 +155,25 @@ import Testing
         for c in 0..<3 { #expect(abs(cut[c] - (before[c] + after[c]) / 2) <= 10, "channel \(c) at the cut: \(cut) between \(before) and \(after)") }
     }
 
+    /// `--dry-run --json` prints the composition (segments and layers) and renders nothing.
+    @Test func aDryRunPrintsTheCompositionAndWritesNothing() throws {
+        let dir = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let timeline = dir.appendingPathComponent("edit.otio").path
+        let result = try Vaf.run(["render", timeline, "--dry-run", "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let plan = try #require(try Vaf.jsonLines(result.stdout).first)
+        #expect(plan["schemaVersion"] as? Int == 1)
+        let tracks = try #require(plan["tracks"] as? [[String: Any]])
+        let video = try #require(tracks.first { $0["mediaType"] as? String == "video" })
+        let segments = try #require(video["segments"] as? [[String: Any]])
+        #expect(segments.count == 4, "a, the gap, b, the closing gap: \(segments)")
+        #expect(segments[1]["file"] is NSNull && abs((segments[1]["targetStart"] as? Double ?? 0) - 1) < 1e-9)
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("edit.mp4").path), "nothing rendered")
+        let text = try Vaf.run(["render", timeline, "--dry-run"])
+        #expect(text.status == 0 && text.stdout.contains("(empty)") && text.stdout.contains("a.mp4"), "\(text.stdout)")
+    }
+
     @Test func usageErrorsAndAMissingTimeline() throws {
         let missing = "/nonexistent/cut.otio"
         let noFile = try Vaf.run(["render", missing])

@@ -196,6 +196,9 @@ struct ParsedTimeline {
         var sourceRange: MediaTimeRange?
         var availableRange: MediaTimeRange?
         var isEnabled: Bool
+        /// A `LinearTimeWarp`'s `time_scalar` as a fraction: 2/1 plays the source range twice
+        /// as fast, in half its length on the track.
+        var speed: (numerator: Int32, denominator: Int32) = (1, 1)
     }
 
     var name: String
@@ -319,14 +322,38 @@ struct TimelineParser {
         default:
             throw fail("\(clipPlace): media reference \(reference.schema.map { "\"\($0)\"" } ?? "(none)") is not supported; use an ExternalReference to a file")
         }
-        if let effects = json["effects"]?.array, !effects.isEmpty {
-            warnings.append("\(clipPlace): \(effects.count) effect\(effects.count == 1 ? "" : "s") ignored")
+        // Linear speed changes are applied; any other effect is refused, never dropped.
+        var speed: (numerator: Int32, denominator: Int32) = (1, 1)
+        for effect in json["effects"]?.array ?? [] {
+            let effectName = effect["effect_name"]?.string ?? effect["name"]?.string ?? ""
+            switch effect.schemaName {
+            case "LinearTimeWarp":
+                guard let scalar = effect["time_scalar"]?.number, scalar.isFinite, scalar > 0 else {
+                    throw fail("\(clipPlace): a LinearTimeWarp with time_scalar \(effect["time_scalar"]?.number.map { "\($0)" } ?? "missing") is not supported (a freeze or reverse); use a positive speed")
+                }
+                // Kept exact to a thousandth: 1.5 is 3/2.
+                let thousandths = Int32(clamping: Int64((scalar * 1000).rounded()))
+                guard thousandths > 0 else { throw fail("\(clipPlace): time_scalar \(scalar) is too small (under 1/1000)") }
+                speed = Self.reduced(Int64(speed.numerator) * Int64(thousandths), Int64(speed.denominator) * 1000)
+            case "FreezeFrame":
+                throw fail("\(clipPlace): a FreezeFrame effect is not supported; render the held frame as a still clip instead")
+            default:
+                throw fail("\(clipPlace): effect \(effect.schema.map { "\"\($0)\"" } ?? "(no schema)")\(effectName.isEmpty ? "" : " (\(effectName))") is not supported; remove it from the clip (only LinearTimeWarp speed changes are)")
+            }
         }
         return ParsedTimeline.Clip(
             name: name, media: media,
             sourceRange: try timeRange(json["source_range"], field: "source_range", where: clipPlace),
             availableRange: try timeRange(reference["available_range"], field: "available_range", where: clipPlace),
-            isEnabled: json["enabled"]?.bool ?? true)
+            isEnabled: json["enabled"]?.bool ?? true, speed: speed)
+    }
+
+    /// `numerator / denominator` in lowest terms, each clamped to `Int32`.
+    static func reduced(_ numerator: Int64, _ denominator: Int64) -> (numerator: Int32, denominator: Int32) {
+        var (a, b) = (numerator, denominator)
+        while b != 0 { (a, b) = (b, a % b) }
+        let g = max(a, 1)
+        return (Int32(clamping: numerator / g), Int32(clamping: denominator / g))
     }
 
     /// A `target_url` as a file: `file://` URLs, absolute paths, and paths relative to the
@@ -446,17 +473,26 @@ struct TimelineBuilder {
                     }
                     let (url, source) = try await sourceTrack(of: clip, kind: track.mediaType, where: place, cache: &tracksByFile)
                     let range = try fileRange(of: clip, in: source, where: place, warnings: &report.warnings)
+                    let changesSpeed = clip.speed != (1, 1)
+                    // A LinearTimeWarp plays the range over its length divided by the speed.
+                    let length = changesSpeed ? range.duration.multiplied(by: clip.speed.denominator, dividedBy: clip.speed.numerator) : range.duration
+                    if changesSpeed && (pending != nil) {
+                        throw fail(.invalidArgument, "\(place): a transition next to a clip with a speed change is not supported")
+                    }
                     if clip.isEnabled {
-                        do { try target.insertTimeRange(range, of: source, at: position) } catch {
+                        do {
+                            try target.insertTimeRange(range, of: source, at: position)
+                            if changesSpeed { try target.scaleTimeRange(MediaTimeRange(start: position, duration: range.duration), toDuration: length) }
+                        } catch {
                             throw fail(.invalidArgument, "\(place): cannot place \(Self.seconds(range)) of \(url.lastPathComponent): \(error)", underlying: error)
                         }
                         used.clips += 1
                     } else {
-                        try insertEmpty(range.duration, at: position, into: target, where: place)
+                        try insertEmpty(length, at: position, into: target, where: place)
                         used.disabledClips += 1
                     }
                     report.clips.append(.init(name: clip.name, trackName: track.name, url: url, sourceRange: clip.isEnabled ? range : nil,
-                                              targetRange: MediaTimeRange(start: position, duration: range.duration), isEnabled: clip.isEnabled))
+                                              targetRange: MediaTimeRange(start: position, duration: length), isEnabled: clip.isEnabled))
                     if let transition = pending, let from = outgoing {
                         let second = try secondary ?? {
                             guard let made = composition.addMutableTrack(withMediaType: track.mediaType) else {
@@ -472,8 +508,9 @@ struct TimelineBuilder {
                         }
                         pending = nil
                     }
-                    outgoing = (source, range)
-                    position = position + range.duration
+                    // A speed-changed clip has no handle a dissolve could use at speed 1.
+                    outgoing = changesSpeed ? nil : (source, range)
+                    position = position + length
                 }
             }
             if pending != nil { throw fail(.invalidArgument, "\(trackName): the track ends with a transition; it must stand between two clips") }

@@ -81,6 +81,16 @@ public struct VideoCompositionLayerInstruction: Sendable, Hashable {
     /// The crop rectangle ramp holding `time` (`getCropRectangleRamp(for:…)`); see `RampSegment`.
     public func cropRectangleRamp(for time: MediaTime) -> RampSegment<Rect>? { cropTimeline.segment(at: time) }
 
+    /// Every opacity change in time order: ramps, and set values as ramps of no length.
+    public var opacityChanges: [RampSegment<Double>] {
+        opacityTimeline.changes.map { RampSegment(start: $0.start, end: $0.end, timeRange: $0.timeRange) }
+    }
+
+    /// Every transform change in time order: ramps, and set values as ramps of no length.
+    public var transformChanges: [RampSegment<VideoTransform>] {
+        transformTimeline.changes.map { RampSegment(start: $0.start, end: $0.end, timeRange: $0.timeRange) }
+    }
+
     /// True when any property changes during `timeRange` (a ramp overlaps it, or a change starts
     /// inside it): a compositor cannot reuse one rendering across that range.
     public func containsTweening(in timeRange: MediaTimeRange) -> Bool {
