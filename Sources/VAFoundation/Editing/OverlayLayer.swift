@@ -41,6 +41,13 @@ public struct OverlayLayer: Sendable, Hashable {
         self.opacity = opacity
     }
 
+    /// A layer showing the image at `url` at its own pixel size with its top-left corner at
+    /// `origin`; throws when the file cannot be opened as a picture.
+    public init(image url: URL, origin: Point, opacity: Double = 1) throws(MediaError) {
+        let size = try OverlayRenderer.imageSize(url)
+        self.init(content: .image(url), frame: Rect(x: origin.x, y: origin.y, width: size.width, height: size.height), opacity: opacity)
+    }
+
     /// The default font, DejaVu Sans from Debian's fonts-dejavu-core (Hardware/setup.sh installs it).
     public static let defaultFontFile = URL(fileURLWithPath: "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
 

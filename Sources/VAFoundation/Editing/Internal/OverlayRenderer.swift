@@ -171,6 +171,25 @@ final class OverlayRenderer {
 
     // MARK: Rasterising
 
+    /// The pixel size of the image file at `url`, as its demuxer states it.
+    static func imageSize(_ url: URL) throws(MediaError) -> Size {
+        do {
+            let demuxer = try Demuxer(path: url.path)
+            guard let stream = demuxer.streams.first(where: { $0.kind == .video }) else {
+                throw MediaError(.notMediaFile, "the overlay image has no picture", path: url.path)
+            }
+            let parameters = try demuxer.codecParameters(ofStream: stream.index)
+            guard parameters.width > 0, parameters.height > 0 else {
+                throw MediaError(.notMediaFile, "the overlay image has no picture size", path: url.path)
+            }
+            return Size(width: parameters.width, height: parameters.height)
+        } catch let error as MediaError {
+            throw error
+        } catch {
+            throw MediaError(.decodeFailed, "cannot read the overlay image", path: url.path, underlying: error)
+        }
+    }
+
     /// The first picture of the image file at `url` (PNG, JPEG: libavformat's image2 demuxer and
     /// libavcodec's decoders), scaled by libswscale to `width`×`height` straight-alpha RGBA.
     static func decodeImage(_ url: URL, width: Int, height: Int) throws(MediaError) -> Frame {
