@@ -202,6 +202,29 @@ struct OverlayTests {
         #expect(lit >= 100, "lit luma samples: \(lit)")
     }
 
+    /// A red square at an odd origin in a 10-bit picture: luma at 10-bit scale inside, the
+    /// background outside, and a chroma sample a quarter covered takes a quarter of the red.
+    @Test func tenBitPicturesAndOddOriginsBlendChromaByCoverage() throws {
+        let red = OverlayLayer(content: .solid(RGBAColor(red: 1, green: 0, blue: 0)), frame: Rect(x: 3, y: 5, width: 10, height: 10))
+        let renderer = try OverlayRenderer(tool: VideoCompositionOverlayTool(layers: [red]), pixelFormat: .yuv420p10)
+        let picture = try PixelBuffer(width: 64, height: 48, pixelFormat: .yuv420p10)
+        try picture.withUnsafeMutablePlanes { planes in
+            for (index, plane) in planes.enumerated() {
+                plane.baseAddress.initializeMemory(as: UInt16.self, repeating: index == 0 ? 64 : 512, count: plane.bytesPerRow / 2 * plane.height)
+            }
+        }
+        try renderer.draw(at: .zero, into: picture)
+        func sample(_ plane: Int, _ x: Int, _ y: Int) throws -> Int {
+            try picture.withUnsafePlanes { Int($0[plane].baseAddress.load(fromByteOffset: y * $0[plane].bytesPerRow + 2 * x, as: UInt16.self)) }
+        }
+        // Red in BT.709 limited range: Y' 16 + 219·0.2126, Cr 128 + 112, both times 4 at 10 bits.
+        #expect(try sample(0, 3, 5) == 250 && sample(0, 12, 14) == 250)
+        #expect(try sample(0, 2, 5) == 64 && sample(0, 3, 4) == 64 && sample(0, 13, 14) == 64)
+        #expect(try sample(2, 3, 4) == 960, "a chroma sample the square covers")
+        #expect(try sample(2, 1, 2) == 624, "luma (3, 5) is the only one of its 2×2 inside: 960/4 + 512·3/4")
+        #expect(try sample(1, 3, 4) == 409, "Cb of red: 4·(128 − 224·0.2126/1.8556)")
+    }
+
     @Test func aMissingImageIsATypedErrorNamingTheFile() throws {
         let missing = URL(fileURLWithPath: "/nonexistent/logo.png")
         let layer = OverlayLayer(content: .image(missing), frame: Rect(x: 0, y: 0, width: 10, height: 10))
