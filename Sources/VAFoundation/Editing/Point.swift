@@ -8,8 +8,10 @@ public struct Point: Sendable, Hashable, Codable, CustomStringConvertible {
         (self.x, self.y) = (x, y)
     }
 
+    /// The picture's top-left corner.
     public static let zero = Point(x: 0, y: 0)
 
+    /// "(x, y)", for messages.
     public var description: String { "(\(x), \(y))" }
 }
 
