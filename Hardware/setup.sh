@@ -18,6 +18,8 @@ packages=(
   # A real VA driver with no GPU behind it: the forced-driver test (ProbeCommandTests) loads it
   # and checks that vaInitialize fails the way it does on a machine without the Intel GPU.
   i965-va-driver
+  # Overlay text layers default to DejaVu Sans (drawn with libavfilter's drawtext).
+  fonts-dejavu-core
   # Benchmarks/*.sh compute their ratios with bc.
   bc
   # Hardware/watchdog.sh prints the stacks of a hung test run with gdb.

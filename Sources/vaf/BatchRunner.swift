@@ -29,6 +29,8 @@ struct BatchJob: Sendable {
     var outputDirectory: String?
     /// What earlier runs completed in the output directory, to resume from.
     var journal: ResumeJournal?
+    /// `--watermark`: an image drawn over the video (through a video composition).
+    var watermark: Watermark?
     /// `--no-overwrite`: an output made earlier with other settings is skipped, not redone.
     var keepsStaleOutputs = false
 
@@ -99,7 +101,10 @@ struct BatchJob: Sendable {
             return report
         }
         do {
-            let plan = try await makeSession().plan(fileType: fileType)
+            let asset = Asset(url: URL(fileURLWithPath: input))
+            let session = makeSession(asset: asset)
+            try await watermark?.apply(to: session, asset: asset)
+            let plan = try await session.plan(fileType: fileType)
             report.status = .planned
             report.fill(plan)
         } catch {
@@ -128,6 +133,9 @@ struct BatchJob: Sendable {
         let asset = Asset(url: URL(fileURLWithPath: input))
         let session = makeSession(asset: asset)
         if replacesStale { session.overwritesExistingFile = true }
+        do { try await watermark?.apply(to: session, asset: asset) } catch {
+            return report.failing("\(error)")
+        }
         // What the bar needs to show fps and speed: the media seconds exported and the frame rate.
         let tracks = (try? await asset.load(.tracks)) ?? []
         let assetSeconds = (try? await asset.load(.duration).seconds) ?? 0

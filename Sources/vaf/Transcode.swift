@@ -91,6 +91,10 @@ extension Vaf {
             """, valueName: "mode"))
         var hw: String = "auto"
 
+        @Option(help: ArgumentHelp("Draw a PNG/JPEG over the video at its own size: top-left corner at x,y of the source's upright picture (default 16,16), opacity 0–1 (default 1).",
+                                   valueName: "image[:x,y[,opacity]]"))
+        var watermark: String?
+
         @Option(help: ArgumentHelp("VA-API device: a render node (/dev/dri/renderD129) or an X11 display (:0); default the first render node.", valueName: "path"))
         var device: String?
 
@@ -131,6 +135,9 @@ extension Vaf {
             }
             if let c = audioCodec, ![.aac, .opus, .flac, .alac].contains(AudioCodec(rawValue: c.lowercased())) {
                 throw ValidationError("Unknown --audio-codec '\(c)'; use aac, opus, flac or alac.")
+            }
+            if let watermark, Watermark(argument: watermark) == nil {
+                throw ValidationError("Bad --watermark '\(watermark)'; use IMAGE, IMAGE:x,y or IMAGE:x,y,opacity with opacity 0 to 1.")
             }
             if let shard, Shard(shard) == nil { throw ValidationError("--shard takes I/N with 0 ≤ I < N, e.g. 0/4.") }
             if let quality, !(0...100).contains(quality) { throw ValidationError("--quality takes 0 to 100 (55 is each encoder's usual default).") }
@@ -265,6 +272,7 @@ extension Vaf {
                 job.audioBitRate = audioBitrate.flatMap(BitRate.parse)
                 job.hardwarePolicy = HardwarePolicy(rawValue: hw.lowercased()) ?? .auto
                 job.hardwareDevice = device
+                job.watermark = watermark.flatMap(Watermark.init(argument:))
                 job.outputDirectory = outputDir
                 job.journal = journal
                 job.keepsStaleOutputs = noOverwrite

@@ -200,6 +200,8 @@ final class VideoCompositionPipeline: TrackPipeline {
     private var inputs: [Input]
     private let composition: VideoComposition
     private let compositor: any VideoCompositing
+    /// The composition's `animationTool` layers, drawn over every picture after the compositor.
+    private let overlays: OverlayRenderer?
     private let context: VideoCompositionRenderContext
     private let path: String
     private let end: MediaTime
@@ -221,6 +223,11 @@ final class VideoCompositionPipeline: TrackPipeline {
         height = Int(composition.renderSize.height.rounded())
         context = try VideoCompositionRenderContext(size: Size(width: width, height: height), pixelFormat: compositor.outputPixelFormat,
                                                     maximumBufferCount: Self.renderPoolCapacity)
+        if let tool = composition.animationTool, !tool.layers.isEmpty {
+            overlays = try OverlayRenderer(tool: tool, pixelFormat: compositor.outputPixelFormat)
+        } else {
+            overlays = nil
+        }
         start = timeRange.start.isNumeric ? max(timeRange.start, .zero) : .zero
         let covered = composition.coveredRange.end
         let wanted = timeRange.end.isNumeric ? min(timeRange.end, end) : end
@@ -258,6 +265,7 @@ final class VideoCompositionPipeline: TrackPipeline {
         } catch {
             throw error as? MediaError ?? MediaError(.invalidState, "the compositor failed at \(time.seconds) s: \(error)", path: path)
         }
+        try overlays?.draw(at: time, into: picture)
         var format = FormatDescription(mediaType: .video, codec: "rawvideo")
         format.video = VideoFormat(width: picture.width, height: picture.height, pixelFormat: picture.pixelFormat.rawValue,
                                    bitDepth: picture.pixelFormat == .yuv420p10 ? 10 : 8)

@@ -22,6 +22,9 @@ public struct VideoComposition: Sendable, Hashable {
     public var colorTransferFunction: String?
     /// The output's Y'CbCr matrix, e.g. "bt709"; nil keeps the sources'.
     public var colorYCbCrMatrix: String?
+    /// Layers drawn over every rendered picture (`animationTool`); nil draws none. See
+    /// `VideoCompositionOverlayTool` for how it stands in for Core Animation.
+    public var animationTool: VideoCompositionOverlayTool?
 
     /// A video composition; the defaults are Apple's for a new `AVMutableVideoComposition`
     /// (no size, no frame duration, no instructions), which is not yet valid.
