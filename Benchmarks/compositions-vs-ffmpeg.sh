@@ -43,7 +43,7 @@ dissolve="{\"OTIO_SCHEMA\": \"Transition.1\", \"transition_type\": \"SMPTE_Disso
 cut_in=$((frames / 5)); cut_len=$((frames * 3 / 5))
 concat="$(clip a 0 $frames), $(clip b $cut_in $cut_len), $(clip c 0 $frames)"
 timeline "$concat" "$concat" > "$work/concat.otio"
-printf "file '%s'\nfile '%s'\ninpoint %s\noutpoint %s\nfile '%s'\n" "$work/a.mp4" "$work/b.mp4" \
+printf "file '%s'\nfile '%s'\ninpoint %.6f\noutpoint %.6f\nfile '%s'\n" "$work/a.mp4" "$work/b.mp4" \
   "$(echo "$cut_in / 30" | bc -l)" "$(echo "($cut_in + $cut_len) / 30" | bc -l)" "$work/c.mp4" > "$work/list.txt"
 # 2. a up to 0.5 s before its end, a 1 s dissolve, b from 0.5 s: the same 2 x SECONDS - 1 s as xfade's.
 half=$((frames - 15))

@@ -397,3 +397,57 @@ struct VideoCompositionExportTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
     }
 }
+
+/// The image generator with a video composition, and with HDR sources.
+@Suite(.disabled(if: which("ffmpeg") == nil, "ffmpeg is not installed (Hardware/setup.sh installs it)"))
+struct ImageGeneratorDrawingTests {
+    @Test func aVideoCompositionsPictureIsTheImage() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let red = dir.appendingPathComponent("red.mp4"), blue = dir.appendingPathComponent("blue.mp4")
+        try await VideoCompositionExportTests.colourClip(red, colour: "red")
+        try await VideoCompositionExportTests.colourClip(blue, colour: "blue")
+        let composition = MutableComposition()
+        let a = try #require(composition.addMutableTrack(withMediaType: .video))
+        let b = try #require(composition.addMutableTrack(withMediaType: .video))
+        let two = MediaTimeRange(start: .zero, duration: MediaTime(value: 2, timescale: 1))
+        try a.insertTimeRange(two, of: try #require(try await Asset(url: red).loadTracks(withMediaType: .video).first), at: .zero)
+        try b.insertTimeRange(two, of: try #require(try await Asset(url: blue).loadTracks(withMediaType: .video).first), at: .zero)
+        var top = VideoCompositionLayerInstruction(assetTrack: a)
+        top.setOpacityRamp(fromStartOpacity: 1, toEndOpacity: 0, timeRange: two)
+        let video = VideoComposition(renderSize: Size(width: 320, height: 240), frameDuration: MediaTime(value: 1, timescale: 30), instructions: [
+            VideoCompositionInstruction(timeRange: two, layerInstructions: [top, VideoCompositionLayerInstruction(assetTrack: b)]),
+        ])
+        let generator = AssetImageGenerator(asset: composition)
+        generator.videoComposition = video
+        let (image, actual) = try await generator.image(at: MediaTime(value: 1, timescale: 1))
+        #expect(actual == MediaTime(value: 1, timescale: 1))
+        #expect(image.width == 320 && image.height == 240)
+        let p = image.pixel(x: 160, y: 120)
+        // Half red over blue: (128, 0, 128) within ±10 (one H.264 encode and the RGB conversion).
+        #expect(abs(Int(p.red) - 128) <= 10 && p.green < 20 && abs(Int(p.blue) - 128) <= 10, "\(p)")
+    }
+
+    /// An HLG picture tone-mapped to SDR matches ffmpeg's own tone mapping of it (zscale +
+    /// tonemap=hable, the reader's recipe); untouched it does not.
+    @Test func hdrPicturesAreToneMappedUnlessAskedNotTo() async throws {
+        let clip = TestFiles.fixture("hevc_main10_dolbyvision84_hlg_iphone14pro.mov")
+        let generator = AssetImageGenerator(asset: Asset(url: clip))
+        generator.requestedTimeToleranceBefore = .zero
+        generator.requestedTimeToleranceAfter = .zero
+        let (sdr, _) = try await generator.image(at: .zero)
+        generator.dynamicRangePolicy = .matchSource
+        let (raw, _) = try await generator.image(at: .zero)
+        let reference = try await ChildProcess.run(which("ffmpeg")!, [
+            "-v", "error", "-nostdin", "-noautorotate", "-i", clip.path, "-frames:v", "1", "-vf",
+            "zscale=t=linear:npl=100,format=gbrpf32le,zscale=p=bt709,tonemap=hable:desat=0,zscale=t=bt709:m=bt709:r=tv,format=yuv420p,scale=\(sdr.width):\(sdr.height),format=rgb24",
+            "-f", "rawvideo", "-"], timeLimit: 120).standardOutput
+        try #require(reference.count == sdr.pixels.count, "ffmpeg gave \(reference.count) bytes for a \(sdr.width)x\(sdr.height) image")
+        func meanDifference(_ a: [UInt8], _ b: Data) -> Double {
+            Double(zip(a, b).reduce(0) { $0 + abs(Int($1.0) - Int($1.1)) }) / Double(a.count)
+        }
+        let mapped = meanDifference(sdr.pixels, reference), untouched = meanDifference(raw.pixels, reference)
+        #expect(mapped < 4, "tone-mapped image against ffmpeg's: mean difference \(mapped)")
+        #expect(untouched > mapped * 2, "the untouched HLG picture differs more: \(untouched) against \(mapped)")
+    }
+}

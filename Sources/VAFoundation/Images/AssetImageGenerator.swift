@@ -32,6 +32,15 @@ public final class AssetImageGenerator: Sendable {
         }
     }
 
+    /// Whether HDR pictures keep their range (`AVAssetImageGenerator.DynamicRangePolicy`).
+    public enum DynamicRangePolicy: String, Sendable {
+        /// PQ and HLG pictures are tone-mapped to SDR BT.709 (the default): an 8-bit image of
+        /// an HDR picture looks right only after that.
+        case forceSDR
+        /// Pictures are converted as they are (HDR ones look washed out in 8-bit RGB).
+        case matchSource
+    }
+
     public let asset: Asset
 
     private struct Settings {
@@ -40,6 +49,8 @@ public final class AssetImageGenerator: Sendable {
         var apertureMode = ApertureMode.cleanAperture
         var toleranceBefore = MediaTime.positiveInfinity
         var toleranceAfter = MediaTime.positiveInfinity
+        var dynamicRangePolicy = DynamicRangePolicy.forceSDR
+        var videoComposition: VideoComposition?
     }
     private let settings = Mutex(Settings())
     /// Requests from before the latest `cancelAllImageGeneration()` are cancelled.
@@ -76,6 +87,19 @@ public final class AssetImageGenerator: Sendable {
     public var requestedTimeToleranceBefore: MediaTime {
         get { settings.withLock { $0.toleranceBefore } }
         set { settings.withLock { $0.toleranceBefore = newValue } }
+    }
+
+    /// HDR to SDR or not (default `.forceSDR`).
+    public var dynamicRangePolicy: DynamicRangePolicy {
+        get { settings.withLock { $0.dynamicRangePolicy } }
+        set { settings.withLock { $0.dynamicRangePolicy = newValue } }
+    }
+
+    /// Images show this composition of the asset's video tracks at each time (exactly: the
+    /// tolerances do not apply), drawn as an export would draw it. Nil: the first video track.
+    public var videoComposition: VideoComposition? {
+        get { settings.withLock { $0.videoComposition } }
+        set { settings.withLock { $0.videoComposition = newValue } }
     }
 
     /// How far after the requested time the image may be (default: infinite).
@@ -169,6 +193,9 @@ public final class AssetImageGenerator: Sendable {
         }
         guard time.isNumeric else { throw MediaError(.invalidArgument, "the requested time is not numeric", path: asset.displayPath) }
         let s = settings.withLock { $0 }
+        if let composition = s.videoComposition {
+            return try composited(composition, at: time, box: s.maximumSize)
+        }
         var rotation = 0
         if s.appliesPreferredTrackTransform {
             let degrees = track.preferredTransform.rotationDegrees
@@ -177,7 +204,8 @@ public final class AssetImageGenerator: Sendable {
         guard let compositionTrack = track.compositionTrack else {
             let frames = try frameSource(path: asset.displayPath, track: track)
             let (frame, actual) = try frames.picture(at: time, before: s.toleranceBefore, after: s.toleranceAfter)
-            let image = try frames.image(from: frame, box: s.maximumSize, rotation: rotation, squarePixels: s.apertureMode != .encodedPixels)
+            let image = try frames.converter.image(from: frame, box: s.maximumSize, rotation: rotation, squarePixels: s.apertureMode != .encodedPixels,
+                                                   toSDR: s.dynamicRangePolicy == .forceSDR)
             return (image.rotated(clockwise: rotation), actual)
         }
         // A composition: the segment on screen at `time` (the last one past the end), read
@@ -199,9 +227,32 @@ public final class AssetImageGenerator: Sendable {
         let after = min(s.toleranceAfter, sourceRange.end - MediaTime(value: 1, timescale: 90000) - sourceTime)
         let frames = try frameSource(path: path, track: sourceTrack)
         let (frame, actual) = try frames.picture(at: sourceTime, before: max(before, .zero), after: max(after, .zero))
-        let image = try frames.image(from: frame, box: s.maximumSize, rotation: rotation, squarePixels: s.apertureMode != .encodedPixels)
+        let image = try frames.converter.image(from: frame, box: s.maximumSize, rotation: rotation, squarePixels: s.apertureMode != .encodedPixels,
+                                               toSDR: s.dynamicRangePolicy == .forceSDR)
         let shown = MediaTimeRange.mapTime(max(actual, sourceRange.start), from: sourceRange, to: target)
         return (image.rotated(clockwise: rotation), shown.isNumeric ? min(shown, target.end) : target.start)
+    }
+
+    /// The video composition's picture at `time`: a reader draws the one frame there.
+    private func composited(_ composition: VideoComposition, at time: MediaTime, box: (width: Int, height: Int)?) throws -> (image: Image, actualTime: MediaTime) {
+        let tracks = if let composed = asset as? Composition {
+            composed.tracks.compactMap { Composition.assetTrack(for: $0, size: composed.naturalSize) }
+        } else {
+            try AssetInspector.inspect(path: asset.displayPath, options: asset.options).tracks
+        }
+        let video = tracks.filter { $0.mediaType == .video && !$0.isAttachedPicture }
+        let reader = AssetReader(asset: asset)
+        reader.timeRange = MediaTimeRange(start: time, duration: composition.frameDuration)
+        let output = try AssetReaderVideoCompositionOutput(videoTracks: video)
+        output.videoComposition = composition
+        try reader.add(output)
+        try reader.startReading()
+        defer { reader.cancelReading() }
+        guard let sample = try output.copyNextSampleBuffer(), let picture = sample.imageBuffer else {
+            throw MediaError(.decodeFailed, "the video composition drew no picture at \(time.seconds) s", path: asset.displayPath)
+        }
+        let image = try RGBConverter(path: asset.displayPath).image(from: picture.frame, box: box, rotation: 0, squarePixels: false, toSDR: false)
+        return (image, sample.presentationTimeStamp)
     }
 
     private func frameSource(path: String, track: AssetTrack) throws -> FrameSource {
@@ -234,11 +285,13 @@ private final class FrameSource {
     private var current: Frame?
     private var lookahead: Frame?
     private var endOfStream = false
-    private var scaler: Scaler?
+    /// Turns the pictures into RGB images.
+    let converter: RGBConverter
 
     init(path: String, track: AssetTrack) throws {
         self.path = path
         self.track = track
+        converter = RGBConverter(path: path)
         stream = track.streamIndex
         do { demuxer = try Demuxer(path: path) } catch { throw AssetInspector.openFailure(error, path: path) }
         demuxer.selectStreams([stream])
@@ -347,8 +400,21 @@ private final class FrameSource {
         }
     }
 
+}
+
+/// Turns decoded pictures into RGB images: HDR ones tone-mapped to SDR when asked, fitted in a
+/// box on their displayed aspect, with one scaler reused while the pictures stay alike.
+private final class RGBConverter {
+    let path: String
+    private var scaler: Scaler?
+
+    init(path: String) {
+        self.path = path
+    }
+
     /// `frame` scaled into RGB, fitted in `box` (never upscaled) on its displayed aspect.
-    func image(from frame: Frame, box: (width: Int, height: Int)?, rotation: Int, squarePixels: Bool) throws -> Image {
+    func image(from picture: Frame, box: (width: Int, height: Int)?, rotation: Int, squarePixels: Bool, toSDR: Bool) throws -> Image {
+        let frame = toSDR ? try toneMapped(picture) : picture
         let aspect = squarePixels ? frame.pixelAspect : 1
         var (w, h) = (Double(frame.width) * aspect, Double(frame.height))
         if let box {
@@ -379,6 +445,32 @@ private final class FrameSource {
         } catch {
             throw MediaError(.unsupported, "cannot convert a \(frame.width)x\(frame.height) \(frame.pixelFormat) picture to RGB", path: path,
                              underlying: error as? FFmpegError)
+        }
+    }
+
+    /// `frame` tone-mapped to SDR BT.709 when it is PQ or HLG (the reader's recipe,
+    /// `PictureFilters.toneMappingChain`); other pictures as they are.
+    private func toneMapped(_ frame: Frame) throws -> Frame {
+        guard let transfer = frame.colorTransfer, ColorProperties.isHDR(transfer: transfer) else { return frame }
+        let description = PictureFilters.toneMappingChain(input: "tin=\(transfer):pin=\(frame.colorPrimaries ?? "bt2020"):min=\(frame.colorMatrix ?? "bt2020nc")",
+                                                           target: ColorProperties(primaries: "bt709", transfer: "bt709", matrix: "bt709"),
+                                                           outputTransfer: "bt709", format: "yuv420p")
+        do {
+            let graph = try FilterGraph(description, width: frame.width, height: frame.height, pixelFormat: frame.pixelFormat,
+                                        timeBase: Rational(1, 90000), pixelAspect: frame.sampleAspectRatio)
+            try graph.push(frame)
+            try graph.pushEndOfStream()
+            while true {
+                switch try graph.pull() {
+                case .frame(let mapped): return mapped
+                case .needsInput, .endOfStream:
+                    throw MediaError(.decodeFailed, "tone mapping gave no picture", path: path)
+                }
+            }
+        } catch let error as MediaError {
+            throw error
+        } catch {
+            throw MediaError(.unsupported, "cannot tone-map a \(transfer) picture to SDR", path: path, underlying: error as? FFmpegError)
         }
     }
 }

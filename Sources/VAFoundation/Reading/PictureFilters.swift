@@ -132,13 +132,21 @@ final class PictureFilters {
         if ColorProperties.isHDR(transfer: transfer), let out = target.transfer, !ColorProperties.isHDR(transfer: out) {
             // To linear light with 100 nits as 1.0, to the output's primaries, Hable's curve
             // with no desaturation, then the output's transfer and matrix (ffmpeg's own recipe).
-            return "zscale=\(input):t=linear:npl=100,format=gbrpf32le,zscale=p=\(target.primaries ?? "bt709"),"
-                + "tonemap=hable:desat=0,zscale=t=\(out):m=\(target.matrix ?? "bt709"):r=\(range),format=\(format)"
+            return Self.toneMappingChain(input: input, target: target, outputTransfer: out, format: format)
         }
         let differs = (target.transfer.map { $0 != transfer } ?? false) || (target.primaries.map { $0 != primaries } ?? false)
             || (target.matrix.map { $0 != matrix } ?? false)
         guard differs else { return nil }
         return "zscale=\(input):t=\(target.transfer ?? transfer):p=\(target.primaries ?? primaries):m=\(target.matrix ?? matrix):r=\(range),format=\(format)"
+    }
+
+    /// The libavfilter chain that tone-maps an HDR picture (`input`: its zscale tags) to
+    /// `target`'s colours: to linear light with 100 nits as 1.0, to the target's primaries,
+    /// Hable's curve with no desaturation, then the target's transfer, matrix and range (ffmpeg's own recipe).
+    static func toneMappingChain(input: String, target: ColorProperties, outputTransfer: String, format: String) -> String {
+        let range = target.fullRange == true ? "pc" : "tv"
+        return "zscale=\(input):t=linear:npl=100,format=gbrpf32le,zscale=p=\(target.primaries ?? "bt709"),"
+            + "tonemap=hable:desat=0,zscale=t=\(outputTransfer):m=\(target.matrix ?? "bt709"):r=\(range),format=\(format)"
     }
 
     /// Lets the current graph go, keeping the pictures it still held.
