@@ -56,6 +56,12 @@ extension Vaf {
         @Flag(help: "With --sprite, also write NAME.vtt indexing the tiles.")
         var vtt = false
 
+        @Flag(help: "Lay the images out on one contact sheet per input (NAME-contact.jpg): a grid with each image's time, under a line naming the file, its duration and size. Default: 16 images, 320x180 tiles.")
+        var contactSheet = false
+
+        @Option(help: ArgumentHelp("Tiles per row of the contact sheet (default 4).", valueName: "n"))
+        var columns: Int?
+
         @Flag(help: "Print one JSON object per input (JSON lines) to stdout.")
         var json = false
 
@@ -79,6 +85,9 @@ extension Vaf {
                 throw ValidationError("--format takes png or jpeg.")
             }
             if vtt && sprite == nil { throw ValidationError("--vtt indexes sprite sheets: give --sprite COLSxROWS with it.") }
+            if contactSheet && sprite != nil { throw ValidationError("--contact-sheet and --sprite each lay out the images: choose one.") }
+            if let columns, !contactSheet { throw ValidationError("--columns \(columns) lays out a contact sheet: give --contact-sheet with it.") }
+            if let columns, !(1...20).contains(columns) { throw ValidationError("--columns takes 1 to 20.") }
             if jobs < 1 { throw ValidationError("--jobs takes a positive number.") }
         }
 
@@ -101,11 +110,11 @@ extension Vaf {
                 guard (1...10_000).contains(count) else { throw ValidationError("--count takes 1 to 10000.") }
                 return .count(count)
             }
-            return .count(1)
+            return .count(contactSheet ? 16 : 1)
         }
 
         func box() throws -> (width: Int, height: Int)? {
-            guard let text = size ?? (sprite != nil ? "160x90" : nil) else { return nil }
+            guard let text = size ?? (sprite != nil ? "160x90" : contactSheet ? "320x180" : nil) else { return nil }
             let parts = text.lowercased().split(separator: "x").compactMap { Int($0) }
             guard parts.count == 2, parts[0] > 0, parts[1] > 0, parts[0] <= 16384, parts[1] <= 16384 else {
                 throw ValidationError("--size takes WxH in pixels, e.g. 320x180.")
@@ -134,7 +143,8 @@ extension Vaf {
             }
             let job = ThumbnailJob(schedule: try schedule(), box: try box(), exact: exact,
                                    format: Image.Format(rawValue: format.lowercased() == "jpg" ? "jpeg" : format.lowercased())!,
-                                   grid: try grid(), writesVTT: vtt, outputDirectory: URL(fileURLWithPath: outputDir))
+                                   grid: try grid(), writesVTT: vtt, outputDirectory: URL(fileURLWithPath: outputDir),
+                                   contactSheetColumns: contactSheet ? (columns ?? 4) : nil)
             var failed = 0
             await withTaskGroup(of: ThumbnailReport.self) { group in
                 var next = 0
@@ -170,6 +180,7 @@ struct ThumbnailReport: Encodable, Sendable {
     var images: [Still] = []
     var sprites: [String] = []
     var vtt: String?
+    var contactSheet: String?
     var error: String?
 
     func print(json: Bool) {
@@ -180,8 +191,9 @@ struct ThumbnailReport: Encodable, Sendable {
         } else if let error {
             FileHandle.standardError.write(Data("\(JobReport.oneLine(input)): failed: \(JobReport.oneLine(error))\n".utf8))
         } else {
-            let made = sprites.isEmpty ? "\(images.count) image\(images.count == 1 ? "" : "s")"
+            let sheets = sprites.isEmpty ? "\(images.count) image\(images.count == 1 ? "" : "s")"
                 : "\(images.count) tiles on \(sprites.count) sheet\(sprites.count == 1 ? "" : "s")" + (vtt.map { " and \($0)" } ?? "")
+            let made = contactSheet.map { "\(images.count) images on \($0)" } ?? sheets
             FileHandle.standardOutput.write(Data("\(JobReport.oneLine(input)): \(made)\n".utf8))
         }
     }
@@ -196,6 +208,8 @@ struct ThumbnailJob: Sendable {
     var grid: (columns: Int, rows: Int)?
     var writesVTT: Bool
     var outputDirectory: URL
+    /// Set for a contact sheet: its tiles per row.
+    var contactSheetColumns: Int?
 
     func run(_ input: BatchInput, index: Int, among all: [BatchInput]) async -> ThumbnailReport {
         var report = ThumbnailReport(input: input.path, status: "completed")
@@ -209,7 +223,7 @@ struct ThumbnailJob: Sendable {
             generator.maximumSize = box
             // Tiles sit next to each other in time: each must be its own picture, not the
             // nearest keyframe again.
-            if exact || grid != nil {
+            if exact || grid != nil || contactSheetColumns != nil {
                 generator.requestedTimeToleranceBefore = .zero
                 generator.requestedTimeToleranceAfter = .zero
             }
@@ -222,7 +236,13 @@ struct ThumbnailJob: Sendable {
                 case .failure(_, let error): throw error
                 }
             }
-            if let grid {
+            if let columns = contactSheetColumns {
+                let tracks = try await asset.load(.tracks)
+                let video = ExportSession.primaryVideoTrack(tracks)
+                let header = "\(URL(fileURLWithPath: input.path).lastPathComponent)   \(Self.clock(duration))   "
+                    + (video.map { "\(Int($0.displaySize.width))x\(Int($0.displaySize.height)) \($0.formatDescription.codec)" } ?? "")
+                try writeContactSheet(images, columns: columns, header: header, base: base, into: &report)
+            } else if let grid {
                 try writeSprites(images, duration: duration, grid: grid, base: base, into: &report)
             } else {
                 for (i, (image, requested, actual)) in images.enumerated() {
@@ -315,6 +335,42 @@ struct ThumbnailJob: Sendable {
             throw MediaError(.ioError, "cannot write the WebVTT index: \(error.localizedDescription)", path: url.path)
         }
         report.vtt = url.path
+    }
+
+    /// One sheet: a header line, then the images in rows of `columns`, each with its time in
+    /// its bottom-left corner, on a dark grey ground with a gap between tiles.
+    private func writeContactSheet(_ stills: [(image: Image, requested: MediaTime, actual: MediaTime)], columns: Int, header: String,
+                                   base: String, into report: inout ThumbnailReport) throws {
+        guard let first = stills.first?.image else { return }
+        let (tileWidth, tileHeight) = (first.width, first.height)
+        let gap = 8, headerHeight = 32
+        let columns = min(columns, stills.count)
+        let rows = (stills.count + columns - 1) / columns
+        let (width, height) = (gap + columns * (tileWidth + gap), headerHeight + gap + rows * (tileHeight + gap))
+        var pixels = [UInt8](repeating: 32, count: width * height * 3)
+        for (i, still) in stills.enumerated() {
+            let tile = try still.image.drawingText(Self.clock(still.actual), x: 4, y: max(0, still.image.height - 22), size: 14)
+            let (x, y) = (gap + (i % columns) * (tileWidth + gap), headerHeight + gap + (i / columns) * (tileHeight + gap))
+            // A tile of another size (a resolution change) is centred, cropped to the cell.
+            let (w, h) = (min(tile.width, tileWidth), min(tile.height, tileHeight))
+            let (dx, dy) = ((tileWidth - w) / 2, (tileHeight - h) / 2)
+            for row in 0..<h {
+                let from = row * tile.width * 3
+                let to = ((y + dy + row) * width + x + dx) * 3
+                pixels.replaceSubrange(to..<(to + w * 3), with: tile.pixels[from..<(from + w * 3)])
+            }
+        }
+        let sheet = try Image(width: width, height: height, pixels: pixels).drawingText(header, x: gap, y: 6, size: 16, backing: nil)
+        let url = outputDirectory.appendingPathComponent("\(base)-contact.\(format.fileExtension)")
+        try sheet.write(to: url, as: format)
+        report.contactSheet = url.path
+        report.images = stills.map { .init(path: url.path, requestedTime: $0.requested.seconds, actualTime: $0.actual.seconds) }
+    }
+
+    /// `H:MM:SS` (or `M:SS` under an hour), as contact sheets print times.
+    static func clock(_ t: MediaTime) -> String {
+        let s = max(0, t.convertScale(1, rounding: .roundTowardZero).value)
+        return s >= 3600 ? String(format: "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60) : String(format: "%lld:%02lld", s / 60, s % 60)
     }
 
     private static func midpoint(_ a: MediaTime, _ b: MediaTime) -> MediaTime { (a + b).multiplied(by: 1, dividedBy: 2) }

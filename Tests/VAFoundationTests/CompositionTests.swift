@@ -451,3 +451,17 @@ struct ImageGeneratorDrawingTests {
         #expect(untouched > mapped * 2, "the untouched HLG picture differs more: \(untouched) against \(mapped)")
     }
 }
+
+/// A composition's export is planned from its sources' rates, as the file's own export is.
+@Suite struct CompositionPlanTests {
+    @Test func aCompositionOfOneClipGetsTheClipsBitRates() async throws {
+        let clip = Asset(url: TestFiles.fixture("testsrc_320x240_30fps_3s.mp4"))
+        let composition = MutableComposition()
+        try await composition.insertTimeRange(MediaTimeRange(start: .zero, duration: try await clip.load(.duration)), of: clip, at: .zero)
+        let direct = try await ExportSession(asset: clip, preset: .preset640x480).plan(fileType: .mp4)
+        let composed = try await ExportSession(asset: composition, preset: .preset640x480).plan(fileType: .mp4)
+        let (a, b) = (try #require(direct.videoSettings?.averageBitRate), try #require(composed.videoSettings?.averageBitRate))
+        // The source-matched cap, not the 32 kb/s floor a file size of nothing would give.
+        #expect(b > 100_000 && Double(abs(a - b)) <= 0.1 * Double(a), "the clip's plan: \(a) b/s, the composition's: \(b) b/s")
+    }
+}

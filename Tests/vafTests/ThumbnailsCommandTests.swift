@@ -1,3 +1,4 @@
+import ChildProcess
 import BenchKit
 import Foundation
 import Testing
@@ -24,6 +25,30 @@ import Testing
         let f = text.split(separator: ":")
         let s = f[2].split(separator: ".")
         return ((Int(f[0])! * 60 + Int(f[1])!) * 60 + Int(s[0])!) * 1000 + Int(s[1])!
+    }
+
+    /// A contact sheet: 16 tiles (4 per row) fitted in 320x180 under a header, each with its
+    /// time; its size follows from the layout, and the header's text is drawn.
+    @Test func aContactSheetLaysOutTheImagesWithTheirTimes() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let result = try Vaf.run(["thumbnails", clip, "--contact-sheet", "--format", "png", "--output-dir", dir, "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let schema = try JSONSchemaSubset(json: Data(contentsOf: Vaf.packageRoot.appendingPathComponent("Schemas/vaf-thumbnails.schema.json")))
+        #expect(schema.violations(of: report).isEmpty, "\(schema.violations(of: report))")
+        let sheet = try #require(report["contactSheet"] as? String)
+        #expect((report["images"] as? [[String: Any]])?.count == 16)
+        // 320x240 tiles fit 320x180 as 240x180; 8 px gaps; a 32 px header: 4 x 248 + 8 by 32 + 8 + 4 x 188.
+        let (width, height) = try imageSize(sheet)
+        #expect(width == 1000 && height == 792, "\(width)x\(height)")
+        // The header strip (dark grey ground) holds white text.
+        let strip = try ChildProcess.run("/usr/bin/ffmpeg", ["-v", "error", "-nostdin", "-i", sheet, "-vf", "crop=600:24:8:4",
+                                                             "-f", "rawvideo", "-pix_fmt", "gray", "-"], timeLimit: 60)
+        let lit = strip.standardOutput.filter { $0 > 200 }.count
+        #expect(lit > 100, "\(lit) bright pixels of header text")
+        let misuse = try Vaf.run(["thumbnails", clip, "--contact-sheet", "--sprite", "4x4"])
+        #expect(misuse.status == 64 && misuse.stderr.contains("--contact-sheet") && misuse.stderr.contains("--sprite"))
     }
 
     @Test func spriteSheetsAndTheirWebVTTIndexCoverTheDuration() throws {

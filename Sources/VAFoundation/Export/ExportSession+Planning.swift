@@ -113,7 +113,8 @@ extension ExportSession {
         let audio = Self.primaryAudioTrack(tracks)
         assistant.sourceAudioFormat = audio?.formatDescription
         let duration = try? await asset.load(.duration)
-        let fileRate = Self.fileBitRate(of: asset.url, duration: duration)
+        // A composition has no file of its own: its tracks' rates are their sources'.
+        let fileRate = asset.url.isFileURL ? Self.fileBitRate(of: asset.url, duration: duration) : nil
         // A track's rate is its sample bytes over its presented duration; samples an edit list
         // hides count in the bytes but not the duration. The whole file's rate bounds it.
         func rate(_ track: AssetTrack?) -> Int? {

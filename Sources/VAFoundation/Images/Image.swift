@@ -117,6 +117,55 @@ public struct Image: Sendable, Equatable {
         }
     }
 
+    /// The image with one line of `text` drawn from (`x`, `y`) (its top left) in `colour`, over a
+    /// `backing` rectangle just large enough for it (nil: none), clipped to the image: captions
+    /// and timestamps on contact sheets. Text is set by libavfilter's drawtext in `font`.
+    public func drawingText(_ text: String, x: Int, y: Int, size: Double, colour: RGBAColor = .white,
+                            backing: RGBAColor? = RGBAColor(red: 0, green: 0, blue: 0, alpha: 0.6),
+                            font: URL = OverlayLayer.defaultFontFile) throws(MediaError) -> Image {
+        let canvasWidth = max(1, min(width - max(x, 0), Int(size * 0.75 * Double(text.count + 1)) + 4))
+        let canvasHeight = max(1, min(height - max(y, 0), Int((size * 1.4).rounded(.up))))
+        guard x < width, y < height, canvasWidth > 0, canvasHeight > 0 else { return self }
+        let raster = try OverlayRenderer.drawText(text, font: font, size: size, colour: colour, width: canvasWidth, height: canvasHeight)
+        guard let base = raster.baseAddress(plane: 0) else { return self }
+        let stride = raster.bytesPerRow(plane: 0)
+        // How far the glyphs reach, for the backing.
+        var reach = 0, depth = 0
+        for row in 0..<canvasHeight {
+            for column in 0..<canvasWidth where base.load(fromByteOffset: row * stride + column * 4 + 3, as: UInt8.self) > 0 {
+                reach = max(reach, column + 1)
+                depth = max(depth, row + 1)
+            }
+        }
+        var result = pixels
+        func blend(_ px: Int, _ py: Int, red: Double, green: Double, blue: Double, alpha: Double, premultiplied: Bool) {
+            guard px >= 0, py >= 0, px < width, py < height, alpha > 0 else { return }
+            let i = (py * width + px) * 3
+            for (c, value) in [red, green, blue].enumerated() {
+                let source = premultiplied ? value : value * alpha
+                result[i + c] = UInt8(min(255, max(0, (source * 255 + Double(result[i + c]) * (1 - alpha)).rounded())))
+            }
+        }
+        if let backing, reach > 0 {
+            for py in y..<(y + min(canvasHeight, depth + 2)) {
+                for px in x..<(x + min(canvasWidth, reach + 2)) {
+                    blend(px, py, red: backing.red, green: backing.green, blue: backing.blue, alpha: backing.alpha, premultiplied: false)
+                }
+            }
+        }
+        for row in 0..<canvasHeight {
+            for column in 0..<canvasWidth {
+                let o = row * stride + column * 4
+                let a = Double(base.load(fromByteOffset: o + 3, as: UInt8.self)) / 255
+                guard a > 0 else { continue }
+                blend(x + 1 + column, y + 1 + row, red: Double(base.load(fromByteOffset: o, as: UInt8.self)) / 255,
+                      green: Double(base.load(fromByteOffset: o + 1, as: UInt8.self)) / 255,
+                      blue: Double(base.load(fromByteOffset: o + 2, as: UInt8.self)) / 255, alpha: a, premultiplied: true)
+            }
+        }
+        return try Image(width: width, height: height, pixels: result)
+    }
+
     /// A black image of `size` fitted in `box` (never upscaled): what an empty stretch of a
     /// composition shows.
     static func black(fitting size: Size, in box: (width: Int, height: Int)?) throws(MediaError) -> Image {

@@ -261,7 +261,7 @@ public final class AssetWriter: Sendable {
         guard name.hasPrefix("."), let marker = name.range(of: ".vaf-partial-") else { return nil }
         let fields = name[marker.upperBound...].split(separator: "-", maxSplits: 1)
         guard fields.count == 2, let pid = Int32(fields[0]), pid > 0,
-              fields[1].prefix { $0 != "." }.allSatisfy(\.isHexDigit) else { return nil }
+              fields[1].prefix(while: { $0 != "." }).allSatisfy(\.isHexDigit) else { return nil }
         return pid
     }
 }

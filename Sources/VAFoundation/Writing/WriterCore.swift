@@ -195,7 +195,7 @@ final class WriterCore: Sendable {
     /// Suspends until something in the writer changed (a sample booked or written, an input
     /// finished, the status) since the count was `seen`, or the task is cancelled.
     func waitForChange(since seen: UInt64) async {
-        await withTaskCancellationHandler {
+        _ = await withTaskCancellationHandler {
             await withCheckedContinuation { (c: CheckedContinuation<Decision, Never>) in
                 let parked = state.withLock { s -> Bool in
                     // Checked under the lock: a change or cancellation after it finds this waiter parked.
