@@ -465,3 +465,37 @@ struct ImageGeneratorDrawingTests {
         #expect(b > 100_000 && Double(abs(a - b)) <= 0.1 * Double(a), "the clip's plan: \(a) b/s, the composition's: \(b) b/s")
     }
 }
+
+/// README.md's editing example, as written there (with the test's files), checked with ffprobe.
+@Suite(.disabled(if: which("ffprobe") == nil || which("ffmpeg") == nil, "ffmpeg/ffprobe are not installed (Hardware/setup.sh installs them)"))
+struct ReadmeEditingExampleTests {
+    @Test func theReadmeEditingExample() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for (name, seconds) in [("a.mp4", 4), ("b.mov", 6)] {
+            let made = try await ChildProcess.run(which("ffmpeg")!, ["-v", "error", "-nostdin", "-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=\(seconds)",
+                                                                     "-f", "lavfi", "-i", "sine=f=440:d=\(seconds)", "-c:v", "libx264", "-pix_fmt", "yuv420p",
+                                                                     "-c:a", "aac", "-shortest", dir.appendingPathComponent(name).path], timeLimit: 120)
+            try #require(made.shellStatus == 0)
+        }
+        let output = dir.appendingPathComponent("edit.mp4")
+
+        let composition = MutableComposition()
+        let first = Asset(url: dir.appendingPathComponent("a.mp4")), second = Asset(url: dir.appendingPathComponent("b.mov"))
+        try await composition.insertTimeRange(MediaTimeRange(start: .zero, duration: try await first.load(.duration)), of: first, at: .zero)
+        try await composition.insertTimeRange(MediaTimeRange(start: MediaTime(value: 2, timescale: 1), duration: MediaTime(value: 3, timescale: 1)),
+                                              of: second, at: composition.duration)
+        // The last 3 s play twice as fast (audio keeps its pitch) and the sound fades out over them.
+        let tail = MediaTimeRange(start: composition.duration - MediaTime(value: 3, timescale: 1), duration: MediaTime(value: 3, timescale: 1))
+        try composition.scaleTimeRange(tail, toDuration: MediaTime(value: 3, timescale: 2))
+        var fade = AudioMixInputParameters(track: composition.mutableTracks.first { $0.mediaType == .audio }!)
+        fade.setVolumeRamp(fromStartVolume: 1, toEndVolume: 0, timeRange: MediaTimeRange(start: tail.start, duration: MediaTime(value: 3, timescale: 2)))
+        let session = ExportSession(asset: composition, preset: .preset1920x1080)
+        session.audioMix = AudioMix(inputParameters: [fade])
+        _ = try await session.export(to: output, as: .mp4)
+
+        // 4 s of a, then 3 s of b of which the last 3 s play in 1.5 s: 5.5 s.
+        #expect(abs(try CompositionExportTests.duration(output, stream: "v") - 5.5) <= 1.0 / 30 + 0.001)
+        #expect(abs(try CompositionExportTests.duration(output, stream: "a") - 5.5) <= 0.05)
+    }
+}
