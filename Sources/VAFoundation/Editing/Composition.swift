@@ -187,7 +187,15 @@ public final class MutableComposition: Composition, @unchecked Sendable {
         let sources = all.filter { track in track.mediaType == .audio || (track.mediaType == .video && !track.isAttachedPicture) }
         guard !sources.isEmpty else { throw MediaError(.noTracks, "has no video or audio track to insert", path: asset.displayPath) }
         var pieces: [(AssetTrack, [CompositionTrackSegment])] = []
-        for source in sources { pieces.append((source, try Self.segments(of: timeRange, of: source))) }
+        for source in sources {
+            // A track with no media in the range (a late or short stream) gets empty time there.
+            let made = (try? Self.segments(of: timeRange, of: source))
+                ?? [CompositionTrackSegment(emptyTimeRange: MediaTimeRange(start: .zero, duration: timeRange.duration))]
+            pieces.append((source, made))
+        }
+        guard pieces.contains(where: { $0.1.contains { !$0.isEmpty } }) else {
+            throw CompositionError.noSourceMedia(track: sources[0].trackID, range: timeRange)
+        }
         store.withLock { s in
             var used = Set<Int>()
             for (source, inserted) in pieces {

@@ -28,6 +28,10 @@ final class CompositionTrackPipeline: TrackPipeline {
     private var lastPicture: (width: Int, height: Int, format: PixelFormatID)?
     /// Video: the empty segment under way has had its black picture.
     private var gapServed = false
+    /// Video: the latest picture of the segment under way, out once the next one's time is known.
+    private var held: SampleBuffer?
+    /// Video: the segment under way has shown a picture.
+    private var segmentShowedPicture = false
 
     /// Video: an empty segment gives one black picture (false: nothing, for a compositor,
     /// which shows what lies below instead).
@@ -94,6 +98,8 @@ final class CompositionTrackPipeline: TrackPipeline {
         }
         current = nil
         gapServed = false
+        held = nil
+        segmentShowedPicture = false
         index += 1
     }
 
@@ -128,16 +134,34 @@ final class CompositionTrackPipeline: TrackPipeline {
             return try blackPicture(for: segment.targetRange)
         }
         let (_, pipeline, _) = try source(for: segment)
-        guard let sample = try pipeline.next(), let picture = sample.imageBuffer else { return nil }
-        lastPicture = (picture.width, picture.height, picture.frame.pixelFormat)
         let mapping = segment.timeMapping
-        var start = MediaTimeRange.mapTime(sample.presentationTimeStamp, from: mapping.source, to: mapping.target)
-        // A picture shown before the source range starts is shown from the segment's start.
-        if !start.isNumeric || start < mapping.target.start { start = mapping.target.start }
-        var duration = MediaTimeRange.mapDuration(sample.duration, from: mapping.source, to: mapping.target)
-        if !duration.isNumeric || start + duration > mapping.target.end { duration = mapping.target.end - start }
-        guard duration > .zero else { return try nextVideo(in: segment) }
-        return sample.retimed(presentationTimeStamp: start, duration: duration)
+        while true {
+            guard let sample = try pipeline.next(), let picture = sample.imageBuffer else {
+                // The segment's last picture stays on screen until the segment ends.
+                guard let last = held else { return nil }
+                held = nil
+                return last.retimed(presentationTimeStamp: last.presentationTimeStamp, duration: mapping.target.end - last.presentationTimeStamp)
+            }
+            lastPicture = (picture.width, picture.height, picture.frame.pixelFormat)
+            var start = MediaTimeRange.mapTime(sample.presentationTimeStamp, from: mapping.source, to: mapping.target)
+            // The first picture is shown from the segment's start, whatever time it has: one
+            // shown before the source range, or the first decodable one after a seek (leading
+            // pictures of an open GOP), leaves no hole at the joint.
+            if held == nil && !segmentShowedPicture { start = mapping.target.start }
+            if !start.isNumeric || start < mapping.target.start { start = mapping.target.start }
+            guard start < mapping.target.end else { continue }
+            segmentShowedPicture = true
+            let current = sample.retimed(presentationTimeStamp: start, duration: .invalid)
+            // Each picture lasts until the next one starts (containers' own durations are
+            // often a tick for variable-rate video); one replaced at the same time is dropped.
+            guard let previous = held else {
+                held = current
+                continue
+            }
+            held = current
+            guard start > previous.presentationTimeStamp else { continue }
+            return previous.retimed(presentationTimeStamp: previous.presentationTimeStamp, duration: start - previous.presentationTimeStamp)
+        }
     }
 
     private func blackPicture(for range: MediaTimeRange) throws(MediaError) -> SampleBuffer {

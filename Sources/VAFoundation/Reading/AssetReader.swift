@@ -150,9 +150,9 @@ final class DemuxSession: Sendable {
             // Seek on the lowest-numbered video stream (or the first wanted one) to its keyframe at or before the start.
             let anchor = wanted.sorted().first { demuxer.streams[$0].kind == .video } ?? wanted.min() ?? 0
             let target = TickRange(timeRange, timeBase: demuxer.streams[anchor].timeBase).start
-            do { try demuxer.seek(stream: anchor, toKeyframeAtOrBefore: target) } catch {
-                throw MediaError(.corruptOrTruncated, "cannot seek to \(timeRange.start.seconds) s", path: path, underlying: error)
-            }
+            // A file that cannot seek (an AVI without an index) is read from its start: the
+            // pipelines drop what lies before the range.
+            try? demuxer.seek(stream: anchor, toKeyframeAtOrBefore: target)
         }
         state = Mutex(State(demuxer: demuxer, queues: Dictionary(uniqueKeysWithValues: wanted.map { ($0, PacketQueue()) })))
     }

@@ -1,0 +1,53 @@
+import ChildProcess
+import Foundation
+import Testing
+@testable import VAFoundation
+
+/// Every file of the shared corpus (phone, camera and broadcast clips of many codecs and
+/// containers) joined with itself in a composition: a piece from its middle, then one as long
+/// from its start (each a third of the file, at most 1 s). Wherever the file exports on its own,
+/// the composition must export too and last the two pieces on every stream (ffprobe).
+@Suite(.disabled(if: which("ffprobe") == nil, "ffprobe is not installed (Hardware/setup.sh installs it)"))
+struct CompositionCorpusTests {
+    /// Files whose video comes out shorter than the pieces, each with why (not yet fixed).
+    static let shortVideoExceptions: [String: String] = [
+        // FFmpeg 5.1's libx264 gives packets no duration; the writer gives the last one its
+        // predecessor's, so a last picture held longer (variable-rate video) ends early.
+        "h264_aac_vfr_iphone_flir_gps.mp4": "the last picture's long duration is lost at the mux",
+        "h264_720p_android_slowmo_capture240fps.mp4": "the last picture's long duration is lost at the mux",
+        // No index: seeking to 0.18 s in this 0.42 s clip lands past its only keyframe, and
+        // nothing decodes until the end of the range.
+        "h264_1080i50_ac3_pgs_sony_a7m3_avchd.mts": "an MPEG-TS seek lands past the only keyframe",
+    ]
+
+    @Test(arguments: TestFiles.sharedMediaFiles)
+    func eachCorpusFileJoinsWithItself(_ name: String) async throws {
+        let media = try TestFiles.requireSharedMedia()
+        let asset = Asset(url: media.appendingPathComponent(name))
+        let (duration, tracks) = try await asset.load(.duration, .tracks)
+        let playable = tracks.filter { ($0.mediaType == .video && !$0.isAttachedPicture || $0.mediaType == .audio) && $0.sampleCount > 0 }
+        let hasVideo = tracks.contains { $0.mediaType == .video && !$0.isAttachedPicture && $0.sampleCount > 0 }
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (preset, type): (ExportPreset, FileType) = hasVideo ? (.preset640x480, .mp4) : (.appleM4A, .m4a)
+        // A file that does not export on its own (undecodable, no media) proves nothing here.
+        guard !playable.isEmpty, duration > .zero,
+              (try? await ExportSession(asset: asset, preset: preset).export(to: dir.appendingPathComponent("alone.\(type.fileExtension)"), as: type)) != nil else { return }
+        let piece = min(MediaTime(value: 1, timescale: 1), duration.multiplied(by: 1, dividedBy: 3))
+        let composition = MutableComposition()
+        let middle = duration.multiplied(by: 1, dividedBy: 2) - piece.multiplied(by: 1, dividedBy: 2)
+        try await composition.insertTimeRange(MediaTimeRange(start: middle, duration: piece), of: asset, at: .zero)
+        try await composition.insertTimeRange(MediaTimeRange(start: .zero, duration: piece), of: asset, at: piece)
+        let output = dir.appendingPathComponent("joined.\(type.fileExtension)")
+        _ = try await ExportSession(asset: composition, preset: preset).export(to: output, as: type)
+        let probe = try await ChildProcess.run(which("ffprobe")!, ["-v", "error", "-show_entries", "stream=codec_type,duration", "-of", "csv=p=0", output.path],
+                                               timeLimit: 60)
+        let streams = probe.stdout.split(separator: "\n").map { $0.split(separator: ",") }
+        #expect(!streams.isEmpty, "\(name): ffprobe found no stream")
+        for stream in streams where stream.count == 2 && !(stream[0] == "video" && Self.shortVideoExceptions[name] != nil) {
+            let seconds = Double(stream[1]) ?? -1
+            // Within a frame at 24 fps or an AAC block of slack, whatever the source's rates.
+            #expect(abs(seconds - 2 * piece.seconds) <= 0.1, "\(name): \(stream[0]) lasts \(seconds) s, not \(2 * piece.seconds) s (\(probe.stdout.split(separator: "\n").joined(separator: "; ")))")
+        }
+    }
+}
