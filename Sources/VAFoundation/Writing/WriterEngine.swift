@@ -60,6 +60,12 @@ final class WriterEngine: @unchecked Sendable {
         /// The latest video packet, delivered once the next one shows its duration.
         var pendingVideo: Packet?
         var lastDuration: Int64 = 0
+        /// Where the latest picture handed to the encoder stops being shown (its time plus its
+        /// duration): the stream must last that long, which the last packet's duration makes up.
+        var pictureEnd: Int64?
+        /// The first packet's presentation time less its decode time: the reorder delay the
+        /// muxer's edit list takes off the decode timeline.
+        var reorderDelay: Int64?
         var lastPTS: Int64?
         /// Decode time of the last packet written, in the muxer's time base of the stream.
         var lastWrittenDTS: Int64?
@@ -261,6 +267,7 @@ final class WriterEngine: @unchecked Sendable {
                 }
                 pipeline.lastPTS = t
                 let duration = shown.isNumeric ? ticks(shown, pipeline.timeBase) : 0
+                if duration > 0 { pipeline.pictureEnd = t + duration }
                 try emit(video.encode(picture, pts: t, duration: duration), pipeline)
             } else if let audio = pipeline.audio {
                 guard case .audio(let buffer) = sample.content else {
@@ -450,6 +457,7 @@ final class WriterEngine: @unchecked Sendable {
                 try deliver(packet, pipeline)
                 continue
             }
+            if pipeline.reorderDelay == nil, let pts = packet.pts, let dts = packet.dts { pipeline.reorderDelay = pts - dts }
             if let previous = pipeline.pendingVideo {
                 if previous.duration <= 0, let a = previous.dts, let b = packet.dts, b > a { previous.duration = b - a }
                 if previous.duration > 0 { pipeline.lastDuration = previous.duration }
@@ -464,6 +472,14 @@ final class WriterEngine: @unchecked Sendable {
         guard let last = pipeline.pendingVideo else { return }
         pipeline.pendingVideo = nil
         if last.duration <= 0 { last.duration = pipeline.lastDuration }
+        // Encoders give packets no duration: the last one lasts until the last picture's end,
+        // so a picture held long (variable-rate video, a composition's last frame) keeps its length.
+        // On the decode timeline, shifted back by the reorder delay, that end is where the
+        // last packet's duration must reach.
+        if let end = pipeline.pictureEnd, let dts = last.dts ?? last.pts {
+            let reach = end - (pipeline.reorderDelay ?? 0) - dts
+            if reach > last.duration { last.duration = reach }
+        }
         try deliver(last, pipeline)
     }
 
