@@ -253,7 +253,10 @@ final class VideoCompositionPipeline: TrackPipeline {
         let picture: PixelBuffer
         do {
             let request = VideoCompositionRequest(compositionTime: time, instruction: instruction, sourceFrames: frames, renderContext: context)
-            if let software = compositor as? SoftwareCompositor {
+            if let shown = passedThrough(instruction, at: time, frames: frames) {
+                // Drawing would copy it unchanged: the decoded picture goes on as it is.
+                picture = shown
+            } else if let software = compositor as? SoftwareCompositor {
                 // Past the pool's pictures (all queued for the encoder), a new one.
                 let pooled = try? context.newPixelBuffer()
                 let output = try pooled ?? PixelBuffer(width: width, height: height, pixelFormat: software.outputPixelFormat)
@@ -272,6 +275,20 @@ final class VideoCompositionPipeline: TrackPipeline {
         return SampleBuffer(content: .pixelBuffer(picture), packet: nil, codecParameters: nil, presentationTimeStamp: time,
                             decodeTimeStamp: .invalid, duration: composition.frameDuration, formatDescription: format,
                             attachments: SampleAttachments())
+    }
+
+    /// The one picture that makes the output by itself, when the software compositor would
+    /// only copy it: a single visible layer, fully opaque, untransformed and uncropped, whose
+    /// picture has the render size and format, with no overlays to draw on it (the decoder may
+    /// still read it). Nil otherwise.
+    private func passedThrough(_ instruction: VideoCompositionInstruction, at time: MediaTime, frames: [Int: PixelBuffer]) -> PixelBuffer? {
+        guard overlays == nil, compositor is SoftwareCompositor else { return nil }
+        let visible = instruction.layerInstructions.filter { frames[$0.trackID] != nil && $0.opacity(at: time) > 0 }
+        guard visible.count == 1, let layer = visible.first, let picture = frames[layer.trackID],
+              layer.opacity(at: time) >= 1, layer.transform(at: time) == .identity, layer.cropRectangle(at: time) == nil,
+              picture.width == width, picture.height == height, picture.pixelFormat == compositor.outputPixelFormat,
+              !picture.isSurfaceBacked else { return nil }
+        return picture
     }
 
     /// Reads track `i` until its current picture is the last one starting at or before `time`.
