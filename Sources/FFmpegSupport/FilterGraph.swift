@@ -49,25 +49,21 @@ public final class FilterGraph {
         guard frame.width == width, frame.height == height, frame.pixelFormat == pixelFormat, !ended else {
             throw FFmpegError(code: .invalidArgument, function: "av_buffersrc_add_frame_flags")
         }
-        try check(av_buffersrc_add_frame_flags(source, frame.pointer, Int32(AV_BUFFERSRC_FLAG_KEEP_REF)),
-                  "av_buffersrc_add_frame_flags")
+        try FilterGraphParts.send(frame, to: source)
     }
 
     /// Tells the graph no more pictures come, so it lets go of those it holds back.
     public func pushEndOfStream() throws(FFmpegError) {
         guard !ended else { return }
         ended = true
-        try check(av_buffersrc_add_frame_flags(source, nil, 0), "av_buffersrc_add_frame_flags(EOF)")
+        try FilterGraphParts.send(nil, to: source)
     }
 
     /// The next filtered picture, or the state the graph is in. The corresponding C function is
     /// `av_buffersink_get_frame`.
     public func pull() throws(FFmpegError) -> PullResult {
-        let frame = Frame()
-        let status = av_buffersink_get_frame(sink, frame.pointer)
-        if status == cffmpeg_averror(EAGAIN) { return .needsInput }
-        if status == cffmpeg_AVERROR_EOF() { return .endOfStream }
-        try check(status, "av_buffersink_get_frame")
+        let result = try FilterGraphParts.receive(from: sink)
+        guard case .frame(let frame) = result else { return result }
         // bwdif and yadif count in half frames (their time base is half the input's): the
         // picture comes back timed in the input's time base, as it went in.
         let output = Rational(av_buffersink_get_time_base(sink))
@@ -130,6 +126,27 @@ enum FilterGraphParts {
         }
         return (graph, source, sink)
     }
+
+    /// Hands `frame` to a buffer source (nil: the end of the stream); the source takes its own
+    /// reference. The corresponding C function is `av_buffersrc_add_frame_flags`.
+    static func send(_ frame: Frame?, to source: UnsafeMutablePointer<AVFilterContext>) throws(FFmpegError) {
+        if let frame {
+            try check(av_buffersrc_add_frame_flags(source, frame.pointer, Int32(AV_BUFFERSRC_FLAG_KEEP_REF)), "av_buffersrc_add_frame_flags")
+        } else {
+            try check(av_buffersrc_add_frame_flags(source, nil, 0), "av_buffersrc_add_frame_flags(EOF)")
+        }
+    }
+
+    /// The next frame out of a buffer sink, or its state (EAGAIN, EOF). The corresponding C
+    /// function is `av_buffersink_get_frame`.
+    static func receive(from sink: UnsafeMutablePointer<AVFilterContext>) throws(FFmpegError) -> FilterGraph.PullResult {
+        let frame = Frame()
+        let status = av_buffersink_get_frame(sink, frame.pointer)
+        if status == cffmpeg_averror(EAGAIN) { return .needsInput }
+        if status == cffmpeg_AVERROR_EOF() { return .endOfStream }
+        try check(status, "av_buffersink_get_frame")
+        return .frame(frame)
+    }
 }
 
 /// A libavfilter graph for audio ("atempo=1.5"): blocks of one rate, format and layout go in
@@ -157,23 +174,16 @@ public final class AudioFilterGraph {
     /// Hands `frame` to the graph (which takes its own reference).
     public func push(_ frame: Frame) throws(FFmpegError) {
         guard !ended else { throw FFmpegError(code: .invalidArgument, function: "av_buffersrc_add_frame_flags") }
-        try check(av_buffersrc_add_frame_flags(source, frame.pointer, Int32(AV_BUFFERSRC_FLAG_KEEP_REF)), "av_buffersrc_add_frame_flags")
+        try FilterGraphParts.send(frame, to: source)
     }
 
     /// Tells the graph no more audio comes, so it lets go of what it holds back.
     public func pushEndOfStream() throws(FFmpegError) {
         guard !ended else { return }
         ended = true
-        try check(av_buffersrc_add_frame_flags(source, nil, 0), "av_buffersrc_add_frame_flags(EOF)")
+        try FilterGraphParts.send(nil, to: source)
     }
 
     /// The next filtered block, or the state the graph is in.
-    public func pull() throws(FFmpegError) -> FilterGraph.PullResult {
-        let frame = Frame()
-        let status = av_buffersink_get_frame(sink, frame.pointer)
-        if status == cffmpeg_averror(EAGAIN) { return .needsInput }
-        if status == cffmpeg_AVERROR_EOF() { return .endOfStream }
-        try check(status, "av_buffersink_get_frame")
-        return .frame(frame)
-    }
+    public func pull() throws(FFmpegError) -> FilterGraph.PullResult { try FilterGraphParts.receive(from: sink) }
 }

@@ -252,7 +252,6 @@ final class VideoCompositionPipeline: TrackPipeline {
         }
         let picture: PixelBuffer
         do {
-            let request = VideoCompositionRequest(compositionTime: time, instruction: instruction, sourceFrames: frames, renderContext: context)
             if let shown = passedThrough(instruction, at: time, frames: frames) {
                 // Drawing would copy it unchanged: the decoded picture goes on as it is.
                 picture = shown
@@ -263,7 +262,8 @@ final class VideoCompositionPipeline: TrackPipeline {
                 try software.render(instruction, at: time, sourceFrames: frames, into: output)
                 picture = output
             } else {
-                picture = try compositor.renderFrame(request)
+                picture = try compositor.renderFrame(VideoCompositionRequest(compositionTime: time, instruction: instruction,
+                                                                             sourceFrames: frames, renderContext: context))
             }
         } catch {
             throw error as? MediaError ?? MediaError(.invalidState, "the compositor failed at \(time.seconds) s: \(error)", path: path)

@@ -116,8 +116,9 @@ final class CompositionTrackPipeline: TrackPipeline {
         case .video(let attributes):
             opened = (session, try VideoDecodePipeline(session: session, track: sourceTrack, attributes: attributes, timeRange: range), nil)
         case .audio(let pcm, let algorithm):
-            let speed = range.duration.seconds / segment.targetRange.duration.seconds
-            let stretch = abs(speed - 1) > 1e-6 ? try TimeStretch(speed: speed, pcm: pcm, algorithm: algorithm, path: path) : nil
+            // Only a scaled segment is stretched; the filter takes its speed as a number.
+            let stretch = range.duration == segment.targetRange.duration ? nil
+                : try TimeStretch(speed: range.duration.seconds / segment.targetRange.duration.seconds, pcm: pcm, algorithm: algorithm, path: path)
             opened = (session, try AudioDecodePipeline(session: session, track: sourceTrack, pcm: pcm, timeRange: range), stretch)
         }
         current = opened

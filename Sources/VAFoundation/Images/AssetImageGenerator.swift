@@ -59,6 +59,8 @@ public final class AssetImageGenerator: Sendable {
     private let queue = DispatchQueue(label: "VAFoundation.AssetImageGenerator")
     /// One frame source per file and track read (a composition reads several), by "path#stream".
     private let sources = Mutex<[String: FrameSourceBox]>([:])
+    /// A file asset's tracks, once a blocking call inspected them.
+    private let inspectedTracks = Mutex<[AssetTrack]?>(nil)
 
     public init(asset: Asset) {
         self.asset = asset
@@ -122,12 +124,7 @@ public final class AssetImageGenerator: Sendable {
     /// `image(at:)` for callers that may block (the guide's `copyCGImageAtTime:actualTime:error:`).
     public func copyImage(at time: MediaTime) throws -> (image: Image, actualTime: MediaTime) {
         let started = generation.load(ordering: .acquiring)
-        let tracks = if let composition = asset as? Composition {
-            composition.tracks.compactMap { Composition.assetTrack(for: $0, size: composition.naturalSize) }
-        } else {
-            try AssetInspector.inspect(path: asset.displayPath, options: asset.options).tracks
-        }
-        let track = try Self.videoTrack(in: tracks, path: asset.displayPath)
+        let track = try Self.videoTrack(in: try blockingTracks(), path: asset.displayPath)
         return try queue.sync { try generate(at: time, track: track, generation: started) }
     }
 
@@ -235,12 +232,7 @@ public final class AssetImageGenerator: Sendable {
 
     /// The video composition's picture at `time`: a reader draws the one frame there.
     private func composited(_ composition: VideoComposition, at time: MediaTime, box: (width: Int, height: Int)?) throws -> (image: Image, actualTime: MediaTime) {
-        let tracks = if let composed = asset as? Composition {
-            composed.tracks.compactMap { Composition.assetTrack(for: $0, size: composed.naturalSize) }
-        } else {
-            try AssetInspector.inspect(path: asset.displayPath, options: asset.options).tracks
-        }
-        let video = tracks.filter { $0.mediaType == .video && !$0.isAttachedPicture }
+        let video = try blockingTracks().filter { $0.mediaType == .video && !$0.isAttachedPicture }
         let reader = AssetReader(asset: asset)
         reader.timeRange = MediaTimeRange(start: time, duration: composition.frameDuration)
         let output = try AssetReaderVideoCompositionOutput(videoTracks: video)
@@ -253,6 +245,18 @@ public final class AssetImageGenerator: Sendable {
         }
         let image = try RGBConverter(path: asset.displayPath).image(from: picture.frame, box: box, rotation: 0, squarePixels: false, toSDR: false)
         return (image, sample.presentationTimeStamp)
+    }
+
+    /// The asset's tracks for callers that block: a composition's as they are now, a file's
+    /// inspected once and kept (not once per image).
+    private func blockingTracks() throws -> [AssetTrack] {
+        if let composition = asset as? Composition {
+            return composition.tracks.compactMap { Composition.assetTrack(for: $0, size: composition.naturalSize) }
+        }
+        if let known = inspectedTracks.withLock({ $0 }) { return known }
+        let tracks = try AssetInspector.inspect(path: asset.displayPath, options: asset.options).tracks
+        inspectedTracks.withLock { $0 = tracks }
+        return tracks
     }
 
     private func frameSource(path: String, track: AssetTrack) throws -> FrameSource {
