@@ -180,4 +180,16 @@ public struct PipelineCapabilities: Codable, Equatable, Sendable {
         self.mirrorFlags = mirrorFlags
         self.blendFlags = blendFlags
     }
+
+    /// Blends a layer with a global alpha (`VA_BLEND_GLOBAL_ALPHA`).
+    public var blendsWithGlobalAlpha: Bool { blendFlags & 0x0001 != 0 }
+
+    /// Turns a picture by `quarterTurns` clockwise quarter turns (`VA_ROTATION_*`; 0 always can).
+    public func rotates(quarterTurns: Int) -> Bool {
+        let turns = ((quarterTurns % 4) + 4) % 4
+        return turns == 0 || rotationFlags & (1 << UInt32(turns)) != 0
+    }
+
+    /// Mirrors along the axes in `mirrorFlags` (`VA_MIRROR_HORIZONTAL` 1, `VA_MIRROR_VERTICAL` 2; 0 always can).
+    public func mirrors(_ flags: UInt32) -> Bool { flags & ~mirrorFlags == 0 }
 }

@@ -14,6 +14,14 @@ public final class AssetReaderVideoCompositionOutput: AssetReaderOutput, @unchec
     /// Draws each picture; nil uses `SoftwareCompositor` (8-bit, or 10-bit when a source is deeper).
     public nonisolated(unsafe) var customVideoCompositor: (any VideoCompositing)?
 
+    /// Decode every track and draw the composition on this VA-API device (set before reading
+    /// starts): the pictures come out as GPU surfaces (NV12, or P010 when a source is deeper).
+    /// Frames its video processor cannot draw are drawn in host memory and come out there. A
+    /// custom compositor or overlays (`animationTool`) draw in host memory, so they leave it unused.
+    public nonisolated(unsafe) var hardwareDevice: VideoDevice?
+    /// Told where pictures were decoded and composited, and of each copy (set by the export).
+    nonisolated(unsafe) var observations: StageObservations?
+
     private nonisolated(unsafe) var pipeline: VideoCompositionPipeline?
     /// Converts the compositor's pictures to `videoSettings`, made for the first picture.
     private nonisolated(unsafe) var scaler: Scaler?
@@ -50,29 +58,48 @@ public final class AssetReaderVideoCompositionOutput: AssetReaderOutput, @unchec
 
     override func prepare(session: DemuxSession, timeRange: MediaTimeRange) throws(MediaError) {
         let composition = try checkedComposition(path: session.path)
+        let device = self.device(for: composition)
         let inputs = try videoTracks.map { track throws(MediaError) -> VideoCompositionPipeline.Input in
-            let attributes = PixelBufferAttributes(pixelFormat: Self.workingFormat(of: track))
-            let pipeline = try VideoDecodePipeline(session: session, track: track, attributes: attributes, timeRange: timeRange)
+            let attributes = PixelBufferAttributes(pixelFormat: device == nil ? Self.workingFormat(of: track) : .vaapiSurface)
+            let pipeline = try VideoDecodePipeline(session: session, track: track, attributes: attributes, timeRange: timeRange,
+                                                   device: device, observations: observations)
             return .init(trackID: track.trackID, pipeline: pipeline, isShowing: { $0 < track.timeRange.end })
         }
-        pipeline = try VideoCompositionPipeline(inputs: inputs, composition: composition, compositor: compositor(), timeRange: timeRange,
-                                                end: videoTracks.map(\.timeRange.end).max() ?? .zero, path: session.path)
+        pipeline = try VideoCompositionPipeline(inputs: inputs, composition: composition, compositor: compositor(),
+                                                deviceCompositor: try deviceCompositor(on: device, for: composition),
+                                                timeRange: timeRange, end: videoTracks.map(\.timeRange.end).max() ?? .zero, path: session.path)
     }
 
     override func prepare(composition tracks: [CompositionTrack], timeRange: MediaTimeRange) throws(MediaError) {
         let composition = try checkedComposition(path: "composition")
+        let device = self.device(for: composition)
         let inputs = try videoTracks.map { track throws(MediaError) -> VideoCompositionPipeline.Input in
             guard let own = track.compositionTrack, let compositionTrack = tracks.first(where: { $0.trackID == own.trackID }) else {
                 throw MediaError(.invalidArgument, "track \(track.trackID) is not a track of the composition being read", path: "composition")
             }
-            let attributes = PixelBufferAttributes(pixelFormat: Self.workingFormat(of: track))
+            let attributes = PixelBufferAttributes(pixelFormat: device == nil ? Self.workingFormat(of: track) : .vaapiSurface)
             let pipeline = try CompositionTrackPipeline(track: compositionTrack, media: .video(attributes), timeRange: timeRange,
-                                                        picturesEmptySegments: false)
+                                                        picturesEmptySegments: false, device: device, observations: observations)
             // A track shows nothing during its empty segments: the layers below (or the background) show.
             return .init(trackID: track.trackID, pipeline: pipeline, isShowing: { compositionTrack.segment(forTrackTime: $0)?.isEmpty == false })
         }
-        pipeline = try VideoCompositionPipeline(inputs: inputs, composition: composition, compositor: compositor(), timeRange: timeRange,
+        pipeline = try VideoCompositionPipeline(inputs: inputs, composition: composition, compositor: compositor(),
+                                                deviceCompositor: try deviceCompositor(on: device, for: composition), timeRange: timeRange,
                                                 end: tracks.filter { $0.mediaType == .video }.map(\.timeRange.end).max() ?? .zero, path: "composition")
+    }
+
+    /// The device to decode and composite on: none for a custom compositor or overlays, which draw in host memory.
+    private func device(for composition: VideoComposition) -> VideoDevice? {
+        guard customVideoCompositor == nil, composition.animationTool?.layers.isEmpty ?? true else { return nil }
+        return hardwareDevice
+    }
+
+    private func deviceCompositor(on device: VideoDevice?, for composition: VideoComposition) throws(MediaError) -> DeviceCompositor? {
+        guard let device else { return nil }
+        let deep = videoTracks.contains { ($0.formatDescription.video?.bitDepth ?? 8) > 8 }
+        return try DeviceCompositor(device: device, width: Int(composition.renderSize.width.rounded()),
+                                    height: Int(composition.renderSize.height.rounded()), deep: deep,
+                                    capacity: VideoCompositionPipeline.renderPoolCapacity, observations: observations)
     }
 
     override func produceNext() throws(MediaError) -> SampleBuffer? {
@@ -213,11 +240,15 @@ final class VideoCompositionPipeline: TrackPipeline {
     /// hold some while the next is drawn.
     static let renderPoolCapacity = 16
 
-    init(inputs: [Input], composition: VideoComposition, compositor: any VideoCompositing, timeRange: MediaTimeRange,
-         end: MediaTime, path: String) throws(MediaError) {
+    /// Draws on the device instead of `compositor`, when the output decodes there.
+    private let deviceCompositor: DeviceCompositor?
+
+    init(inputs: [Input], composition: VideoComposition, compositor: any VideoCompositing, deviceCompositor: DeviceCompositor? = nil,
+         timeRange: MediaTimeRange, end: MediaTime, path: String) throws(MediaError) {
         self.inputs = inputs
         self.composition = composition
         self.compositor = compositor
+        self.deviceCompositor = deviceCompositor
         self.path = path
         width = Int(composition.renderSize.width.rounded())
         height = Int(composition.renderSize.height.rounded())
@@ -252,7 +283,9 @@ final class VideoCompositionPipeline: TrackPipeline {
         }
         let picture: PixelBuffer
         do {
-            if let shown = passedThrough(instruction, at: time, frames: frames) {
+            if let deviceCompositor {
+                picture = try deviceCompositor.render(instruction, at: time, frames: frames)
+            } else if let shown = passedThrough(instruction, at: time, frames: frames) {
                 // Drawing would copy it unchanged: the decoded picture goes on as it is.
                 picture = shown
             } else if let software = compositor as? SoftwareCompositor {
@@ -270,8 +303,9 @@ final class VideoCompositionPipeline: TrackPipeline {
         }
         try overlays?.draw(at: time, into: picture)
         var format = FormatDescription(mediaType: .video, codec: "rawvideo")
+        let deep = picture.pixelFormat == .yuv420p10 || picture.frame.surfaceSoftwareFormat == .p010
         format.video = VideoFormat(width: picture.width, height: picture.height, pixelFormat: picture.pixelFormat.rawValue,
-                                   bitDepth: picture.pixelFormat == .yuv420p10 ? 10 : 8)
+                                   bitDepth: deep ? 10 : 8)
         return SampleBuffer(content: .pixelBuffer(picture), packet: nil, codecParameters: nil, presentationTimeStamp: time,
                             decodeTimeStamp: .invalid, duration: composition.frameDuration, formatDescription: format,
                             attachments: SampleAttachments())

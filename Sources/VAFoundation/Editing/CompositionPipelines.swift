@@ -37,10 +37,19 @@ final class CompositionTrackPipeline: TrackPipeline {
     /// which shows what lies below instead).
     private let picturesEmptySegments: Bool
 
-    /// A pipeline for `track` over `timeRange` of the composition.
-    init(track: CompositionTrack, media: Media, timeRange: MediaTimeRange, picturesEmptySegments: Bool = true) throws(MediaError) {
+    /// Video: the device segments are decoded on, and what to tell of it.
+    private let device: VideoDevice?
+    private let observations: StageObservations?
+
+    /// A pipeline for `track` over `timeRange` of the composition. With a `device`, video
+    /// segments are decoded there and their pictures stay in GPU surfaces (`.vaapiSurface`),
+    /// for a compositor that shows nothing in empty segments.
+    init(track: CompositionTrack, media: Media, timeRange: MediaTimeRange, picturesEmptySegments: Bool = true,
+         device: VideoDevice? = nil, observations: StageObservations? = nil) throws(MediaError) {
         self.track = track
         self.picturesEmptySegments = picturesEmptySegments
+        self.device = device
+        self.observations = observations
         let range = timeRange.isValid && timeRange.duration.isNumeric
             ? timeRange : MediaTimeRange(start: timeRange.start.isNumeric ? timeRange.start : .zero, end: track.timeRange.end)
         segments = track.segments.compactMap { segment in
@@ -50,7 +59,8 @@ final class CompositionTrackPipeline: TrackPipeline {
         let sources = track.sourceTracks
         switch media {
         case .video(let attributes):
-            guard attributes.pixelFormat != .vaapiSurface else {
+            // Empty segments' black pictures are made in host memory.
+            guard attributes.pixelFormat != .vaapiSurface || (device != nil && !picturesEmptySegments) else {
                 throw MediaError(.unsupported, "composition tracks are read into host memory; ask for a host pixel format", path: "composition")
             }
             self.media = media
@@ -114,7 +124,8 @@ final class CompositionTrackPipeline: TrackPipeline {
         let opened: (DemuxSession, TrackPipeline, TimeStretch?)
         switch media {
         case .video(let attributes):
-            opened = (session, try VideoDecodePipeline(session: session, track: sourceTrack, attributes: attributes, timeRange: range), nil)
+            opened = (session, try VideoDecodePipeline(session: session, track: sourceTrack, attributes: attributes, timeRange: range,
+                                                       device: device, observations: observations), nil)
         case .audio(let pcm, let algorithm):
             // Only a scaled segment is stretched; the filter takes its speed as a number.
             let stretch = range.duration == segment.targetRange.duration ? nil

@@ -233,11 +233,19 @@ extension ExportSession {
                 plan.videoSettings = videoSettings
                 plan.videoEncoder = assistant.videoEncoder
                 plan.frameRate = assistant.outputFrameRate
-                // A composition's segments are decoded and joined in host memory.
-                let policy = softwareOnly || isComposition || s.videoComposition != nil ? .off : s.hardwarePolicy
+                // A composition's segments are decoded and joined in host memory, unless a video
+                // composition draws them on the device.
+                let policy = softwareOnly || (isComposition && s.videoComposition == nil) ? .off : s.hardwarePolicy
                 let (device, problem) = policy == .off ? (nil, nil) : resolveDevice(s)
-                let decision = try Self.hardwareJob(video, settings: videoSettings).decide(
-                    policy: policy, capabilities: device?.capabilities, problem: problem)
+                let decision: HardwareDecision
+                if let composition = s.videoComposition {
+                    decision = try Self.compositionDecision(composition, sources: Self.videoSources(tracks), settings: videoSettings,
+                                                            customCompositor: s.customVideoCompositor, policy: policy,
+                                                            device: device, problem: problem)
+                } else {
+                    decision = try Self.hardwareJob(video, settings: videoSettings).decide(
+                        policy: policy, capabilities: device?.capabilities, problem: problem)
+                }
                 plan.hardware = decision
                 if decision.decodesOnDevice || decision.encodesOnDevice { plan.device = device }
                 if let encoder = decision.encoder {
@@ -279,11 +287,8 @@ extension ExportSession {
             }
             plan.path = plan.hardware?.path ?? .software
             plan.pathReason = plan.hardware?.reason ?? "audio is encoded in software"
-            if isComposition {
+            if isComposition && s.videoComposition == nil {
                 plan.pathReason = "software: a composition's segments are decoded from their files and joined in host memory"
-            }
-            if s.videoComposition != nil, plan.videoTrack != nil {
-                plan.pathReason = "software: the video composition is drawn by \(s.customVideoCompositor.map { "\(type(of: $0))" } ?? "the software compositor") in host memory"
             }
         }
         let videoTracks = plan.passthroughTracks.filter { $0.mediaType == .video } + (plan.videoTrack.map { [$0] } ?? [])
@@ -291,6 +296,55 @@ extension ExportSession {
             plan.warnings.append("FFmpeg 5.1's Matroska muxer cannot store rotation: track \(rotated.trackID) (rotate \(rotated.preferredTransform.rotationDegrees)°) will play unrotated; use mp4 or mov to keep it")
         }
         return plan
+    }
+
+    /// The video tracks of the files a video composition draws from: a composition's segments' sources, or the asset's own.
+    static func videoSources(_ tracks: [AssetTrack]) -> [AssetTrack] {
+        let video = tracks.filter { $0.mediaType == .video && !$0.isAttachedPicture }
+        return video.flatMap { track in track.compositionTrack.map { $0.sourceTracks.filter { $0.mediaType == .video } } ?? [track] }
+    }
+
+    /// Where a video composition of `sources` runs: decoded, drawn by the video processor and
+    /// encoded on the device when it decodes every source and encodes the target; else drawn in
+    /// host memory, encoded on the device when it can (one upload per picture).
+    static func compositionDecision(_ composition: VideoComposition, sources: [AssetTrack], settings: VideoSettings,
+                                    customCompositor: (any VideoCompositing)?, policy: HardwarePolicy,
+                                    device: VideoDevice?, problem: String?) throws(MediaError) -> HardwareDecision {
+        let drawer = customCompositor.map { "\(type(of: $0))" } ?? "the software compositor"
+        guard policy != .off else { return .software("software: the video composition is drawn by \(drawer) in host memory (hardware is off)") }
+        let decisions = try sources.map { source throws(MediaError) in
+            try hardwareJob(source, settings: settings).decide(policy: policy == .hybrid ? .auto : policy,
+                                                               capabilities: device?.capabilities, problem: problem)
+        }
+        let name = device?.capabilities.driver.map { "the \($0) device" } ?? "the device"
+        let vpp = device?.capabilities.videoProcessing != nil
+        let hostOnly: String? = if customCompositor != nil {
+            "the custom compositor \(drawer) draws in host memory"
+        } else if !(composition.animationTool?.layers.isEmpty ?? true) {
+            "overlays are drawn in host memory"
+        } else if policy == .hybrid {
+            "hybrid (forced)"
+        } else if !vpp {
+            "\(name) has no video processor"
+        } else if let refused = decisions.first(where: { !$0.decodesOnDevice }) {
+            refused.reason
+        } else {
+            nil
+        }
+        let encoder = decisions.first?.encoder
+        if hostOnly == nil, let encoder, decisions.allSatisfy({ $0.decodesOnDevice && $0.encodesOnDevice }) {
+            return HardwareDecision(path: .hardware, decodesOnDevice: true, encodesOnDevice: true, encoder: encoder,
+                                    reason: "full hardware on \(name): \(sources.count) source\(sources.count == 1 ? "" : "s") decoded, the video composition drawn by the video processor, \(encoder); no frame copied to host memory")
+        }
+        let why = hostOnly ?? decisions.first { $0.encoder == nil }?.reason ?? "the device cannot take every stage"
+        if let encoder, decisions.allSatisfy(\.encodesOnDevice) {
+            return HardwareDecision(path: .hybrid, decodesOnDevice: false, encodesOnDevice: true, encoder: encoder,
+                                    reason: "hybrid: software decode, the video composition drawn by \(drawer) in host memory (\(why)), one upload per frame, \(encoder) on \(name)")
+        }
+        if policy == .require {
+            throw MediaError(.hardwareFailed, "--hw require: \(name) can take no stage of this video composition (\(why))")
+        }
+        return .software("software: the video composition is drawn by \(drawer) in host memory (\(why))")
     }
 
     /// The source and target facts the hardware decision needs for `track` encoded with `settings`.

@@ -234,6 +234,8 @@ extension ExportSession {
                 let compositing = try AssetReaderVideoCompositionOutput(videoTracks: videoTracks)
                 compositing.videoComposition = composition
                 compositing.customVideoCompositor = s.customVideoCompositor
+                if hardware?.decodesOnDevice == true { compositing.hardwareDevice = plan.device }
+                compositing.observations = observations
                 output = compositing
             } else {
                 let trackOutput = try AssetReaderTrackOutput(track: video, outputSettings: .video(attributes))
@@ -247,7 +249,8 @@ extension ExportSession {
             input.transform = s.videoComposition == nil ? video.preferredTransform : .identity
             let converter = plan.frameRate.map { FrameRateConverter(framesPerSecond: $0, start: start) }
             // On a device, unless the policy requires it, a failure resumes the video in software.
-            let resumable = hardware != nil && hardwarePolicy != .require
+            // A video composition cannot resume mid-way: a failure redoes the export in software.
+            let resumable = hardware != nil && hardwarePolicy != .require && s.videoComposition == nil
             input.resumable = resumable
             output.recoversFromDeviceFailures = resumable && hardware?.decodesOnDevice == true
             lanes.append(Lane(track: video, output: output, input: input, converter: converter, bitRate: videoSettings.averageBitRate ?? 0,

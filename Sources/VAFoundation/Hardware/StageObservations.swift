@@ -13,6 +13,11 @@ final class StageObservations: Sendable {
         var decode: Place?
         var scale: Place?
         var encode: Place?
+        /// Pictures a video composition drew on the device and in host memory, and why the
+        /// first host one was not drawn on the device.
+        var compositedOnDevice = 0
+        var compositedOnHost = 0
+        var hostCompositionReason: String?
         var transfers = 0
         var transferBytes = 0
     }
@@ -24,6 +29,18 @@ final class StageObservations: Sendable {
     func decoded(on place: Place) { record.withLock { if $0.decode == nil { $0.decode = place } } }
     func scaled(on place: Place) { record.withLock { if $0.scale == nil || place == .host { $0.scale = place } } }
     func encoded(on place: Place) { record.withLock { if $0.encode == nil { $0.encode = place } } }
+
+    /// One picture of a video composition drawn at `place`; `reason` says why not on the device.
+    func composited(on place: Place, because reason: String? = nil) {
+        record.withLock {
+            switch place {
+            case .device: $0.compositedOnDevice += 1
+            case .host:
+                $0.compositedOnHost += 1
+                if $0.hostCompositionReason == nil { $0.hostCompositionReason = reason }
+            }
+        }
+    }
 
     /// One copy of `frame` (the host side of the copy) between a surface and host memory.
     func transferred(_ frame: Frame) {
@@ -38,7 +55,7 @@ final class StageObservations: Sendable {
         let r = snapshot
         guard let decode = r.decode, let encode = r.encode else { return nil }
         switch (decode, encode) {
-        case (.device, .device) where r.scale != .host && r.transfers == 0: return .hardware
+        case (.device, .device) where r.scale != .host && r.compositedOnHost == 0 && r.transfers == 0: return .hardware
         case (.host, .host): return .software
         default: return .hybrid
         }
@@ -50,6 +67,10 @@ final class StageObservations: Sendable {
         var parts: [String] = []
         if let d = r.decode { parts.append("decode on the \(d == .device ? "device" : "host")") }
         if let s = r.scale { parts.append("scale on the \(s == .device ? "device" : "host")") }
+        if r.compositedOnDevice > 0 { parts.append("\(r.compositedOnDevice) pictures composited on the device") }
+        if r.compositedOnHost > 0 {
+            parts.append("\(r.compositedOnHost) composited in host memory" + (r.hostCompositionReason.map { " (\($0))" } ?? ""))
+        }
         if let e = r.encode { parts.append("encode on the \(e == .device ? "device" : "host")") }
         parts.append(r.transfers == 0 ? "no copy between surfaces and host memory" : "\(r.transfers) copies between surfaces and host memory")
         return parts.joined(separator: ", ")

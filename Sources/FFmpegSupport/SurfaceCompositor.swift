@@ -1,0 +1,151 @@
+internal import CFFmpeg
+import MediaCore
+
+/// One picture the video processor draws: a region of a VA surface, turned by quarter turns and
+/// mirrored (VA-API applies the rotation first), scaled into a region of the output, blended
+/// with an opacity.
+public struct SurfaceLayer {
+    /// Clockwise quarter turns, as `VA_ROTATION_*` counts them.
+    public enum Rotation: UInt32, Sendable { case none = 0, clockwise90 = 1, clockwise180 = 2, clockwise270 = 3 }
+
+    /// Mirroring after the rotation, as `VA_MIRROR_*` flags.
+    public struct Mirror: OptionSet, Sendable, Hashable {
+        public let rawValue: UInt32
+        public init(rawValue: UInt32) { self.rawValue = rawValue }
+        public static let horizontal = Mirror(rawValue: 1)
+        public static let vertical = Mirror(rawValue: 2)
+    }
+
+    public var source: Frame
+    public var sourceRegion: PictureFit.Rectangle
+    public var outputRegion: PictureFit.Rectangle
+    public var rotation: Rotation
+    public var mirror: Mirror
+    /// 1 replaces what lies below; less blends with VA-API's global alpha.
+    public var opacity: Double
+
+    public init(source: Frame, sourceRegion: PictureFit.Rectangle, outputRegion: PictureFit.Rectangle,
+                rotation: Rotation = .none, mirror: Mirror = [], opacity: Double = 1) {
+        self.source = source
+        self.sourceRegion = sourceRegion
+        self.outputRegion = outputRegion
+        self.rotation = rotation
+        self.mirror = mirror
+        self.opacity = opacity
+    }
+}
+
+/// Draws layers of VA surfaces into the surfaces of a `SurfacePool` with the device's video
+/// processor (`VAEntrypointVideoProc`): one picture, one pipeline buffer per layer, bottom layer
+/// first, as FFmpeg's `overlay_vaapi` does. The picture never leaves the device. Owns its VPP
+/// config and context; one task or queue at a time.
+public final class SurfaceCompositor {
+    public let output: SurfacePool
+    private let display: VADisplay
+    private var config = VAConfigID(VA_INVALID_ID)
+    private var context = VAContextID(VA_INVALID_ID)
+
+    /// Opens a VPP context rendering into `output`'s surfaces. The corresponding C functions
+    /// are `vaCreateConfig` and `vaCreateContext`.
+    public init(output: SurfacePool) throws(FFmpegError) {
+        self.output = output
+        display = output.device.vaDisplay
+        var status = vaCreateConfig(display, VAProfileNone, VAEntrypointVideoProc, nil, 0, &config)
+        guard status == VA_STATUS_SUCCESS else { throw Self.failure(status, "vaCreateConfig(VideoProc)") }
+        var targets = output.surfaceIDs
+        status = targets.withUnsafeMutableBufferPointer { ids in
+            vaCreateContext(display, config, Int32(output.width), Int32(output.height), Int32(VA_PROGRESSIVE),
+                            ids.baseAddress, Int32(ids.count), &context)
+        }
+        guard status == VA_STATUS_SUCCESS else {
+            vaDestroyConfig(display, config)
+            throw Self.failure(status, "vaCreateContext(VideoProc)")
+        }
+    }
+
+    deinit {
+        vaDestroyContext(display, context)
+        vaDestroyConfig(display, config)
+    }
+
+    /// `layers` (bottom first) drawn into a free surface of the output pool over `background`
+    /// (0xAARRGGBB), in `outputMatrix`'s colour standard (nil: the bottom layer's) and range.
+    /// The first layer's timestamps and colour tags carry over. The corresponding C functions
+    /// are `vaCreateBuffer`, `vaBeginPicture`, `vaRenderPicture` and `vaEndPicture`.
+    public func draw(_ layers: [SurfaceLayer], background: UInt32, outputMatrix: String? = nil,
+                     outputFullRange: Bool) throws(FFmpegError) -> Frame {
+        guard let first = layers.first else { throw FFmpegError(code: .invalidArgument, function: "SurfaceCompositor.draw (no layer)") }
+        let destination = try output.waitForSurface()
+        guard let target = destination.vaSurface else { throw FFmpegError(code: .invalidArgument, function: "SurfaceCompositor.draw (pool frame)") }
+        let outputStandard = Self.colourStandard(outputMatrix ?? first.source.colorMatrix)
+        // The regions and blend states the buffers point at must live until vaEndPicture.
+        let regions = UnsafeMutablePointer<VARectangle>.allocate(capacity: 2 * layers.count)
+        let blends = UnsafeMutablePointer<VABlendState>.allocate(capacity: layers.count)
+        var buffers: [VABufferID] = []
+        defer {
+            for buffer in buffers { vaDestroyBuffer(display, buffer) }
+            regions.deallocate()
+            blends.deallocate()
+        }
+        for (index, layer) in layers.enumerated() {
+            guard let input = layer.source.vaSurface else { throw FFmpegError(code: .invalidArgument, function: "SurfaceCompositor.draw (host frame)") }
+            regions[2 * index] = Self.rectangle(layer.sourceRegion)
+            regions[2 * index + 1] = Self.rectangle(layer.outputRegion)
+            var parameters = VAProcPipelineParameterBuffer()
+            parameters.surface = input
+            parameters.surface_region = UnsafePointer(regions + 2 * index)
+            parameters.output_region = UnsafePointer(regions + 2 * index + 1)
+            parameters.surface_color_standard = Self.colourStandard(layer.source.colorMatrix)
+            parameters.output_color_standard = outputStandard
+            parameters.output_background_color = background
+            parameters.filter_flags = UInt32(VA_FILTER_SCALING_HQ)
+            parameters.rotation_state = layer.rotation.rawValue
+            parameters.mirror_state = layer.mirror.rawValue
+            parameters.input_color_properties.color_range = UInt8(layer.source.isFullRange == true ? VA_SOURCE_RANGE_FULL : VA_SOURCE_RANGE_REDUCED)
+            parameters.output_color_properties.color_range = UInt8(outputFullRange ? VA_SOURCE_RANGE_FULL : VA_SOURCE_RANGE_REDUCED)
+            if layer.opacity < 1 {
+                var blend = VABlendState()
+                blend.flags = UInt32(VA_BLEND_GLOBAL_ALPHA)
+                blend.global_alpha = Float(max(0, layer.opacity))
+                blends[index] = blend
+                parameters.blend_state = UnsafePointer(blends + index)
+            }
+            var buffer = VABufferID(VA_INVALID_ID)
+            let status = vaCreateBuffer(display, context, VAProcPipelineParameterBufferType,
+                                        UInt32(MemoryLayout<VAProcPipelineParameterBuffer>.size), 1, &parameters, &buffer)
+            guard status == VA_STATUS_SUCCESS else { throw Self.failure(status, "vaCreateBuffer(VAProcPipelineParameterBuffer)") }
+            buffers.append(buffer)
+        }
+        var status = vaBeginPicture(display, context, target)
+        guard status == VA_STATUS_SUCCESS else { throw Self.failure(status, "vaBeginPicture(VideoProc)") }
+        status = buffers.withUnsafeMutableBufferPointer { ids in vaRenderPicture(display, context, ids.baseAddress, Int32(ids.count)) }
+        guard status == VA_STATUS_SUCCESS else {
+            vaEndPicture(display, context)
+            throw Self.failure(status, "vaRenderPicture(VideoProc)")
+        }
+        status = vaEndPicture(display, context)
+        guard status == VA_STATUS_SUCCESS else { throw Self.failure(status, "vaEndPicture(VideoProc)") }
+        try check(av_frame_copy_props(destination.pointer, first.source.pointer), "av_frame_copy_props")
+        destination.isFullRange = outputFullRange
+        return destination
+    }
+
+    private static func rectangle(_ r: PictureFit.Rectangle) -> VARectangle {
+        VARectangle(x: Int16(clamping: r.x), y: Int16(clamping: r.y), width: UInt16(clamping: r.width), height: UInt16(clamping: r.height))
+    }
+
+    /// The VA colour standard for FFmpeg's matrix name: BT.709 for HD tags, BT.601 otherwise.
+    static func colourStandard(_ matrix: String?) -> VAProcColorStandardType {
+        switch matrix {
+        case "bt709": VAProcColorStandardBT709
+        case "bt2020nc", "bt2020c": VAProcColorStandardBT2020
+        case "smpte170m", "bt470bg": VAProcColorStandardBT601
+        default: VAProcColorStandardNone
+        }
+    }
+
+    static func failure(_ status: VAStatus, _ call: String) -> FFmpegError {
+        let text = vaErrorStr(status).map { String(cString: $0) } ?? "VA status \(status)"
+        return FFmpegError(code: .externalFailure, function: "\(call): \(text)")
+    }
+}
