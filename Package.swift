@@ -60,6 +60,8 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "ReencodeExample", dependencies: ["VAFoundation"]),
+        // The README's export program, built and run by the tests so that it stays true.
+        .executableTarget(name: "ExportExample", dependencies: ["VAFoundation"]),
         .target(
             name: "SoftVA",
             path: "Hardware/SoftVA",
@@ -78,7 +80,7 @@ let package = Package(
             dependencies: ["MediaCore", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
         .testTarget(name: "VAFoundationTests", dependencies: ["VAFoundation", "ChildProcess"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "vafTests", dependencies: ["vaf", "ChildProcess", "BenchKit"]),
+        .testTarget(name: "vafTests", dependencies: ["vaf", "ExportExample", "ChildProcess", "BenchKit"]),
         .testTarget(name: "HardwareAccelerationTests", dependencies: ["HardwareAcceleration", "vaf", "VATestSupport"]),
         .testTarget(name: "BenchKitTests", dependencies: ["BenchKit", "vaf", "VATestSupport"]),
     ],

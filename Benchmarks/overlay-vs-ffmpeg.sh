@@ -2,13 +2,15 @@
 # The issue-15 overlay benchmark: burn a half-opaque RGBA PNG watermark into a 1080p30 H.264 clip
 # with `vaf transcode --watermark` (VideoComposition.animationTool through the software
 # compositor) and with ffmpeg's overlay filter (`colorchannelmixer=aa=0.5` for the opacity), both
-# encoding libx264 preset medium CRF 23 yuv420p (vaf: --quality 55 --speed medium). The source has
+# encoding libx264 preset medium CRF 23 yuv420p (vaf: --quality 55 --speed medium), ffmpeg with
+# vaf's GOP and VBV cap read from vaf's first output (Benchmarks/lib/x264.sh). The source has
 # no audio, so only the video path is timed. Runs interleaved A B A B so drift hits both alike.
 # Prints frames/s, CPU seconds and peak RSS per run, the medians with their spread, and the ratio.
 #
 #     bash Benchmarks/overlay-vs-ffmpeg.sh [RUNS] [SECONDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source Benchmarks/lib/x264.sh
 runs=${1:-3}
 seconds=${2:-10}
 work=$(mktemp -d)
@@ -33,14 +35,20 @@ measure() { # label command...
   printf "%s %s %s %s %s\n" "$label" "$wall" "$(echo "$user + $sys" | bc)" "$rss" "$(echo "scale=2; $frames / $wall" | bc)"
 }
 
+vaf_job=(transcode "$source" --preset HighestQuality --quality 55 --speed medium --hw off
+         --watermark "$watermark:$x,$y,0.5" --output-dir "$work/ours" --overwrite)
+# A first run, untimed: the encoder settings ffmpeg is then given.
+"$ours" "${vaf_job[@]}" >/dev/null
+x264_params=$(x264_params_of "$work/ours/source_1080p30.mp4")
+ffmpeg_job=(-v error -y -i "$source" -i "$watermark" -filter_complex "[1]format=rgba,colorchannelmixer=aa=0.5[w];[0][w]overlay=$x:$y"
+            -c:v libx264 -preset medium -crf 23 -x264-params "$x264_params" -pix_fmt yuv420p "$work/ffmpeg.mp4")
+ffmpeg "${ffmpeg_job[@]}"
+echo "# ffmpeg given vaf's x264 settings: -x264-params $x264_params; options that still differ: $(x264_differences "$work/ours/source_1080p30.mp4" "$work/ffmpeg.mp4" | tr '\n' ' ')"
 echo "# $frames frames of 1920x1080 at 30 fps, a 256x128 watermark at 0.5 opacity, $runs runs each, $(nproc) cores"
 echo "# path wall_s cpu_s peak_rss_kib frames_per_s"
 for i in $(seq "$runs"); do
-  measure vafoundation "$ours" transcode "$source" --preset HighestQuality --quality 55 --speed medium --hw off \
-    --watermark "$watermark:$x,$y,0.5" --output-dir "$work/ours" --overwrite
-  measure ffmpeg ffmpeg -v error -y -i "$source" -i "$watermark" \
-    -filter_complex "[1]format=rgba,colorchannelmixer=aa=0.5[w];[0][w]overlay=$x:$y" \
-    -c:v libx264 -preset medium -crf 23 -pix_fmt yuv420p "$work/ffmpeg.mp4"
+  measure vafoundation "$ours" "${vaf_job[@]}"
+  measure ffmpeg ffmpeg "${ffmpeg_job[@]}"
 done | tee "$work/results"
 
 python3 - "$work/results" <<'PY'

@@ -1,0 +1,185 @@
+import ChildProcess
+import FFmpegSupport
+import Foundation
+import Testing
+@testable import VAFoundation
+import VATestSupport
+
+/// Video compositions drawn by the device's video processor on SoftVA: picture-in-picture, a
+/// crossfade and quarter turns match the software compositor, an export runs with no copy to host
+/// memory, and a frame the video processor cannot draw is drawn in software and reported.
+@Suite(.serialized) struct DeviceCompositionTests {
+    static let second = MediaTime(value: 1, timescale: 1)
+    static let half = MediaTime(value: 1, timescale: 2)
+    static let frameDuration = MediaTime(value: 1, timescale: 30)
+
+    /// Two one-second 320x240 H.264 clips of different content: our moving pattern, and ffmpeg's testsrc2.
+    static func sources(in dir: TemporaryDirectory) async throws -> (URL, URL) {
+        let a = URL(fileURLWithPath: dir.file("a.mov")), b = URL(fileURLWithPath: dir.file("b.mp4"))
+        try await HardwareExportTests.writeSource(to: a, settings: VideoSettings(codec: .h264, width: 320, height: 240, averageBitRate: 3_000_000))
+        let made = try await ChildProcess.run(Tools.ffmpeg, ["-v", "error", "-nostdin", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30",
+                                                             "-t", "1", "-c:v", "libx264", "-pix_fmt", "yuv420p", "-crf", "12", b.path], timeLimit: 60)
+        try #require(made.succeeded, "ffmpeg: \(String(decoding: made.standardError, as: UTF8.self))")
+        return (a, b)
+    }
+
+    /// A composition of both clips over one second: the first half shows B at half size in the
+    /// lower right over A (picture in picture), the second half fades A out over B.
+    static func composition(_ a: URL, _ b: URL, topTransform: VideoTransform? = nil) async throws -> (MutableComposition, VideoComposition) {
+        let composition = MutableComposition()
+        let trackA = try #require(composition.addMutableTrack(withMediaType: .video))
+        let trackB = try #require(composition.addMutableTrack(withMediaType: .video))
+        let all = MediaTimeRange(start: .zero, duration: second)
+        try trackA.insertTimeRange(all, of: try #require(try await Asset(url: a).loadTracks(withMediaType: .video).first), at: .zero)
+        try trackB.insertTimeRange(all, of: try #require(try await Asset(url: b).loadTracks(withMediaType: .video).first), at: .zero)
+        var inset = VideoCompositionLayerInstruction(assetTrack: trackB)
+        inset.setTransform(topTransform ?? VideoTransform(a: 0.5, b: 0, c: 0, d: 0.5, tx: 150, ty: 110), at: .zero)
+        var fading = VideoCompositionLayerInstruction(assetTrack: trackA)
+        fading.setOpacityRamp(fromStartOpacity: 1, toEndOpacity: 0, timeRange: MediaTimeRange(start: half, duration: half))
+        let video = VideoComposition(renderSize: Size(width: 320, height: 240), frameDuration: frameDuration, instructions: [
+            VideoCompositionInstruction(timeRange: MediaTimeRange(start: .zero, duration: half),
+                                        layerInstructions: [inset, VideoCompositionLayerInstruction(assetTrack: trackA)]),
+            VideoCompositionInstruction(timeRange: MediaTimeRange(start: half, duration: half),
+                                        layerInstructions: [fading, VideoCompositionLayerInstruction(assetTrack: trackB)]),
+        ])
+        return (composition, video)
+    }
+
+    /// Every composited picture of `composition`, as (Y, Cb, Cr) sample planes, on `device` or in software.
+    static func pictures(_ composition: MutableComposition, _ video: VideoComposition, device: VideoDevice?) async throws -> [[[UInt8]]] {
+        let reader = AssetReader(asset: composition)
+        let tracks = try await composition.loadTracks(withMediaType: .video)
+        let output = try AssetReaderVideoCompositionOutput(videoTracks: tracks)
+        output.videoComposition = video
+        output.hardwareDevice = device
+        try reader.add(output)
+        try reader.startReading()
+        var pictures: [[[UInt8]]] = []
+        while let sample = try output.copyNextSampleBuffer() {
+            let picture = try #require(sample.imageBuffer)
+            #expect(picture.isSurfaceBacked == (device != nil))
+            pictures.append(try planes(of: try picture.transferredToHost()))
+        }
+        return pictures
+    }
+
+    /// The Y, Cb and Cr samples of an 8-bit 4:2:0 picture, planar or NV12.
+    static func planes(of picture: PixelBuffer) throws -> [[UInt8]] {
+        let (w, h, cw, ch) = (picture.width, picture.height, (picture.width + 1) / 2, (picture.height + 1) / 2)
+        return try picture.withUnsafePlanes { planes in
+            func row(_ plane: Int, _ y: Int) -> UnsafePointer<UInt8> {
+                planes[plane].baseAddress.advanced(by: y * planes[plane].bytesPerRow).assumingMemoryBound(to: UInt8.self)
+            }
+            var luma: [UInt8] = [], blue: [UInt8] = [], red: [UInt8] = []
+            for y in 0..<h { luma += UnsafeBufferPointer(start: row(0, y), count: w) }
+            for y in 0..<ch {
+                if planes.count == 2 {
+                    let pairs = UnsafeBufferPointer(start: row(1, y), count: 2 * cw)
+                    blue += stride(from: 0, to: 2 * cw, by: 2).map { pairs[$0] }
+                    red += stride(from: 1, to: 2 * cw, by: 2).map { pairs[$0] }
+                } else {
+                    blue += UnsafeBufferPointer(start: row(1, y), count: cw)
+                    red += UnsafeBufferPointer(start: row(2, y), count: cw)
+                }
+            }
+            return [luma, blue, red]
+        }
+    }
+
+    static func meanDifference(_ a: [UInt8], _ b: [UInt8]) -> Double {
+        Double(zip(a, b).reduce(0) { $0 + abs(Int($1.0) - Int($1.1)) }) / Double(max(a.count, 1))
+    }
+
+    /// Every frame of the device's drawing is the software compositor's within a small mean
+    /// difference per plane: the video processor scales with a tent filter where the software
+    /// compositor samples bilinearly, and rounds its blends its own way.
+    @Test(arguments: [
+        ("picture in picture, then a crossfade", VideoTransform?.none),
+        ("a quarter turn of the inset", VideoTransform(a: 0, b: 0.5, c: -0.5, d: 0, tx: 200, ty: 40)),
+        ("a mirrored inset", VideoTransform(a: -0.5, b: 0, c: 0, d: 0.5, tx: 300, ty: 20)),
+    ])
+    func theDeviceDrawsWhatTheSoftwareCompositorDraws(case name: String, inset: VideoTransform?) async throws {
+        let dir = try TemporaryDirectory()
+        let (a, b) = try await Self.sources(in: dir)
+        let (composition, video) = try await Self.composition(a, b, topTransform: inset)
+        let counters = dir.file("counters.txt")
+        try await HardwareExportTests.withDevice(SoftVAOptions(countersPath: counters)) { device in
+            let drawn = try await Self.pictures(composition, video, device: device)
+            let reference = try await Self.pictures(composition, video, device: nil)
+            try #require(drawn.count == 30 && reference.count == 30, "\(drawn.count) pictures on the device, \(reference.count) in software")
+            var worst = [0.0, 0.0, 0.0]
+            for (frame, (d, r)) in zip(drawn, reference).enumerated() {
+                for plane in 0..<3 {
+                    let difference = Self.meanDifference(d[plane], r[plane])
+                    worst[plane] = max(worst[plane], difference)
+                    #expect(difference <= 2.5, "\(name): frame \(frame), plane \(plane): mean difference \(difference)")
+                }
+            }
+            print("softva composition, \(name): worst mean difference per plane against the software compositor: \(worst)")
+            // Frame 22 (22/30 s) of the crossfade shows A at opacity 1 − (22/30 − 1/2)·2 = 8/15 over B,
+            // checked against both sources as ffmpeg decodes them.
+            let opacity = 8.0 / 15
+            let middle = drawn[22][0], aFrame = try await Self.sourceLuma(a, frame: 22), bFrame = try await Self.sourceLuma(b, frame: 22)
+            let blend = zip(aFrame, bFrame).map { UInt8((opacity * Double($0) + (1 - opacity) * Double($1)).rounded()) }
+            #expect(Self.meanDifference(middle, blend) <= 1.5, "frame 22 of the crossfade against the \(opacity) blend of the sources")
+            let driver = try SoftVACounters(path: counters)
+            #expect(driver["vpp_ops"] ?? 0 >= 30, "every picture drawn by the video processor: \(driver["vpp_ops"] ?? 0)")
+        }
+    }
+
+    /// The luma of frame `index` of a clip, decoded by ffmpeg.
+    static func sourceLuma(_ clip: URL, frame index: Int) async throws -> [UInt8] {
+        let result = try await ChildProcess.run(Tools.ffmpeg, ["-v", "error", "-nostdin", "-i", clip.path, "-vf", "select=eq(n\\,\(index)),format=gray",
+                                                               "-frames:v", "1", "-f", "rawvideo", "-"], timeLimit: 60)
+        try #require(result.succeeded && result.standardOutput.count == 320 * 240)
+        return [UInt8](result.standardOutput)
+    }
+
+    static func export(_ composition: MutableComposition, _ video: VideoComposition, device: VideoDevice?, to url: URL) async throws -> ExportResult {
+        let session = ExportSession(asset: composition, preset: .preset640x480)
+        session.videoComposition = video
+        session.hardwareDevice = device
+        session.hardwarePolicy = device == nil ? .off : .auto
+        return try await session.export(to: url, as: .mp4)
+    }
+
+    @Test func anExportDecodesCompositesAndEncodesOnTheDeviceWithoutCopies() async throws {
+        let dir = try TemporaryDirectory()
+        let (a, b) = try await Self.sources(in: dir)
+        let (composition, video) = try await Self.composition(a, b)
+        try await HardwareExportTests.withDevice { device in
+            let hardware = try await Self.export(composition, video, device: device, to: URL(fileURLWithPath: dir.file("hardware.mp4")))
+            let software = try await Self.export(composition, video, device: nil, to: URL(fileURLWithPath: dir.file("software.mp4")))
+            #expect(hardware.path == .hardware, "\(hardware.pathReason)")
+            #expect(hardware.pathReason.contains("drawn by the video processor"), "\(hardware.pathReason)")
+            #expect(hardware.hostTransfers == 0 && hardware.hostTransferBytes == 0, "\(hardware.hostTransfers) copies, \(hardware.hostTransferBytes) bytes")
+            #expect(hardware.videoEncoder?.encoder == "h264_vaapi")
+            #expect(software.path == .software)
+            #expect(try HardwareExportTests.frameCount(hardware.outputURL.path) == 30)
+            let quality = try HardwareExportTests.psnr(hardware.outputURL.path, software.outputURL.path)
+            print("softva composition export: PSNR against the software export: \(quality) dB")
+            #expect(quality >= 35, "PSNR of the device's composition against the software one: \(quality) dB")
+        }
+    }
+
+    /// A 30° turn is beyond the video processor: those frames are drawn in software from
+    /// downloaded pictures, the rest on the device, and the result says which and why.
+    @Test func aFrameTheVideoProcessorCannotDrawIsDrawnInSoftwareAndSaidSo() async throws {
+        let dir = try TemporaryDirectory()
+        let (a, b) = try await Self.sources(in: dir)
+        let angle = Double.pi / 6
+        let turned = VideoTransform(a: 0.5 * cos(angle), b: 0.5 * sin(angle), c: -0.5 * sin(angle), d: 0.5 * cos(angle), tx: 180, ty: 60)
+        let (composition, video) = try await Self.composition(a, b, topTransform: turned)
+        try await HardwareExportTests.withDevice { device in
+            let mixed = try await Self.export(composition, video, device: device, to: URL(fileURLWithPath: dir.file("mixed.mp4")))
+            let software = try await Self.export(composition, video, device: nil, to: URL(fileURLWithPath: dir.file("software.mp4")))
+            #expect(mixed.path == .hybrid, "\(mixed.pathReason)")
+            #expect(mixed.pathReason.contains("15 composited in host memory") && mixed.pathReason.contains("quarter turns"), "\(mixed.pathReason)")
+            #expect(mixed.pathReason.contains("15 pictures composited on the device"), "\(mixed.pathReason)")
+            #expect(mixed.hostTransfers > 0)
+            #expect(try HardwareExportTests.frameCount(mixed.outputURL.path) == 30)
+            let quality = try HardwareExportTests.psnr(mixed.outputURL.path, software.outputURL.path)
+            #expect(quality >= 35, "PSNR of the mixed export against the software one: \(quality) dB")
+        }
+    }
+}
