@@ -1088,22 +1088,18 @@ static void fill_background(sva_surface *dst, uint32_t argb, sva_colour colour)
             sva_plane_fill(&planes[i], value[i]);
 }
 
-/* How a layer blends (see the README): the first layer without a blend state replaces, as a
- * single conversion always has; a later one without a blend state uses an RGB source's alpha as
- * straight alpha (va_vpp.h: "RGB: per-pixel alpha blending; YUV: no blending"). */
-static sva_blend blend_of(const sva_vpp_layer *layer, int first, int source_has_alpha)
+/* How a layer blends (see the README), as Intel's iHD maps VABlendState: no blend state
+ * replaces; a blend state without global or premultiplied alpha uses an RGB source's alpha as
+ * straight alpha; global alpha alone ignores the source's alpha. */
+static sva_blend blend_of(const sva_vpp_layer *layer, int source_has_alpha)
 {
     sva_blend blend = { 0, 1.0f, SVA_SOURCE_ALPHA_IGNORED };
-    if (!layer->has_blend_state) {
-        if (first || !source_has_alpha)
-            blend.replace = 1;
-        else
-            blend.source_alpha = SVA_SOURCE_ALPHA_STRAIGHT;
-        return blend;
-    }
-    unsigned flags = layer->blend_state.flags;
+    unsigned flags = layer->has_blend_state ? layer->blend_state.flags : 0;
     if (!(flags & (VA_BLEND_GLOBAL_ALPHA | VA_BLEND_PREMULTIPLIED_ALPHA))) {
-        blend.replace = 1;
+        if (layer->has_blend_state && source_has_alpha)
+            blend.source_alpha = SVA_SOURCE_ALPHA_STRAIGHT;
+        else
+            blend.replace = 1;
         return blend;
     }
     if (flags & VA_BLEND_GLOBAL_ALPHA)
@@ -1149,15 +1145,19 @@ static VAStatus run_vpp(sva_driver *drv, sva_context *c, sva_surface *dst)
                                   sva_format_is_rgb(src->layout.fourcc));
         sva_colour dc = colour_of(layer->params.output_color_standard, &layer->params.output_color_properties,
                                   sva_format_is_rgb(dst->layout.fourcc));
-        sva_blend blend = blend_of(layer, i == 0, format_has_alpha(src->layout.fourcc));
+        sva_blend blend = blend_of(layer, format_has_alpha(src->layout.fourcc));
         int inside = dr.x >= 0 && dr.y >= 0 && dr.x + (int)dr.width <= dst->layout.width &&
                      dr.y + (int)dr.height <= dst->layout.height;
         int covers = dr.x <= 0 && dr.y <= 0 && dr.x + (int)dr.width >= dst->layout.width &&
                      dr.y + (int)dr.height >= dst->layout.height;
         if (i == 0 && (!covers || !blend.replace))
             fill_background(dst, layer->params.output_background_color, dc);
+        /* a later layer with odd edges goes through sva_compose, which blends the chroma samples
+         * it half covers instead of overwriting them */
+        int chroma_aligned = ((dr.x | dr.y | dr.width | dr.height) & 1) == 0;
         VAStatus st;
-        if (blend.replace && inside && layer->params.rotation_state == VA_ROTATION_NONE && !layer->params.mirror_state)
+        if (blend.replace && inside && (i == 0 || chroma_aligned) &&
+            layer->params.rotation_state == VA_ROTATION_NONE && !layer->params.mirror_state)
             st = sva_convert(&src->layout, src->data, sr, sc, &dst->layout, dst->data, dr, dc);
         else
             st = sva_compose(&src->layout, src->data, sr, sc, &dst->layout, dst->data, dr, dc,

@@ -151,7 +151,7 @@ struct VPPCompositionTests {
         va.terminate()
     }
 
-    @Test("Layers over a background: opaque, 50% global alpha, premultiplied and straight RGBA alpha, global × premultiplied",
+    @Test("Layers over a background: opaque, 50% global alpha, premultiplied and straight RGBA alpha, global × premultiplied, RGBA without blend state",
           arguments: [true, false])
     func layersBlend(oneCallPerLayer: Bool) throws {
         let env = try SoftVAEnvironment.start()
@@ -183,8 +183,12 @@ struct VPPCompositionTests {
                              blend: blendState(flags: VA_BLEND_GLOBAL_ALPHA, globalAlpha: 0.5)),
             CompositionLayer(surface: premultiplied, outputRegion: VARectangle(x: 0, y: 32, width: 16, height: 16),
                              blend: blendState(flags: VA_BLEND_PREMULTIPLIED_ALPHA)),
-            // no blend state on an RGBA layer: straight per-pixel alpha (va_vpp.h)
-            CompositionLayer(surface: straight, outputRegion: VARectangle(x: 32, y: 32, width: 16, height: 16)),
+            // a blend state without global or premultiplied alpha on an RGBA layer: straight
+            // per-pixel alpha (iHD's BLEND_SOURCE)
+            CompositionLayer(surface: straight, outputRegion: VARectangle(x: 32, y: 32, width: 16, height: 16),
+                             blend: blendState(flags: 0)),
+            // no blend state: the layer replaces, its alpha ignored on a YUV target
+            CompositionLayer(surface: straight, outputRegion: VARectangle(x: 80, y: 48, width: 16, height: 16)),
             CompositionLayer(surface: premultiplied, outputRegion: VARectangle(x: 64, y: 32, width: 16, height: 16),
                              blend: blendState(flags: VA_BLEND_GLOBAL_ALPHA | VA_BLEND_PREMULTIPLIED_ALPHA,
                                                globalAlpha: 0.5)),
@@ -211,6 +215,8 @@ struct VPPCompositionTests {
             ("straight alpha 0 leaves the background", y(44, 40), blue.y, 1),
             ("global 0.5 × premultiplied alpha 128", y(68, 40), 0.5 * half * red.y + (1 - 0.5 * half) * blue.y, 1),
             ("below the layers: background", y(40, 60), blue.y, 1),
+            ("no blend state: opaque red over alpha 128", y(84, 56), red.y, 1),
+            ("no blend state: opaque red over alpha 0", y(92, 56), red.y, 1),
         ]
         for (what, measured, expected, tolerance) in checks {
             #expect(abs(measured - expected) <= tolerance, "\(what): \(measured), expected \(expected) ± \(tolerance)")
@@ -220,7 +226,7 @@ struct VPPCompositionTests {
         va.terminate()
         let c = try SoftVACounters(path: tmp.file("counters.txt"))
         #expect(c["vpp_ops"] == 1)
-        #expect(c["vpp_layers"] == 5)
+        #expect(c["vpp_layers"] == 6)
     }
 
     /// Rotation (clockwise) then mirroring, per va_vpp.h; at 1:1 scale every sample is the source's.
@@ -317,7 +323,7 @@ struct VPPCompositionTests {
             CompositionLayer(surface: source, outputRegion: VARectangle(x: 0, y: 0, width: 2, height: 2),
                              background: 0x8000_0000),
             CompositionLayer(surface: source, outputRegion: VARectangle(x: 3, y: 5, width: UInt16(ow), height: UInt16(oh)),
-                             blend: blendState(flags: 0), rotation: rotation, mirror: mirror),
+                             rotation: rotation, mirror: mirror),
         ], onto: target, context: context)
         #expect(status == VA_STATUS_SUCCESS, "\(name): \(String(cString: vaErrorStr(status)))")
         let pixels = try va.read(target, width: 32, height: 32, fourcc: Self.rgba)[0]
