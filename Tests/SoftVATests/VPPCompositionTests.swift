@@ -151,7 +151,7 @@ struct VPPCompositionTests {
         va.terminate()
     }
 
-    @Test("Layers over a background: opaque, 50% global alpha, premultiplied and straight RGBA alpha, global × premultiplied, RGBA without blend state",
+    @Test("Eight layers over a background: opaque, 50% global alpha, premultiplied and straight RGBA alpha, global × premultiplied, RGBA without blend state, rotated and mirrored",
           arguments: [true, false])
     func layersBlend(oneCallPerLayer: Bool) throws {
         let env = try SoftVAEnvironment.start()
@@ -173,6 +173,11 @@ struct VPPCompositionTests {
         try va.fill(straight, width: 16, height: 16, fourcc: Self.rgba) { _, byte, _ in
             byte / 4 < 8 ? [255, 0, 0, 128][byte % 4] : [255, 0, 0, 0][byte % 4]
         }
+        // luma 20 + 10x + y, for the rotated layers
+        let gradient = try va.createSurface(width: 16, height: 8, fourcc: Self.nv12, rtFormat: Self.yuv420)
+        try va.fill(gradient, width: 16, height: 8, fourcc: Self.nv12) { plane, byte, row in
+            plane == 0 ? UInt8(20 + 10 * byte + row) : 128
+        }
         let (config, context) = try va.videoProcContext(width: w, height: h, targets: [target])
         let status = try va.compose([
             // opaque grey 100 in the top-left 32x32, blue background elsewhere
@@ -189,6 +194,13 @@ struct VPPCompositionTests {
                              blend: blendState(flags: 0)),
             // no blend state: the layer replaces, its alpha ignored on a YUV target
             CompositionLayer(surface: straight, outputRegion: VARectangle(x: 80, y: 48, width: 16, height: 16)),
+            // a quarter turn at 50%, and 270° then a horizontal mirror, opaque
+            CompositionLayer(surface: gradient, outputRegion: VARectangle(x: 48, y: 0, width: 8, height: 16),
+                             blend: blendState(flags: VA_BLEND_GLOBAL_ALPHA, globalAlpha: 0.5),
+                             rotation: UInt32(VA_ROTATION_90)),
+            CompositionLayer(surface: gradient, outputRegion: VARectangle(x: 56, y: 0, width: 8, height: 16),
+                             blend: blendState(flags: VA_BLEND_GLOBAL_ALPHA, globalAlpha: 1),
+                             rotation: UInt32(VA_ROTATION_270), mirror: UInt32(VA_MIRROR_HORIZONTAL)),
             CompositionLayer(surface: premultiplied, outputRegion: VARectangle(x: 64, y: 32, width: 16, height: 16),
                              blend: blendState(flags: VA_BLEND_GLOBAL_ALPHA | VA_BLEND_PREMULTIPLIED_ALPHA,
                                                globalAlpha: 0.5)),
@@ -217,6 +229,9 @@ struct VPPCompositionTests {
             ("below the layers: background", y(40, 60), blue.y, 1),
             ("no blend state: opaque red over alpha 128", y(84, 56), red.y, 1),
             ("no blend state: opaque red over alpha 0", y(92, 56), red.y, 1),
+            // output (2, 3) of a 90° turn is source (3, 7 - 2); of 270° + horizontal mirror, source (15 - 3, 7 - 2)
+            ("90° at 50% over the background", y(50, 3), 0.5 * Double(20 + 30 + 5) + 0.5 * blue.y, 1),
+            ("270° then mirrored horizontally", y(58, 3), Double(20 + 120 + 5), 1),
         ]
         for (what, measured, expected, tolerance) in checks {
             #expect(abs(measured - expected) <= tolerance, "\(what): \(measured), expected \(expected) ± \(tolerance)")
@@ -226,7 +241,7 @@ struct VPPCompositionTests {
         va.terminate()
         let c = try SoftVACounters(path: tmp.file("counters.txt"))
         #expect(c["vpp_ops"] == 1)
-        #expect(c["vpp_layers"] == 6)
+        #expect(c["vpp_layers"] == 8)
     }
 
     /// Rotation (clockwise) then mirroring, per va_vpp.h; at 1:1 scale every sample is the source's.
