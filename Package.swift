@@ -72,7 +72,7 @@ let package = Package(
         .target(name: "VATestSupport", dependencies: ["ChildProcess"]),
         .testTarget(
             name: "SoftVATests",
-            dependencies: ["VATestSupport", "CVA", "FFmpegSupport", "VAFoundation"],
+            dependencies: ["VATestSupport", "CVA", "FFmpegSupport", "VAFoundation", "ChildProcess"],
             exclude: ["Fixtures"]
         ),
         .testTarget(

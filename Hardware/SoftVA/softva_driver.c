@@ -246,6 +246,7 @@ void sva_counters_write(sva_driver *drv)
     fprintf(f, "decodes=%llu\n", (unsigned long long)c->decodes);
     fprintf(f, "encodes=%llu\n", (unsigned long long)c->encodes);
     fprintf(f, "vpp_ops=%llu\n", (unsigned long long)c->vpp_ops);
+    fprintf(f, "vpp_layers=%llu\n", (unsigned long long)c->vpp_layers);
     static const char *const codecs[2] = { "jpeg", "h264" };
     for (int k = 0; k < 2; k++) {
         fprintf(f, "%s_decodes=%llu\n", codecs[k], (unsigned long long)c->codec_decodes[k]);
@@ -272,6 +273,7 @@ static void free_context_state(sva_context *c)
 {
     free(c->dec.data);
     free(c->enc.header);
+    free(c->vpp.layers);
     sva_h264_decoder_destroy(c);
     sva_h264_encoder_destroy(c);
 }
@@ -830,10 +832,10 @@ static VAStatus sva_BeginPicture(VADriverContextP ctx, VAContextID context, VASu
     uint8_t *hd = c->enc.header; size_t hcap = c->enc.header_cap;
     memset(&c->dec, 0, sizeof(c->dec));
     memset(&c->enc, 0, sizeof(c->enc));
-    memset(&c->vpp, 0, sizeof(c->vpp));
     c->dec.pending_slices = VA_INVALID_ID;
     c->dec.data = dd; c->dec.data_cap = dcap;
     c->enc.header = hd; c->enc.header_cap = hcap;
+    c->vpp.num_layers = 0;
     if (c->h264dec) sva_h264_decode_begin(c);
     if (c->h264enc) sva_h264_encode_begin(c);
     RETURN(VA_STATUS_SUCCESS);
@@ -974,31 +976,61 @@ static VAStatus render_encode(sva_context *c, sva_buffer *b)
     }
 }
 
+/* Refuses a pipeline buffer SoftVA cannot draw, with a line on stderr saying why. */
+static VAStatus refuse_vpp(VAStatus st, const char *why)
+{
+    fprintf(stderr, "softva: VPP: %s (%s)\n", why, sva_status_name(st));
+    return st;
+}
+
+/* Each VAProcPipelineParameterBuffer is one layer of the picture, drawn at vaEndPicture in the
+ * order rendered (several buffers in one vaRenderPicture call or one buffer per call alike). */
 static VAStatus render_vpp(sva_context *c, sva_buffer *b)
 {
     if (b->type != VAProcPipelineParameterBufferType)
         return VA_STATUS_ERROR_UNSUPPORTED_BUFFERTYPE;
     if (b->size < sizeof(VAProcPipelineParameterBuffer))
         return VA_STATUS_ERROR_INVALID_BUFFER;
-    VAProcPipelineParameterBuffer *p = (VAProcPipelineParameterBuffer *)b->data;
+    const VAProcPipelineParameterBuffer *p = (const VAProcPipelineParameterBuffer *)b->data;
     if (p->num_filters > 0)
         return VA_STATUS_ERROR_UNSUPPORTED_FILTER;
-    if (p->num_additional_outputs > 0 || (p->rotation_state != VA_ROTATION_NONE) || p->mirror_state)
-        return VA_STATUS_ERROR_INVALID_PARAMETER;
-    c->vpp.params = *p;
-    /* the regions point into the client's memory, valid only during this call */
-    c->vpp.has_surface_region = p->surface_region != NULL;
-    if (p->surface_region) c->vpp.surface_region = *p->surface_region;
-    c->vpp.has_output_region = p->output_region != NULL;
-    if (p->output_region) c->vpp.output_region = *p->output_region;
-    c->vpp.params.surface_region = NULL;
-    c->vpp.params.output_region = NULL;
-    c->vpp.params.filters = NULL;
-    c->vpp.params.forward_references = NULL;
-    c->vpp.params.backward_references = NULL;
-    c->vpp.params.blend_state = NULL;
-    c->vpp.params.additional_outputs = NULL;
-    c->vpp.have_params = 1;
+    if (p->num_additional_outputs > 0)
+        return refuse_vpp(VA_STATUS_ERROR_INVALID_PARAMETER, "additional outputs are not supported");
+    if (p->rotation_state > VA_ROTATION_270)
+        return refuse_vpp(VA_STATUS_ERROR_INVALID_PARAMETER, "rotation_state is not a VA_ROTATION_* angle");
+    if (p->mirror_state & ~(uint32_t)(VA_MIRROR_HORIZONTAL | VA_MIRROR_VERTICAL))
+        return refuse_vpp(VA_STATUS_ERROR_INVALID_PARAMETER, "mirror_state has bits other than VA_MIRROR_*");
+    if (p->blend_state) {
+        const VABlendState *blend = p->blend_state;
+        if (blend->flags & VA_BLEND_LUMA_KEY)
+            return refuse_vpp(VA_STATUS_ERROR_FLAG_NOT_SUPPORTED, "luma keying (VA_BLEND_LUMA_KEY) is not supported");
+        if (blend->flags & ~(unsigned)(VA_BLEND_GLOBAL_ALPHA | VA_BLEND_PREMULTIPLIED_ALPHA))
+            return refuse_vpp(VA_STATUS_ERROR_FLAG_NOT_SUPPORTED, "unknown VABlendState flags");
+        if ((blend->flags & VA_BLEND_GLOBAL_ALPHA) && !(blend->global_alpha >= 0.0f && blend->global_alpha <= 1.0f))
+            return refuse_vpp(VA_STATUS_ERROR_INVALID_PARAMETER, "global_alpha is outside 0...1");
+    }
+    if (c->vpp.num_layers >= SVA_MAX_VPP_LAYERS)
+        return refuse_vpp(VA_STATUS_ERROR_MAX_NUM_EXCEEDED, "more layers in one picture than SoftVA draws");
+    if (sva_grow((void **)&c->vpp.layers, &c->vpp.layers_cap, c->vpp.num_layers + 1, sizeof(sva_vpp_layer)) < 0)
+        return VA_STATUS_ERROR_ALLOCATION_FAILED;
+    sva_vpp_layer *layer = &c->vpp.layers[c->vpp.num_layers];
+    memset(layer, 0, sizeof(*layer));
+    layer->params = *p;
+    /* the pointers lead into the client's memory, valid only during this call */
+    layer->has_surface_region = p->surface_region != NULL;
+    if (p->surface_region) layer->surface_region = *p->surface_region;
+    layer->has_output_region = p->output_region != NULL;
+    if (p->output_region) layer->output_region = *p->output_region;
+    layer->has_blend_state = p->blend_state != NULL;
+    if (p->blend_state) layer->blend_state = *p->blend_state;
+    layer->params.surface_region = NULL;
+    layer->params.output_region = NULL;
+    layer->params.filters = NULL;
+    layer->params.forward_references = NULL;
+    layer->params.backward_references = NULL;
+    layer->params.blend_state = NULL;
+    layer->params.additional_outputs = NULL;
+    c->vpp.num_layers++;
     return VA_STATUS_SUCCESS;
 }
 
@@ -1042,40 +1074,98 @@ static sva_colour colour_of(VAProcColorStandardType standard, const VAProcColorP
 }
 
 /* What Intel's and AMD's drivers do outside the output region: paint output_background_color
- * (ARGB), converted to the surface's colour space. */
+ * (ARGB), converted to the surface's colour space; an alpha-carrying surface gets its alpha. */
 static void fill_background(sva_surface *dst, uint32_t argb, sva_colour colour)
 {
     float r = (float)((argb >> 16) & 0xff), g = (float)((argb >> 8) & 0xff), b = (float)(argb & 0xff);
-    float value[3] = { r, g, b };
+    float value[4] = { r, g, b, (float)(argb >> 24) };
     if (!sva_format_is_rgb(dst->layout.fourcc))
         sva_rgb_to_yuv(colour, r, g, b, &value[0], &value[1], &value[2]);
     sva_plane planes[4];
     sva_planes_of(&dst->layout, dst->data, planes);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         if (planes[i].present)
             sva_plane_fill(&planes[i], value[i]);
 }
 
+/* How a layer blends (see the README), as Intel's iHD maps VABlendState: no blend state
+ * replaces; a blend state without global or premultiplied alpha uses an RGB source's alpha as
+ * straight alpha; global alpha alone ignores the source's alpha. */
+static sva_blend blend_of(const sva_vpp_layer *layer, int source_has_alpha)
+{
+    sva_blend blend = { 0, 1.0f, SVA_SOURCE_ALPHA_IGNORED };
+    unsigned flags = layer->has_blend_state ? layer->blend_state.flags : 0;
+    if (!(flags & (VA_BLEND_GLOBAL_ALPHA | VA_BLEND_PREMULTIPLIED_ALPHA))) {
+        if (layer->has_blend_state && source_has_alpha)
+            blend.source_alpha = SVA_SOURCE_ALPHA_STRAIGHT;
+        else
+            blend.replace = 1;
+        return blend;
+    }
+    if (flags & VA_BLEND_GLOBAL_ALPHA)
+        blend.global_alpha = layer->blend_state.global_alpha;
+    if (flags & VA_BLEND_PREMULTIPLIED_ALPHA)
+        blend.source_alpha = SVA_SOURCE_ALPHA_PREMULTIPLIED;
+    return blend;
+}
+
+static int format_has_alpha(uint32_t fourcc)
+{
+    return fourcc == VA_FOURCC_BGRA || fourcc == VA_FOURCC_RGBA || fourcc == VA_FOURCC_ARGB || fourcc == VA_FOURCC_ABGR;
+}
+
+/* Draws the layers in order. The first layer's background colour fills the target wherever the
+ * first layer does not replace the pixels (outside its output region; everywhere when it blends). */
 static VAStatus run_vpp(sva_driver *drv, sva_context *c, sva_surface *dst)
 {
-    if (!c->vpp.have_params)
+    if (c->vpp.num_layers == 0)
         return VA_STATUS_ERROR_INVALID_PARAMETER;
-    sva_surface *src = sva_table_get(&drv->surfaces, c->vpp.params.surface);
-    if (!src)
-        return VA_STATUS_ERROR_INVALID_SURFACE;
-    VARectangle sr = { 0, 0, (uint16_t)src->layout.width, (uint16_t)src->layout.height };
-    VARectangle dr = { 0, 0, (uint16_t)dst->layout.width, (uint16_t)dst->layout.height };
-    if (c->vpp.has_surface_region && c->vpp.surface_region.width && c->vpp.surface_region.height)
-        sr = c->vpp.surface_region;
-    if (c->vpp.has_output_region && c->vpp.output_region.width && c->vpp.output_region.height)
-        dr = c->vpp.output_region;
-    sva_colour sc = colour_of(c->vpp.params.surface_color_standard, &c->vpp.params.input_color_properties,
-                              sva_format_is_rgb(src->layout.fourcc));
-    sva_colour dc = colour_of(c->vpp.params.output_color_standard, &c->vpp.params.output_color_properties,
-                              sva_format_is_rgb(dst->layout.fourcc));
-    if (dr.x > 0 || dr.y > 0 || dr.width < dst->layout.width || dr.height < dst->layout.height)
-        fill_background(dst, c->vpp.params.output_background_color, dc);
-    return sva_convert(&src->layout, src->data, sr, sc, &dst->layout, dst->data, dr, dc);
+    for (unsigned i = 0; i < c->vpp.num_layers; i++) {
+        const sva_vpp_layer *layer = &c->vpp.layers[i];
+        sva_surface *src = sva_table_get(&drv->surfaces, layer->params.surface);
+        if (!src)
+            return VA_STATUS_ERROR_INVALID_SURFACE;
+        VARectangle sr = { 0, 0, (uint16_t)src->layout.width, (uint16_t)src->layout.height };
+        VARectangle dr = { 0, 0, (uint16_t)dst->layout.width, (uint16_t)dst->layout.height };
+        if (layer->has_surface_region && layer->surface_region.width && layer->surface_region.height) {
+            /* clipped to the surface, as iHD does: FFmpeg 5.1's overlay_vaapi gives its overlay the
+             * main picture's region */
+            VARectangle r = layer->surface_region;
+            int x0 = r.x > 0 ? r.x : 0, y0 = r.y > 0 ? r.y : 0;
+            int x1 = r.x + (int)r.width, y1 = r.y + (int)r.height;
+            if (x1 > src->layout.width) x1 = src->layout.width;
+            if (y1 > src->layout.height) y1 = src->layout.height;
+            if (x0 >= x1 || y0 >= y1)
+                return VA_STATUS_ERROR_INVALID_PARAMETER;
+            sr = (VARectangle){ (int16_t)x0, (int16_t)y0, (uint16_t)(x1 - x0), (uint16_t)(y1 - y0) };
+        }
+        if (layer->has_output_region && layer->output_region.width && layer->output_region.height)
+            dr = layer->output_region;
+        sva_colour sc = colour_of(layer->params.surface_color_standard, &layer->params.input_color_properties,
+                                  sva_format_is_rgb(src->layout.fourcc));
+        sva_colour dc = colour_of(layer->params.output_color_standard, &layer->params.output_color_properties,
+                                  sva_format_is_rgb(dst->layout.fourcc));
+        sva_blend blend = blend_of(layer, format_has_alpha(src->layout.fourcc));
+        int inside = dr.x >= 0 && dr.y >= 0 && dr.x + (int)dr.width <= dst->layout.width &&
+                     dr.y + (int)dr.height <= dst->layout.height;
+        int covers = dr.x <= 0 && dr.y <= 0 && dr.x + (int)dr.width >= dst->layout.width &&
+                     dr.y + (int)dr.height >= dst->layout.height;
+        if (i == 0 && (!covers || !blend.replace))
+            fill_background(dst, layer->params.output_background_color, dc);
+        /* a later layer with odd edges goes through sva_compose, which blends the chroma samples
+         * it half covers instead of overwriting them */
+        int chroma_aligned = ((dr.x | dr.y | dr.width | dr.height) & 1) == 0;
+        VAStatus st;
+        if (blend.replace && inside && (i == 0 || chroma_aligned) &&
+            layer->params.rotation_state == VA_ROTATION_NONE && !layer->params.mirror_state)
+            st = sva_convert(&src->layout, src->data, sr, sc, &dst->layout, dst->data, dr, dc);
+        else
+            st = sva_compose(&src->layout, src->data, sr, sc, &dst->layout, dst->data, dr, dc,
+                             layer->params.rotation_state, layer->params.mirror_state, blend);
+        if (st != VA_STATUS_SUCCESS)
+            return st;
+    }
+    return VA_STATUS_SUCCESS;
 }
 
 static VAStatus sva_EndPicture(VADriverContextP ctx, VAContextID context)
@@ -1133,7 +1223,10 @@ static VAStatus sva_EndPicture(VADriverContextP ctx, VAContextID context)
         }
     } else {
         st = run_vpp(drv, c, target);
-        if (st == VA_STATUS_SUCCESS) drv->counters.vpp_ops++;
+        if (st == VA_STATUS_SUCCESS) {
+            drv->counters.vpp_ops++;
+            drv->counters.vpp_layers += c->vpp.num_layers;
+        }
     }
     target->last_error = st;
     if (st != VA_STATUS_SUCCESS && !(drv->fail_after >= 0 && st == drv->fail_status))
@@ -1377,9 +1470,10 @@ static VAStatus sva_QueryVideoProcPipelineCaps(VADriverContextP ctx, VAContextID
     caps->num_input_color_standards = (uint32_t)(sizeof(vpp_standards) / sizeof(vpp_standards[0]));
     caps->output_color_standards = vpp_standards;
     caps->num_output_color_standards = caps->num_input_color_standards;
-    caps->rotation_flags = 1u << VA_ROTATION_NONE;
-    caps->blend_flags = 0;
-    caps->mirror_flags = 0;
+    caps->rotation_flags = (1u << VA_ROTATION_NONE) | (1u << VA_ROTATION_90) | (1u << VA_ROTATION_180) |
+                           (1u << VA_ROTATION_270);
+    caps->blend_flags = VA_BLEND_GLOBAL_ALPHA | VA_BLEND_PREMULTIPLIED_ALPHA;
+    caps->mirror_flags = VA_MIRROR_HORIZONTAL | VA_MIRROR_VERTICAL;
     caps->num_additional_outputs = 0;
     caps->input_pixel_format = vpp_fourccs;
     caps->num_input_pixel_formats = (uint32_t)sva_num_image_fourccs;

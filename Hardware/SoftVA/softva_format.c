@@ -270,11 +270,11 @@ typedef struct sva_filter {
     float *weights;  /* per output position: taps weights */
 } sva_filter;
 
-/* Output sample i (0..out_n-1) sits at input coordinate (i + 0.5) * scale - 0.5 + in_off,
- * where scale = in_n / out_n. Input indices are clamped to [0, in_limit-1]. */
-static int filter_make(sva_filter *f, double in_start, double in_n, int out_n, int in_limit)
+/* Output sample i (0..out_n-1) sits at input coordinate (i + 0.5) * scale - 0.5 + in_start.
+ * The kernel's radius is the scale when shrinking, one sample when enlarging. Input indices are
+ * clamped to the plane when the filter is applied. */
+static int filter_make_scaled(sva_filter *f, double in_start, double scale, int out_n)
 {
-    double scale = in_n / out_n;
     double radius = scale > 1.0 ? scale : 1.0;
     int taps = (int)ceil(radius) * 2 + 1;
     f->taps = taps;
@@ -297,7 +297,6 @@ static int filter_make(sva_filter *f, double in_start, double in_n, int out_n, i
             w[k] = sum > 0 ? (float)(w[k] / sum) : (k == 0 ? 1.0f : 0.0f);
         f->first[i] = first;
     }
-    (void)in_limit;
     return 0;
 }
 
@@ -309,21 +308,25 @@ static void filter_free(sva_filter *f)
 
 static inline int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-/* Resamples a region of a component into a float buffer of out_w x out_h. */
-static int resample(const sva_plane *src, double sx, double sy, double sw, double sh,
-                    float *out, int out_w, int out_h)
+/* Resamples a component into a float buffer of out_w x out_h: output sample (x, y) is centred on
+ * input coordinate ((x + 0.5) * x_scale - 0.5 + x_start, (y + 0.5) * y_scale - 0.5 + y_start). */
+static int resample_scaled(const sva_plane *src, double x_start, double x_scale, double y_start, double y_scale,
+                           float *out, int out_w, int out_h)
 {
     sva_filter fx, fy;
     memset(&fx, 0, sizeof(fx));
     memset(&fy, 0, sizeof(fy));
-    int in_y0 = clampi((int)floor(sy) - (int)ceil(sh / out_h) - 2, 0, src->height - 1);
-    int in_y1 = clampi((int)ceil(sy + sh) + (int)ceil(sh / out_h) + 2, 0, src->height - 1);
-    int rows = in_y1 - in_y0 + 1;
-    float *tmp = malloc(sizeof(float) * (size_t)rows * (size_t)out_w);
+    float *tmp = NULL;
     int rc = -1;
-    if (!tmp || filter_make(&fx, sx, sw, out_w, src->width) < 0 || filter_make(&fy, sy, sh, out_h, src->height) < 0)
+    if (filter_make_scaled(&fx, x_start, x_scale, out_w) < 0 || filter_make_scaled(&fy, y_start, y_scale, out_h) < 0)
         goto done;
-    /* horizontal pass over the rows that the vertical pass needs */
+    /* the rows the vertical pass reads: filter positions only grow with y */
+    int in_y0 = clampi(fy.first[0], 0, src->height - 1);
+    int in_y1 = clampi(fy.first[out_h - 1] + fy.taps - 1, 0, src->height - 1);
+    int rows = in_y1 - in_y0 + 1;
+    tmp = malloc(sizeof(float) * (size_t)rows * (size_t)out_w);
+    if (!tmp)
+        goto done;
     for (int y = 0; y < rows; y++) {
         int iy = in_y0 + y;
         float *t = tmp + (size_t)y * out_w;
@@ -361,6 +364,13 @@ done:
     filter_free(&fy);
     free(tmp);
     return rc;
+}
+
+/* Resamples the region (sx, sy, sw, sh) of a component into a float buffer of out_w x out_h. */
+static int resample(const sva_plane *src, double sx, double sy, double sw, double sh,
+                    float *out, int out_w, int out_h)
+{
+    return resample_scaled(src, sx, sw / out_w, sy, sh / out_h, out, out_w, out_h);
 }
 
 /* ---- Colour ----------------------------------------------------------------------------- */
@@ -592,6 +602,338 @@ VAStatus sva_convert(const sva_layout *sl, uint8_t *src, VARectangle sr, sva_col
 out:
     free(a); free(b); free(c3); free(alpha);
     return status;
+}
+
+/* ---- Layers: rotation, mirroring, clipping and blending ---------------------------------- */
+
+/* How the samples of one target axis read one source axis, in the source component's sample
+ * units: target samples k0 .. k0+n-1 read source positions on an evenly spaced grid, in
+ * reverse order when the axis is flipped. */
+typedef struct axis_map {
+    double start, scale;  /* resample_scaled's x_start/x_scale (or y_) for the grid in ascending order */
+    int n;
+    int flipped;
+} axis_map;
+
+/* Target samples k0 .. k0+n-1 of a component with subsampling `sub` (log2) along an axis where
+ * the layer occupies [d0, d0 + length) in target pixels; the source region is [s0, s0 + s_length)
+ * in source pixels, read from a component with subsampling `src_sub`. */
+static axis_map axis_map_make(int k0, int n, int sub, int d0, int length, int s0, int s_length, int src_sub,
+                              int flipped)
+{
+    axis_map m;
+    double cell = (double)(1 << sub), src_cell = (double)(1 << src_sub);
+    double ratio = (double)s_length / length;  /* source pixels per target pixel */
+    /* the target edge where the ascending grid starts, as a fraction of the layer */
+    double edge = flipped ? 1.0 - ((k0 + n) * cell - d0) / length : (k0 * cell - d0) / length;
+    m.start = (s0 + edge * s_length) / src_cell;
+    m.scale = cell * ratio / src_cell;
+    m.n = n;
+    m.flipped = flipped;
+    return m;
+}
+
+/* The layer's buffer (source orientation, bw samples a row) and how a target window walks it:
+ * target sample (a, b) of the window reads index origin + b * row_step + a * column_step. */
+typedef struct window_walk {
+    long origin, row_step, column_step;
+} window_walk;
+
+/* swap: the source x axis follows the target's y axis (quarter turns). */
+static window_walk window_walk_make(int nx, int ny, int swap, int flip_source_x, int flip_source_y)
+{
+    window_walk w;
+    if (!swap) {
+        long bw = nx;
+        w.column_step = flip_source_x ? -1 : 1;
+        w.row_step = flip_source_y ? -bw : bw;
+        w.origin = (flip_source_x ? nx - 1 : 0) + (flip_source_y ? (long)(ny - 1) * bw : 0);
+    } else {
+        long bw = ny;
+        w.row_step = flip_source_x ? -1 : 1;
+        w.column_step = flip_source_y ? -bw : bw;
+        w.origin = (flip_source_x ? ny - 1 : 0) + (flip_source_y ? (long)(nx - 1) * bw : 0);
+    }
+    return w;
+}
+
+/* The target axes that drive the source axes after a clockwise quarter-turn rotation and a
+ * mirroring of the rotated picture (VA-API: rotation first, then mirroring). */
+typedef struct layer_orientation {
+    int swap;                 /* the source x axis follows the target y axis */
+    int flip_x, flip_y;       /* the source x / y axis runs against its target axis */
+} layer_orientation;
+
+static layer_orientation orientation_of(uint32_t rotation, uint32_t mirror)
+{
+    int mh = (mirror & VA_MIRROR_HORIZONTAL) != 0, mv = (mirror & VA_MIRROR_VERTICAL) != 0;
+    layer_orientation o;
+    switch (rotation) {
+    case VA_ROTATION_90:  o.swap = 1; o.flip_x = mv;  o.flip_y = !mh; break;
+    case VA_ROTATION_180: o.swap = 0; o.flip_x = !mh; o.flip_y = !mv; break;
+    case VA_ROTATION_270: o.swap = 1; o.flip_x = !mv; o.flip_y = mh;  break;
+    default:              o.swap = 0; o.flip_x = mh;  o.flip_y = mv;  break;
+    }
+    return o;
+}
+
+/* Resamples source component `plane` (subsampling shs, svs) for the target window of nx x ny
+ * samples starting at (i0, j0) of a target component with subsampling (dhs, dvs); the result is in
+ * source orientation, to be read through window_walk_make(nx, ny, o.swap, o.flip_x, o.flip_y). */
+static int resample_for_window(const sva_plane *plane, int shs, int svs, VARectangle sr,
+                               int i0, int j0, int nx, int ny, int dhs, int dvs, VARectangle dr,
+                               layer_orientation o, float *out)
+{
+    axis_map mx, my;
+    if (!o.swap) {
+        mx = axis_map_make(i0, nx, dhs, dr.x, dr.width, sr.x, sr.width, shs, o.flip_x);
+        my = axis_map_make(j0, ny, dvs, dr.y, dr.height, sr.y, sr.height, svs, o.flip_y);
+    } else {
+        mx = axis_map_make(j0, ny, dvs, dr.y, dr.height, sr.x, sr.width, shs, o.flip_x);
+        my = axis_map_make(i0, nx, dhs, dr.x, dr.width, sr.y, sr.height, svs, o.flip_y);
+    }
+    return resample_scaled(plane, mx.start, mx.scale, my.start, my.scale, out, mx.n, my.n);
+}
+
+/* The share of target sample k (subsampling sub) that lies in [v0, v1), of the pixels it has
+ * inside a picture `limit` pixels long. */
+static float coverage(int k, int sub, int v0, int v1, int limit)
+{
+    int c0 = k << sub, c1 = (k + 1) << sub;
+    if (c1 > limit) c1 = limit;
+    int lo = c0 > v0 ? c0 : v0, hi = c1 < v1 ? c1 : v1;
+    return hi > lo ? (float)(hi - lo) / (float)(c1 - c0) : 0.0f;
+}
+
+static inline float range_convert(float v, int chroma, sva_colour from, sva_colour to)
+{
+    if (from.full_range == to.full_range)
+        return v;
+    if (chroma)
+        return to.full_range ? (v - 128.0f) * 255.0f / 224.0f + 128.0f : (v - 128.0f) * 224.0f / 255.0f + 128.0f;
+    return to.full_range ? (v - 16.0f) * 255.0f / 219.0f : v * 219.0f / 255.0f + 16.0f;
+}
+
+/* Blends n samples into row y of a target component from x0 on: sample a is
+ * values[first + a * step], with opacity alpha_row * alpha_x[a]. */
+static void blend_row(const sva_plane *p, int x0, int y, int n, const float *values, long first, long step,
+                      const float *alpha_x, float alpha_row)
+{
+    if (p->bytes == 1) {
+        uint8_t *d = p->base + (size_t)y * p->stride + (size_t)x0 * p->step;
+        for (int a = 0; a < n; a++, d += p->step) {
+            float alpha = alpha_row * alpha_x[a], v = values[first + a * step];
+            if (alpha <= 0.0f)
+                continue;
+            if (alpha < 1.0f)
+                v = alpha * v + (1.0f - alpha) * (float)d[0];
+            int i = (int)lrintf(v);
+            d[0] = (uint8_t)(i < 0 ? 0 : i > 255 ? 255 : i);
+        }
+        return;
+    }
+    for (int a = 0; a < n; a++) {
+        float alpha = alpha_row * alpha_x[a], v = values[first + a * step];
+        if (alpha <= 0.0f)
+            continue;
+        if (alpha < 1.0f)
+            v = alpha * v + (1.0f - alpha) * get_sample(p, x0 + a, y);
+        put_sample(p, x0 + a, y, v);
+    }
+}
+
+/* YUV onto YUV: each target component from the source's own plane, at the target plane's
+ * resolution; the layer's opacity is the global alpha (YUV has no alpha channel). */
+static VAStatus compose_yuv(const sva_plane *sp, int shs, int svs, VARectangle sr, sva_colour sc,
+                            const sva_plane *dp, int dhs, int dvs, int dw, int dh, VARectangle dr, sva_colour dc,
+                            int vx0, int vy0, int vx1, int vy1, layer_orientation o, sva_blend blend)
+{
+    float opacity = blend.replace ? 1.0f : blend.global_alpha;
+    for (int c = 0; c < 3; c++) {
+        if (!dp[c].present)
+            continue;
+        int hs = c ? dhs : 0, vs = c ? dvs : 0;
+        int i0 = vx0 >> hs, j0 = vy0 >> vs;
+        int nx = ((vx1 - 1) >> hs) + 1 - i0, ny = ((vy1 - 1) >> vs) + 1 - j0;
+        size_t n = (size_t)nx * (size_t)ny;
+        float *buf = malloc(sizeof(float) * n);
+        float *cov_x = malloc(sizeof(float) * (size_t)nx), *cov_y = malloc(sizeof(float) * (size_t)ny);
+        if (!buf || !cov_x || !cov_y) {
+            free(buf); free(cov_x); free(cov_y);
+            return VA_STATUS_ERROR_ALLOCATION_FAILED;
+        }
+        if (c && !sp[c].present) {
+            for (size_t i = 0; i < n; i++)
+                buf[i] = 128.0f;
+        } else if (resample_for_window(&sp[c], c ? shs : 0, c ? svs : 0, sr, i0, j0, nx, ny, hs, vs, dr, o, buf) < 0) {
+            free(buf); free(cov_x); free(cov_y);
+            return VA_STATUS_ERROR_ALLOCATION_FAILED;
+        }
+        for (int a = 0; a < nx; a++)
+            cov_x[a] = coverage(i0 + a, hs, vx0, vx1, dw);
+        for (int b = 0; b < ny; b++)
+            cov_y[b] = coverage(j0 + b, vs, vy0, vy1, dh);
+        if (sc.full_range != dc.full_range)
+            for (size_t i = 0; i < n; i++)
+                buf[i] = range_convert(buf[i], c, sc, dc);
+        window_walk walk = window_walk_make(nx, ny, o.swap, o.flip_x, o.flip_y);
+        for (int b = 0; b < ny; b++)
+            blend_row(&dp[c], i0, j0 + b, nx, buf, walk.origin + (long)b * walk.row_step, walk.column_step,
+                      cov_x, opacity * cov_y[b]);
+        free(buf); free(cov_x); free(cov_y);
+    }
+    return VA_STATUS_SUCCESS;
+}
+
+/* Anything involving RGB: the layer's components and alpha at the target's full resolution,
+ * converted per pixel, blended per pixel (RGB, luma) or per chroma cell (subsampled chroma). */
+static VAStatus compose_full_resolution(const sva_layout *sl, const sva_plane *sp, VARectangle sr, sva_colour sc,
+                                        const sva_layout *dl, const sva_plane *dp, VARectangle dr, sva_colour dc,
+                                        int vx0, int vy0, int vx1, int vy1, layer_orientation o, sva_blend blend)
+{
+    int s_rgb = sva_format_is_rgb(sl->fourcc), d_rgb = sva_format_is_rgb(dl->fourcc);
+    int shs, svs, dhs, dvs;
+    sva_chroma_subsampling(sl->fourcc, &shs, &svs);
+    sva_chroma_subsampling(dl->fourcc, &dhs, &dvs);
+    int nx = vx1 - vx0, ny = vy1 - vy0;
+    size_t n = (size_t)nx * (size_t)ny;
+    int source_has_alpha = s_rgb && sp[3].present;
+    VAStatus status = VA_STATUS_ERROR_ALLOCATION_FAILED;
+    float *scratch = malloc(sizeof(float) * n);
+    float *comp[4] = { malloc(sizeof(float) * n), malloc(sizeof(float) * n), malloc(sizeof(float) * n),
+                       malloc(sizeof(float) * n) };
+    if (!scratch || !comp[0] || !comp[1] || !comp[2] || !comp[3])
+        goto out;
+    window_walk walk = window_walk_make(nx, ny, o.swap, o.flip_x, o.flip_y);
+    /* each component resampled in source orientation, then laid out in target orientation */
+    for (int c = 0; c < 4; c++) {
+        if (c == 3 && !source_has_alpha) {
+            for (size_t i = 0; i < n; i++) comp[3][i] = 255.0f;
+            continue;
+        }
+        if (c && c < 3 && !s_rgb && !sp[c].present) {
+            for (size_t i = 0; i < n; i++) comp[c][i] = 128.0f;
+            continue;
+        }
+        int chroma = !s_rgb && c;
+        if (resample_for_window(&sp[c], chroma ? shs : 0, chroma ? svs : 0, sr, vx0, vy0, nx, ny, 0, 0, dr, o,
+                                scratch) < 0)
+            goto out;
+        for (int b = 0; b < ny; b++) {
+            long at = walk.origin + (long)b * walk.row_step;
+            float *row = comp[c] + (size_t)b * nx;
+            for (int a = 0; a < nx; a++, at += walk.column_step)
+                row[a] = scratch[at];
+        }
+    }
+    /* per pixel: the layer's opacity (in scratch), its colour unpremultiplied, then in the target's space */
+    for (size_t i = 0; i < n; i++) {
+        float source_alpha = comp[3][i] < 0.0f ? 0.0f : comp[3][i] > 255.0f ? 255.0f : comp[3][i];
+        float alpha;
+        if (blend.replace)
+            alpha = 1.0f;
+        else if (blend.source_alpha == SVA_SOURCE_ALPHA_IGNORED)
+            alpha = blend.global_alpha;
+        else
+            alpha = blend.global_alpha * source_alpha / 255.0f;
+        if (!blend.replace && blend.source_alpha == SVA_SOURCE_ALPHA_PREMULTIPLIED && source_has_alpha) {
+            float k = source_alpha > 0.0f ? 255.0f / source_alpha : 0.0f;
+            comp[0][i] *= k; comp[1][i] *= k; comp[2][i] *= k;
+        }
+        scratch[i] = alpha;
+        comp[3][i] = source_alpha;
+        if (!s_rgb && d_rgb)
+            yuv_to_rgb(sc, comp[0][i], comp[1][i], comp[2][i], &comp[0][i], &comp[1][i], &comp[2][i]);
+        else if (s_rgb && !d_rgb)
+            rgb_to_yuv(dc, comp[0][i], comp[1][i], comp[2][i], &comp[0][i], &comp[1][i], &comp[2][i]);
+    }
+    int planes_full = d_rgb ? 3 : 1;
+    for (int c = 0; c < planes_full; c++) {
+        for (int b = 0; b < ny; b++)
+            for (int a = 0; a < nx; a++) {
+                size_t i = (size_t)b * nx + a;
+                float alpha = scratch[i], v = comp[c][i];
+                if (alpha >= 1.0f)
+                    put_sample(&dp[c], vx0 + a, vy0 + b, v);
+                else if (alpha > 0.0f)
+                    put_sample(&dp[c], vx0 + a, vy0 + b,
+                               alpha * v + (1.0f - alpha) * get_sample(&dp[c], vx0 + a, vy0 + b));
+            }
+    }
+    if (d_rgb) {
+        /* alpha: copied when replacing, else "over"; X formats hold 255 */
+        for (int b = 0; b < ny; b++)
+            for (int a = 0; a < nx; a++) {
+                size_t i = (size_t)b * nx + a;
+                float out = 255.0f;
+                if (dp[3].present)
+                    out = blend.replace ? comp[3][i]
+                                        : scratch[i] * 255.0f + (1.0f - scratch[i]) * get_sample(&dp[3], vx0 + a, vy0 + b);
+                put_sample(&dp[3], vx0 + a, vy0 + b, out);
+            }
+    } else {
+        for (int c = 1; c < 3; c++) {
+            if (!dp[c].present)
+                continue;
+            int i0 = vx0 >> dhs, j0 = vy0 >> dvs;
+            int i1 = ((vx1 - 1) >> dhs) + 1, j1 = ((vy1 - 1) >> dvs) + 1;
+            for (int j = j0; j < j1; j++)
+                for (int i = i0; i < i1; i++) {
+                    /* the pixels of this chroma cell inside the picture, and those the layer covers */
+                    int px0 = i << dhs, py0 = j << dvs;
+                    int px1 = (i + 1) << dhs, py1 = (j + 1) << dvs;
+                    if (px1 > dl->width) px1 = dl->width;
+                    if (py1 > dl->height) py1 = dl->height;
+                    float weighted = 0.0f, alpha_sum = 0.0f;
+                    for (int y = py0 > vy0 ? py0 : vy0; y < (py1 < vy1 ? py1 : vy1); y++)
+                        for (int x = px0 > vx0 ? px0 : vx0; x < (px1 < vx1 ? px1 : vx1); x++) {
+                            size_t k = (size_t)(y - vy0) * nx + (size_t)(x - vx0);
+                            weighted += scratch[k] * comp[c][k];
+                            alpha_sum += scratch[k];
+                        }
+                    float pixels = (float)((px1 - px0) * (py1 - py0));
+                    float alpha = alpha_sum / pixels;
+                    if (alpha >= 1.0f)
+                        put_sample(&dp[c], i, j, weighted / pixels);
+                    else if (alpha > 0.0f)
+                        put_sample(&dp[c], i, j, weighted / pixels + (1.0f - alpha) * get_sample(&dp[c], i, j));
+                }
+        }
+    }
+    status = VA_STATUS_SUCCESS;
+out:
+    free(scratch);
+    for (int c = 0; c < 4; c++) free(comp[c]);
+    return status;
+}
+
+VAStatus sva_compose(const sva_layout *sl, uint8_t *src, VARectangle sr, sva_colour sc,
+                     const sva_layout *dl, uint8_t *dst, VARectangle dr, sva_colour dc,
+                     uint32_t rotation, uint32_t mirror, sva_blend blend)
+{
+    if (!rect_inside(sr, sl->width, sl->height) || dr.width == 0 || dr.height == 0 || rotation > VA_ROTATION_270)
+        return VA_STATUS_ERROR_INVALID_PARAMETER;
+    /* the visible part of the layer; the rest falls outside the target */
+    int vx0 = dr.x > 0 ? dr.x : 0, vy0 = dr.y > 0 ? dr.y : 0;
+    int vx1 = dr.x + (int)dr.width, vy1 = dr.y + (int)dr.height;
+    if (vx1 > dl->width) vx1 = dl->width;
+    if (vy1 > dl->height) vy1 = dl->height;
+    if (vx0 >= vx1 || vy0 >= vy1)
+        return VA_STATUS_SUCCESS;
+    if (!blend.replace && blend.global_alpha <= 0.0f)
+        return VA_STATUS_SUCCESS;
+    sva_plane sp[4], dp[4];
+    sva_planes_of(sl, src, sp);
+    sva_planes_of(dl, dst, dp);
+    layer_orientation o = orientation_of(rotation, mirror);
+    if (!sva_format_is_rgb(sl->fourcc) && !sva_format_is_rgb(dl->fourcc)) {
+        int shs, svs, dhs, dvs;
+        sva_chroma_subsampling(sl->fourcc, &shs, &svs);
+        sva_chroma_subsampling(dl->fourcc, &dhs, &dvs);
+        return compose_yuv(sp, shs, svs, sr, sc, dp, dhs, dvs, dl->width, dl->height, dr, dc,
+                           vx0, vy0, vx1, vy1, o, blend);
+    }
+    return compose_full_resolution(sl, sp, sr, sc, dl, dp, dr, dc, vx0, vy0, vx1, vy1, o, blend);
 }
 
 int sva_plane_scale(const sva_plane *src, const sva_plane *dst)

@@ -76,6 +76,26 @@ VAStatus sva_convert(const sva_layout *src_layout, uint8_t *src, VARectangle src
                      const sva_layout *dst_layout, uint8_t *dst, VARectangle dst_rect,
                      sva_colour dst_colour);
 
+/* How a layer's samples combine with the target's (see sva_compose). */
+enum { SVA_SOURCE_ALPHA_IGNORED = 0, SVA_SOURCE_ALPHA_STRAIGHT = 1, SVA_SOURCE_ALPHA_PREMULTIPLIED = 2 };
+typedef struct sva_blend {
+    int replace;          /* 1: the layer's samples replace the target's (alpha copied where both have it) */
+    float global_alpha;   /* 0..1: the layer's opacity, when not replacing */
+    int source_alpha;     /* SVA_SOURCE_ALPHA_*: how an RGB source's alpha channel weighs each pixel */
+} sva_blend;
+
+/* Draws src_rect of src into dst_rect of dst, which may reach past dst's edges (the part outside is
+ * clipped, not squeezed in): the source is rotated clockwise by `rotation` (VA_ROTATION_*), then
+ * mirrored (VA_MIRROR_* bits, in the rotated picture's axes), then scaled into dst_rect with
+ * sva_convert's tent filter, converted to dst's colour space and blended there:
+ * out = a * layer + (1 - a) * target, per component. YUV to YUV works per plane at the target
+ * plane's resolution; anything involving RGB works at full resolution, and a subsampled target's
+ * chroma sample gets the average of its pixels' a * layer and of their a. A target sample only
+ * partly covered by dst_rect has a scaled by the covered share. */
+VAStatus sva_compose(const sva_layout *src_layout, uint8_t *src, VARectangle src_rect, sva_colour src_colour,
+                     const sva_layout *dst_layout, uint8_t *dst, VARectangle dst_rect, sva_colour dst_colour,
+                     uint32_t rotation, uint32_t mirror, sva_blend blend);
+
 /* ---- Objects ---------------------------------------------------------------------------- */
 
 typedef struct sva_table {
@@ -161,11 +181,22 @@ typedef struct sva_jpeg_encode {
     uint8_t *header; size_t header_len, header_cap; /* raw packed header bytes, in order */
 } sva_jpeg_encode;
 
-typedef struct sva_vpp {
-    int have_params;
+/* One VAProcPipelineParameterBuffer rendered into a picture: a layer, drawn at vaEndPicture in
+ * the order rendered. The client's pointers are cleared; what they pointed at is copied. */
+typedef struct sva_vpp_layer {
     VAProcPipelineParameterBuffer params;
     VARectangle surface_region, output_region;
     int has_surface_region, has_output_region;
+    int has_blend_state;
+    VABlendState blend_state;
+} sva_vpp_layer;
+
+/* The most layers one picture may have (vaRenderPicture answers VA_STATUS_ERROR_MAX_NUM_EXCEEDED). */
+#define SVA_MAX_VPP_LAYERS 64
+
+typedef struct sva_vpp {
+    sva_vpp_layer *layers;      /* owned by the context; kept across pictures */
+    unsigned num_layers, layers_cap;
 } sva_vpp;
 
 /* H.264 state of a context, defined in softva_h264_decode.c and softva_h264_encode.c. */
@@ -223,6 +254,7 @@ typedef struct sva_counters {
     uint64_t get_image_calls, put_image_calls;
     uint64_t get_image_bytes, put_image_bytes, derived_map_bytes;
     uint64_t decodes, encodes, vpp_ops;
+    uint64_t vpp_layers;        /* layers drawn by successful VPP pictures (vpp_ops counts pictures) */
     /* the same by codec: SVA_CODEC_JPEG, SVA_CODEC_H264 */
     uint64_t codec_decodes[2], codec_encodes[2];
     uint64_t coded_bytes;
