@@ -8,7 +8,8 @@ import Synchronization
 /// One decoder serves every request of a generator and is reused across times in order: a
 /// time after the last decoded picture, in the same group of pictures, is reached by decoding
 /// on; otherwise the demuxer seeks once, to the keyframe at or before it. A file is never
-/// decoded from its start for each time. Decoding and scaling run on the CPU.
+/// decoded from its start for each time. Decoding and scaling run on the CPU, or on a VA-API
+/// device (`hardwareDevice`) with one download per image.
 public final class AssetImageGenerator: Sendable {
     /// How much of the encoded picture makes the image.
     public enum ApertureMode: String, Sendable {
@@ -51,6 +52,7 @@ public final class AssetImageGenerator: Sendable {
         var toleranceAfter = MediaTime.positiveInfinity
         var dynamicRangePolicy = DynamicRangePolicy.forceSDR
         var videoComposition: VideoComposition?
+        var device: VideoDevice?
     }
     private let settings = Mutex(Settings())
     /// Requests from before the latest `cancelAllImageGeneration()` are cancelled.
@@ -102,6 +104,15 @@ public final class AssetImageGenerator: Sendable {
     public var videoComposition: VideoComposition? {
         get { settings.withLock { $0.videoComposition } }
         set { settings.withLock { $0.videoComposition = newValue } }
+    }
+
+    /// Decodes and scales on this VA-API device (set before the first image): the picture is
+    /// fitted to the image's size by the device's video processor and downloaded once, at that
+    /// size. A stream the device cannot decode is decoded in software; HDR pictures to tone-map
+    /// are downloaded at full size and tone-mapped on the CPU. Nil (the default): the CPU only.
+    public var hardwareDevice: VideoDevice? {
+        get { settings.withLock { $0.device } }
+        set { settings.withLock { $0.device = newValue } }
     }
 
     /// How far after the requested time the image may be (default: infinite).
@@ -262,7 +273,7 @@ public final class AssetImageGenerator: Sendable {
     private func frameSource(path: String, track: AssetTrack) throws -> FrameSource {
         let key = "\(path)#\(track.streamIndex)"
         if let box = sources.withLock({ $0[key] }) { return box.source }
-        let made = try FrameSource(path: path, track: track)
+        let made = try FrameSource(path: path, track: track, device: settings.withLock { $0.device })
         sources.withLock { $0[key] = FrameSourceBox(source: made) }
         return made
     }
@@ -292,17 +303,22 @@ private final class FrameSource {
     /// Turns the pictures into RGB images.
     let converter: RGBConverter
 
-    init(path: String, track: AssetTrack) throws {
+    /// Surfaces a device decoder keeps beyond its references: the current and look-ahead
+    /// pictures, and the one being scaled.
+    static let extraHardwareFrames = 4
+
+    init(path: String, track: AssetTrack, device: VideoDevice?) throws {
         self.path = path
         self.track = track
-        converter = RGBConverter(path: path)
+        converter = RGBConverter(path: path, device: device)
         stream = track.streamIndex
         do { demuxer = try Demuxer(path: path) } catch { throw AssetInspector.openFailure(error, path: path) }
         demuxer.selectStreams([stream])
         timeBase = demuxer.streams[stream].timeBase
         keyframes = demuxer.indexEntries(ofStream: stream).filter(\.isKeyframe).map(\.timestamp).sorted()
         do {
-            decoder = try Decoder(parameters: try demuxer.codecParameters(ofStream: stream), timeBase: timeBase)
+            decoder = try Decoder(parameters: try demuxer.codecParameters(ofStream: stream), timeBase: timeBase, hardware: device?.hardware,
+                                  extraHardwareFrames: device == nil ? 0 : Self.extraHardwareFrames)
         } catch {
             throw MediaError(.unsupported, "cannot decode the video track \(track.trackID)", path: path, underlying: error)
         }
@@ -407,18 +423,40 @@ private final class FrameSource {
 }
 
 /// Turns decoded pictures into RGB images: HDR ones tone-mapped to SDR when asked, fitted in a
-/// box on their displayed aspect, with one scaler reused while the pictures stay alike.
+/// box on their displayed aspect, with one scaler reused while the pictures stay alike. A GPU
+/// surface is fitted by the device's video processor and downloaded once, at the image's size.
 private final class RGBConverter {
     let path: String
+    private let device: VideoDevice?
     private var scaler: Scaler?
+    private var surfaceScaler: SurfaceScaler?
 
-    init(path: String) {
+    init(path: String, device: VideoDevice? = nil) {
         self.path = path
+        self.device = device
     }
 
     /// `frame` scaled into RGB, fitted in `box` (never upscaled) on its displayed aspect.
     func image(from picture: Frame, box: (width: Int, height: Int)?, rotation: Int, squarePixels: Bool, toSDR: Bool) throws -> Image {
-        let frame = toSDR ? try toneMapped(picture) : picture
+        let size = Self.size(of: picture, box: box, rotation: rotation, squarePixels: squarePixels)
+        var frame = picture
+        if let layout = picture.surfaceSoftwareFormat {
+            let hdr = picture.colorTransfer.map { ColorProperties.isHDR(transfer: $0) } ?? false
+            do {
+                // Tone mapping runs on the CPU: the whole picture comes down. Else the device fits it first.
+                frame = toSDR && hdr ? try picture.transferToHost() : try fittedOnDevice(picture, layout: layout, width: size.width, height: size.height)
+            } catch {
+                throw MediaError(.hardwareFailed, "cannot \(toSDR && hdr ? "download" : "scale") a \(picture.width)x\(picture.height) surface on the device",
+                                 path: path, underlying: error)
+            }
+        }
+        if toSDR { frame = try toneMapped(frame) }
+        return try image(from: frame, width: size.width, height: size.height)
+    }
+
+    /// The image's size: the picture on its displayed aspect (when `squarePixels`), fitted in
+    /// `box` as shown after `rotation` (a quarter-turn count in degrees), never upscaled.
+    private static func size(of frame: Frame, box: (width: Int, height: Int)?, rotation: Int, squarePixels: Bool) -> (width: Int, height: Int) {
         let aspect = squarePixels ? frame.pixelAspect : 1
         var (w, h) = (Double(frame.width) * aspect, Double(frame.height))
         if let box {
@@ -427,7 +465,24 @@ private final class RGBConverter {
             let scale = min(1, bw / w, bh / h)
             (w, h) = (w * scale, h * scale)
         }
-        let (width, height) = (max(1, Int(w.rounded())), max(1, Int(h.rounded())))
+        return (max(1, Int(w.rounded())), max(1, Int(h.rounded())))
+    }
+
+    /// `surface` scaled by the device's video processor to `width`×`height` (rounded up to even
+    /// sides, as 4:2:0 surfaces need) and downloaded: the one copy to host memory per image.
+    private func fittedOnDevice(_ surface: Frame, layout: PixelFormatID, width: Int, height: Int) throws -> Frame {
+        let (w, h) = (width + width % 2, height + height % 2)
+        if surfaceScaler.map({ $0.output.width != w || $0.output.height != h || $0.output.softwareFormat != layout }) ?? true {
+            guard let device else { return try surface.transferToHost() }
+            // Two surfaces: the one downloading and the next being drawn.
+            surfaceScaler = try SurfaceScaler(output: try SurfacePool(device: device.hardware, width: w, height: h, softwareFormat: layout, capacity: 2))
+        }
+        let scaled = try surfaceScaler!.scale(surface, fit: .stretch)
+        return try scaled.transferToHost()
+    }
+
+    /// A host `frame` converted to RGB at `width`×`height`.
+    private func image(from frame: Frame, width: Int, height: Int) throws -> Image {
         do {
             let output = try Frame(width: width, height: height, pixelFormat: Image.rgb24)
             let full = frame.isFullRange ?? frame.pixelFormat.impliesFullRange
