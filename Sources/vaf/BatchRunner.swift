@@ -12,6 +12,9 @@ struct BatchJob: Sendable {
     var overwrite: Bool
     var frameRate: FrameRatePolicy = .automatic
     var timeRange: MediaTimeRange?
+    /// A `--time-range` that counts video frames (`+90f`): resolved into `timeRange` with the
+    /// input's frame rate when the job runs.
+    var frameCountedRange: TimeRangeArgument?
     var size: (width: Int, height: Int)?
     var videoCodec: VideoCodec?
     var audioCodec: AudioCodec?
@@ -102,7 +105,7 @@ struct BatchJob: Sendable {
         }
         do {
             let asset = Asset(url: URL(fileURLWithPath: input))
-            let session = makeSession(asset: asset)
+            let session = try await resolvingFrameCounts(asset).makeSession(asset: asset)
             try await watermark?.apply(to: session, asset: asset)
             let plan = try await session.plan(fileType: fileType)
             report.status = .planned
@@ -131,7 +134,11 @@ struct BatchJob: Sendable {
             return report.failing("\(output): cannot create its directory: \(error.localizedDescription)")
         }
         let asset = Asset(url: URL(fileURLWithPath: input))
-        let session = makeSession(asset: asset)
+        let job: BatchJob
+        do { job = try await resolvingFrameCounts(asset) } catch {
+            return report.failing("\(error)")
+        }
+        let session = job.makeSession(asset: asset)
         if replacesStale { session.overwritesExistingFile = true }
         do { try await watermark?.apply(to: session, asset: asset) } catch {
             return report.failing("\(error)")
@@ -139,7 +146,7 @@ struct BatchJob: Sendable {
         // What the bar needs to show fps and speed: the media seconds exported and the frame rate.
         let tracks = (try? await asset.load(.tracks)) ?? []
         let assetSeconds = (try? await asset.load(.duration).seconds) ?? 0
-        let range = timeRange.map { min($0.end.seconds, assetSeconds) - $0.start.seconds } ?? assetSeconds
+        let range = job.timeRange.map { min($0.end.seconds, assetSeconds) - $0.start.seconds } ?? assetSeconds
         let fps = frameRate.outputFrameRate(sourceFrameRate: Double(ExportSession.primaryVideoTrack(tracks)?.nominalFrameRate ?? 0))
             ?? Double(ExportSession.primaryVideoTrack(tracks)?.nominalFrameRate ?? 0)
         var finished = await export(session, seconds: max(range, 0), frameRate: fps, display: display, report: report)
@@ -148,6 +155,23 @@ struct BatchJob: Sendable {
             journal?.record(output: output, plan: planFingerprint)
         }
         return finished
+    }
+
+    /// This job with a `--time-range` in frames resolved in time with the frame duration of
+    /// `asset`'s video track; an error naming the input when it has no video with a frame rate.
+    func resolvingFrameCounts(_ asset: Asset) async throws -> BatchJob {
+        guard let frameCountedRange else { return self }
+        let track = ExportSession.primaryVideoTrack((try? await asset.load(.tracks)) ?? [])
+        let frameDuration = track.flatMap { TimeRangeArgument.frameDuration(nominalFrameRate: $0.nominalFrameRate, minFrameDuration: $0.minFrameDuration) }
+        guard let frameDuration else {
+            throw TimeRangeError(description: "\(input): --time-range \(frameCountedRange) counts video frames, but the input has no video track with a frame rate")
+        }
+        guard let range = frameCountedRange.resolved(frameDuration: frameDuration) else {
+            throw TimeRangeError(description: "\(input): --time-range \(frameCountedRange) ends before it starts at \(frameDuration.seconds.formatted()) s a frame")
+        }
+        var job = self
+        job.timeRange = range
+        return job
     }
 
     /// Runs `session` into `output` with a progress bar of `seconds` media seconds at
@@ -173,6 +197,11 @@ struct BatchJob: Sendable {
         await display.end(id, status: report.status.rawValue)
         return report
     }
+}
+
+/// A frame-counted `--time-range` that does not fit an input.
+struct TimeRangeError: Error, CustomStringConvertible {
+    var description: String
 }
 
 /// What happened to one input: one line of `vaf transcode --json`, whose schema is

@@ -57,7 +57,7 @@ extension Vaf {
         var frameRate: String = "auto"
 
         @Option(name: .customLong("time-range"),
-                help: ArgumentHelp("Export only START-END or START+DURATION, in seconds or [HH:]MM:SS(.fff) (5-15, 5+10, 00:01:30.5-00:02:00).", valueName: "range"))
+                help: ArgumentHelp("Export only START-END or START+DURATION, in seconds, [HH:]MM:SS(.fff) or video frames (5-15, 5+10, 00:01:30.5-00:02:00, +90f).", valueName: "range"))
         var timeRange: String?
 
         @Option(help: ArgumentHelp("Replace the preset's video codec: h264, hevc, av1, vp9, mjpeg.", valueName: "codec"))
@@ -262,7 +262,9 @@ extension Vaf {
                 var job = BatchJob(input: input.path, output: path, preset: jobPreset, fileType: type, overwrite: overwrite)
                 if let p = input.preset, ExportPreset(named: p) == nil { job.planError = "unknown preset '\(p)' in the manifest" }
                 job.frameRate = try parsedFrameRate()
-                job.timeRange = try parsedTimeRange()
+                if let range = try parsedTimeRange() {
+                    if range.countsFrames { job.frameCountedRange = range } else { job.timeRange = range.resolved(frameDuration: nil) }
+                }
                 job.size = try parsedSize()
                 job.videoCodec = videoCodec.map { VideoCodec(rawValue: $0.lowercased()) }
                 job.audioCodec = audioCodec.map { AudioCodec(rawValue: $0.lowercased()) }
@@ -308,7 +310,7 @@ extension Vaf {
                 default: nil
                 }
                 guard let fps, fps > 0, fps <= 240 else {
-                    throw ValidationError("--frame-rate takes passthrough, auto or a rate in frames per second (0–240): 30, 29.97 or 30000/1001.")
+                    throw ValidationError("Bad --frame-rate '\(frameRate)': use passthrough, auto or a rate in frames per second (0–240): 30, 29.97 or 30000/1001.")
                 }
                 return .constant(fps)
             }
@@ -336,18 +338,12 @@ extension Vaf {
             return MediaTime(value: seconds * scale + fraction, timescale: Int32(scale))
         }
 
-        func parsedTimeRange() throws -> MediaTimeRange? {
+        func parsedTimeRange() throws -> TimeRangeArgument? {
             guard let timeRange else { return nil }
-            let plus = timeRange.split(separator: "+").map(String.init)
-            let dash = timeRange.split(separator: "-").map(String.init)
-            let (start, end): (MediaTime?, MediaTime?)
-            if plus.count == 2, let s = Self.parseTime(plus[0]), let d = Self.parseTime(plus[1]) { (start, end) = (s, s + d) }
-            else if dash.count == 2, let s = Self.parseTime(dash[0]), let e = Self.parseTime(dash[1]) { (start, end) = (s, e) }
-            else { (start, end) = (nil, nil) }
-            guard let start, let end, end > start else {
-                throw ValidationError("--time-range takes START-END or START+DURATION, each in seconds (90.5) or as MM:SS or HH:MM:SS(.fff), with END after START.")
+            guard let range = TimeRangeArgument(timeRange) else {
+                throw ValidationError("Bad --time-range '\(timeRange)': use START-END or START+DURATION, each in seconds (90.5), as MM:SS or HH:MM:SS(.fff), or in video frames (90f), with END after START: 00:01:30.5-00:02:00, 5+10, +90f.")
             }
-            return MediaTimeRange(start: start, end: end)
+            return range
         }
 
         func parsedSize() throws -> (width: Int, height: Int)? {
