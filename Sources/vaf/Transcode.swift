@@ -226,7 +226,7 @@ extension Vaf {
             // A batch is many exports in one process: keep its peak near one export's. (One
             // export gains nothing from it and would pay a mapping per large packet.)
             if plan.count > 1 { ProcessMemory.returnLargeBuffersToTheSystem() }
-            let runner = BatchRunner(jobs: plan, concurrency: jobs, progress: ProgressDisplay(enabled: true))
+            let runner = BatchRunner(jobs: plan, concurrency: jobs, progress: ProgressDisplay(enabled: true, total: plan.count))
             let (reports, signal) = await runner.run(onReport: { lines.write($0) })
             emit(reports)
             // 128 + the signal, as shells report a process it stopped: 130 SIGINT, 143 SIGTERM, 129 SIGHUP.
@@ -357,12 +357,14 @@ extension Vaf {
             return (parts[0], parts[1])
         }
 
-        /// The summary table: on stdout, or on stderr when stdout carries the JSON lines.
+        /// The summary table, fitted to the terminal: on stdout, or on stderr when stdout carries
+        /// the JSON lines.
         private func emit(_ reports: [JobReport]) {
+            let table = JobReport.table(reports, width: TerminalWidth.current())
             if json {
-                FileHandle.standardError.write(Data(JobReport.table(reports).utf8))
+                FileHandle.standardError.write(Data(table.utf8))
             } else {
-                print(JobReport.table(reports), terminator: "")
+                print(table, terminator: "")
             }
         }
     }
