@@ -116,6 +116,8 @@ extension Vaf {
         @Option(help: ArgumentHelp("Take shard I of N (0-based) of the input list.", valueName: "I/N"))
         var shard: String?
 
+        @OptionGroup var logging: LoggingOptions
+
         func validate() throws {
             if listPresets { return }
             guard !inputs.isEmpty || !manifest.isEmpty else { throw ValidationError("Give at least one input file, directory or --manifest.") }
@@ -203,6 +205,7 @@ extension Vaf {
         }
 
         func run() async throws {
+            logging.apply()
             if listPresets {
                 print(ExportPreset.all.map(presetLine).joined(separator: "\n"))
                 return
@@ -226,7 +229,7 @@ extension Vaf {
             // A batch is many exports in one process: keep its peak near one export's. (One
             // export gains nothing from it and would pay a mapping per large packet.)
             if plan.count > 1 { ProcessMemory.returnLargeBuffersToTheSystem() }
-            let runner = BatchRunner(jobs: plan, concurrency: jobs, progress: ProgressDisplay(enabled: true, total: plan.count))
+            let runner = BatchRunner(jobs: plan, concurrency: jobs, progress: ProgressDisplay(enabled: !logging.quiet, total: plan.count))
             let (reports, signal) = await runner.run(onReport: { lines.write($0) })
             emit(reports)
             // 128 + the signal, as shells report a process it stopped: 130 SIGINT, 143 SIGTERM, 129 SIGHUP.
@@ -358,8 +361,17 @@ extension Vaf {
         }
 
         /// The summary table, fitted to the terminal: on stdout, or on stderr when stdout carries
-        /// the JSON lines.
+        /// the JSON lines. With `--quiet`, only each failure, one line on stderr.
         private func emit(_ reports: [JobReport]) {
+            if logging.quiet {
+                let failures = reports.filter { $0.status == .failed }.map { report in
+                    let error = report.error ?? "failed"
+                    // Most causes name their file already.
+                    return "vaf: " + JobReport.oneLine(error.hasPrefix(report.input) ? error : "\(report.input): \(error)") + "\n"
+                }
+                if !failures.isEmpty { FileHandle.standardError.write(Data(failures.joined().utf8)) }
+                return
+            }
             let table = JobReport.table(reports, width: TerminalWidth.current())
             if json {
                 FileHandle.standardError.write(Data(table.utf8))
