@@ -43,17 +43,23 @@ struct TimeRangeArgument: Sendable, Equatable, CustomStringConvertible {
     /// The end (START-END) or the duration (START+DURATION).
     var end: Amount?
     var duration: Amount?
+    /// The argument as typed, for messages.
+    var text: String
 
     var countsFrames: Bool {
         [start, end, duration].contains { if case .frames = $0 { true } else { false } }
     }
 
-    var description: String {
+    /// The range in canonical form (times as value/timescale, frames as `Nf`), for fingerprints.
+    var canonical: String {
         "\(start)" + (end.map { "-\($0)" } ?? "") + (duration.map { "+\($0)" } ?? "")
     }
 
+    var description: String { text }
+
     /// Parses START-END or START+DURATION; an empty START is 0 (`+90f`: the first 90 frames).
     init?(_ text: String) {
+        self.text = text
         let plus = text.split(separator: "+", omittingEmptySubsequences: false)
         let dash = text.split(separator: "-", omittingEmptySubsequences: false)
         if plus.count == 2, !plus[1].isEmpty, let duration = Amount(plus[1]) {

@@ -25,6 +25,17 @@ import Testing
         #expect(abs((row["seconds"] as? Double ?? 0) - seconds) < 0.04, "\(options): \(row)")
     }
 
+    @Test func framesOfAnInputWithoutVideoFailThatInput() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-ranges-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let audioOnly = Vaf.fixture("ac3_51_plus_aac_stereo_two_tracks.mp4")
+        let run = try await Self.vaf(["transcode", audioOnly, "--output-dir", dir.path, "--json", "--time-range", "+10f"])
+        #expect(run.shellStatus == 1, "\(run.stderr)")
+        let row = try #require(try Vaf.jsonLines(run.stdout).first)
+        #expect(row["status"] as? String == "failed")
+        #expect(row["error"] as? String == "\(audioOnly): --time-range +10f counts video frames, but the input has no video track with a frame rate", "\(row)")
+    }
+
     @Test(arguments: ["30000/1001", "29.97"])
     func ntscRatesAreTakenAsFractionsAndDecimals(rate: String) async throws {
         let run = try await Self.vaf(["transcode", TranscodeCommandTests.clip, "--output-dir", "/nonexistent/never-written", "--dry-run", "--json",
