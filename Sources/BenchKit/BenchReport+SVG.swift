@@ -46,7 +46,7 @@ extension BenchReport {
             }
             if drewBars {
                 body += axis(left: barLeft, width: barWidth, y: y - 4, maximum: scale)
-                y += rowHeight
+                y += rowHeight + 6
             }
             for note in ratioNotes(for: job) {
                 body.append(text(x: barLeft, y: y, note, attributes: "font-size=\"11\"\(note.contains("inconclusive") ? " fill=\"#b35900\"" : "")"))
@@ -81,11 +81,12 @@ extension BenchReport {
         String(format: "%.1f fps, runs %.1f–%.1f", fps.median, fps.min, fps.max)
     }
 
-    /// The frames/s at the axis's right end: `value` rounded up to 1, 2 or 5 times a power of ten.
+    /// The frames/s at the axis's right end: `value` rounded up to 1, 2, 4, 5 or 8 times a power
+    /// of ten, so that the quarter ticks read as round numbers and the bars fill most of the width.
     public static func axisMaximum(_ value: Double) -> Double {
         guard value > 0 else { return 0 }
         let power = pow(10, (log10(value)).rounded(.down))
-        return [1, 2, 5, 10].map { $0 * power }.first { $0 >= value * (1 - 1e-12) } ?? 10 * power
+        return [1, 2, 4, 5, 8, 10].map { $0 * power }.first { $0 >= value * (1 - 1e-12) } ?? 10 * power
     }
 
     /// A frames/s axis under a job's bars: a line, five ticks and their values.
