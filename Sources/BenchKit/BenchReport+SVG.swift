@@ -64,7 +64,7 @@ extension BenchReport {
         let height = y + 10
         var title = "vaf bench — \(machine.cpuModel ?? "unknown CPU"), \(machine.logicalCores) cores, vaf \(machine.vafBuild)"
         if let device = machine.device { title += ", device \(device) (\(machine.deviceLabel ?? machine.driver ?? "VA-API"))" }
-        let subtitle = "frames/s: median of \(settings.runs) interleaved runs, whisker and bracket min–max; quality of the first measured output against the source"
+        let subtitle = "frames/s: median of \(settings.runs) interleaved runs, whisker and the figures beside each bar min–max; quality of the first measured output against the source"
         return """
             <svg xmlns="http://www.w3.org/2000/svg" width="\(width)" height="\(height)" viewBox="0 0 \(width) \(height)" font-family="sans-serif" font-size="12">
             <rect width="100%" height="100%" fill="#fff"/>
