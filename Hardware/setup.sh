@@ -24,6 +24,8 @@ packages=(
   bc
   # Hardware/watchdog.sh prints the stacks of a hung test run with gdb.
   gdb
+  # TerminalDisplayTests runs vaf transcode in detached tmux sessions of 80 and 120 columns.
+  tmux
 )
 
 missing=()

@@ -63,7 +63,7 @@ public struct Verdict: Codable, Equatable, Sendable, CustomStringConvertible {
 
     public var job: String
     public var path: Path
-    /// Caveats: low-power-only encoders, unreported limits, encoders FFmpeg 5.1 lacks.
+    /// Caveats: low-power-only encoders, size limits exceeded, encoders FFmpeg 5.1 lacks.
     public var notes: [String]
 
     public var description: String {
@@ -100,8 +100,8 @@ extension DeviceCapabilities {
             } else if let max = decode.maxSize, !max.fits(input.size) {
                 notes.append("\(name) decode limited to \(max)")
             } else {
+                // An unreported size limit is the norm (vainfo rarely lists one), not a caveat worth a note.
                 decodes = true
-                if decode.maxSize == nil { notes.append("\(name) decode size limit not reported") }
             }
         }
         if let input = job.input, codecs.first(where: { $0.codec == input.codec })?.decode == nil {

@@ -12,6 +12,9 @@ struct BatchJob: Sendable {
     var overwrite: Bool
     var frameRate: FrameRatePolicy = .automatic
     var timeRange: MediaTimeRange?
+    /// A `--time-range` that counts video frames (`+90f`): resolved into `timeRange` with the
+    /// input's frame rate when the job runs.
+    var frameCountedRange: TimeRangeArgument?
     var size: (width: Int, height: Int)?
     var videoCodec: VideoCodec?
     var audioCodec: AudioCodec?
@@ -102,7 +105,7 @@ struct BatchJob: Sendable {
         }
         do {
             let asset = Asset(url: URL(fileURLWithPath: input))
-            let session = makeSession(asset: asset)
+            let session = try await resolvingFrameCounts(asset).makeSession(asset: asset)
             try await watermark?.apply(to: session, asset: asset)
             let plan = try await session.plan(fileType: fileType)
             report.status = .planned
@@ -131,7 +134,11 @@ struct BatchJob: Sendable {
             return report.failing("\(output): cannot create its directory: \(error.localizedDescription)")
         }
         let asset = Asset(url: URL(fileURLWithPath: input))
-        let session = makeSession(asset: asset)
+        let job: BatchJob
+        do { job = try await resolvingFrameCounts(asset) } catch {
+            return report.failing("\(error)")
+        }
+        let session = job.makeSession(asset: asset)
         if replacesStale { session.overwritesExistingFile = true }
         do { try await watermark?.apply(to: session, asset: asset) } catch {
             return report.failing("\(error)")
@@ -139,7 +146,7 @@ struct BatchJob: Sendable {
         // What the bar needs to show fps and speed: the media seconds exported and the frame rate.
         let tracks = (try? await asset.load(.tracks)) ?? []
         let assetSeconds = (try? await asset.load(.duration).seconds) ?? 0
-        let range = timeRange.map { min($0.end.seconds, assetSeconds) - $0.start.seconds } ?? assetSeconds
+        let range = job.timeRange.map { min($0.end.seconds, assetSeconds) - $0.start.seconds } ?? assetSeconds
         let fps = frameRate.outputFrameRate(sourceFrameRate: Double(ExportSession.primaryVideoTrack(tracks)?.nominalFrameRate ?? 0))
             ?? Double(ExportSession.primaryVideoTrack(tracks)?.nominalFrameRate ?? 0)
         var finished = await export(session, seconds: max(range, 0), frameRate: fps, display: display, report: report)
@@ -148,6 +155,23 @@ struct BatchJob: Sendable {
             journal?.record(output: output, plan: planFingerprint)
         }
         return finished
+    }
+
+    /// This job with a `--time-range` in frames resolved in time with the frame duration of
+    /// `asset`'s video track; an error naming the input when it has no video with a frame rate.
+    func resolvingFrameCounts(_ asset: Asset) async throws -> BatchJob {
+        guard let frameCountedRange else { return self }
+        let track = ExportSession.primaryVideoTrack((try? await asset.load(.tracks)) ?? [])
+        let frameDuration = track.flatMap { TimeRangeArgument.frameDuration(nominalFrameRate: $0.nominalFrameRate, minFrameDuration: $0.minFrameDuration) }
+        guard let frameDuration else {
+            throw TimeRangeError(description: "\(input): --time-range \(frameCountedRange) counts video frames, but the input has no video track with a frame rate")
+        }
+        guard let range = frameCountedRange.resolved(frameDuration: frameDuration) else {
+            throw TimeRangeError(description: "\(input): --time-range \(frameCountedRange) ends before it starts at \(frameDuration.seconds.formatted()) s a frame")
+        }
+        var job = self
+        job.timeRange = range
+        return job
     }
 
     /// Runs `session` into `output` with a progress bar of `seconds` media seconds at
@@ -173,6 +197,11 @@ struct BatchJob: Sendable {
         await display.end(id, status: report.status.rawValue)
         return report
     }
+}
+
+/// A frame-counted `--time-range` that does not fit an input.
+struct TimeRangeError: Error, CustomStringConvertible {
+    var description: String
 }
 
 /// What happened to one input: one line of `vaf transcode --json`, whose schema is
@@ -333,28 +362,59 @@ struct JobReport: Encodable, Sendable {
         return result
     }
 
-    /// The end-of-batch summary: one row per input, then counts.
-    static func table(_ reports: [JobReport]) -> String {
-        var lines = ["input".padding(toLength: 34, withPad: " ", startingAt: 0) + " " + "output".padding(toLength: 34, withPad: " ", startingAt: 0)
-                     + "  duration      size before → after   speed  status"]
+    /// The end-of-batch summary fitted to `width` columns (no line reaches the last column):
+    /// one row per input, then counts. The numbers keep their columns; the file names are
+    /// elided to what is left, and on a narrow terminal each input takes a name line over a
+    /// line of numbers. A failure's cause follows its row, wrapped, so it is never cut.
+    static func table(_ reports: [JobReport], width: Int) -> String {
+        let room = max(width - 1, 20)
+        func numbers(_ r: JobReport) -> [String] {
+            [r.seconds.map { String(format: "%.2f s", $0) } ?? "-",
+             "\(r.inputBytes.map(formatBytes) ?? "-") → \(r.outputBytes.map(formatBytes) ?? "-")",
+             r.speed.map { String(format: "%.1fx", $0) } ?? "-",
+             r.status.rawValue]
+        }
+        // The number columns are as wide as their widest value or header; names get the rest.
+        let headers = ["duration", "size before → after", "speed", "status"]
+        let columns = (0..<4).map { i in ([headers[i]] + reports.map { numbers($0)[i] }).map(TerminalText.width).max() ?? 0 }
+        func numberCells(_ cells: [String]) -> String {
+            "  " + TerminalText.rightAligned(cells[0], columns[0]) + "  " + TerminalText.column(cells[1], columns[1])
+                + "  " + TerminalText.rightAligned(cells[2], columns[2]) + "  " + cells[3]
+        }
+        let nameRoom = room - (columns.reduce(0, +) + 8)
+        let longest = reports.flatMap { [$0.input, $0.output].map { TerminalText.width(Self.oneLine(URL(fileURLWithPath: $0).lastPathComponent)) } }.max() ?? 0
+        // Input and output names side by side when each gets 20 columns; else the input's alone
+        // (the output's follows from it and --name); else a name line over a line of numbers.
+        let nameColumns = min(max(longest, 6), (nameRoom - 1) / 2)
+        let layout: (input: Int, output: Int)? =
+            nameColumns >= 20 ? (nameColumns, nameColumns) : nameRoom >= 12 ? (min(max(longest, 6), nameRoom), 0) : nil
+        var lines: [String] = []
+        if let layout {
+            var header = TerminalText.column("input", layout.input)
+            if layout.output > 0 { header += " " + TerminalText.column("output", layout.output) }
+            lines.append(header + numberCells(headers))
+        }
         for r in reports {
-            let input = shorten(Self.oneLine(URL(fileURLWithPath: r.input).lastPathComponent), 34)
-            let output = shorten(Self.oneLine(URL(fileURLWithPath: r.output).lastPathComponent), 34)
-            let duration = r.seconds.map { String(format: "%7.2f s", $0) } ?? "       -"
-            let sizes = "\(r.inputBytes.map(formatBytes) ?? "-") → \(r.outputBytes.map(formatBytes) ?? "-")"
-            let speed = r.speed.map { String(format: "%5.1fx", $0) } ?? "    -"
-            var line = "\(input) \(output)  \(duration)  \(sizes.padding(toLength: 20, withPad: " ", startingAt: 0))  \(speed)  \(r.status.rawValue)"
             // One line per input, whatever the names hold: control characters are escaped.
-            if let error = r.error, r.status != .completed { line += ": " + Self.oneLine(error) }
-            lines.append(line)
+            let input = Self.oneLine(URL(fileURLWithPath: r.input).lastPathComponent)
+            let output = Self.oneLine(URL(fileURLWithPath: r.output).lastPathComponent)
+            let n = numbers(r)
+            if let layout {
+                var line = TerminalText.column(input, layout.input)
+                if layout.output > 0 { line += " " + TerminalText.column(output, layout.output) }
+                lines.append(line + numberCells(n))
+            } else {
+                lines.append(TerminalText.elided(input + " → " + output, to: room))
+                lines += TerminalText.wrapped(n, columns: room, indent: "  ", firstIndent: "  ")
+            }
+            if let error = r.error, r.status != .completed {
+                lines += TerminalText.wrappedWords(Self.oneLine(error), columns: room, indent: "    ")
+            }
         }
         let counts = Dictionary(grouping: reports, by: \.status).map { "\($0.value.count) \($0.key.rawValue)" }.sorted()
-        lines.append("\(reports.count) inputs: " + counts.joined(separator: ", "))
+        let countFields = ["\(reports.count) inputs:" + (counts.first.map { " " + $0 } ?? "")] + counts.dropFirst()
+        lines += TerminalText.wrapped(countFields, columns: room, separator: ", ")
         return lines.joined(separator: "\n") + "\n"
-    }
-
-    private static func shorten(_ s: String, _ width: Int) -> String {
-        s.count <= width ? s.padding(toLength: width, withPad: " ", startingAt: 0) : String(s.prefix(width - 1)) + "…"
     }
 }
 
@@ -385,6 +445,7 @@ struct BatchRunner {
                 for _ in 0..<min(concurrency, jobs.count) { startNext() }
                 while let (index, report) = await group.next() {
                     reports[index] = report
+                    await progress.record(report.status)
                     onReport(report)
                     if !Task.isCancelled { startNext() }
                 }
@@ -425,8 +486,10 @@ struct BatchRunner {
     }
 }
 
-/// Progress on stderr: a bar per running job (fps, ×realtime, ETA) redrawn on a terminal,
-/// plain periodic lines otherwise.
+/// Progress on stderr. On a terminal: a bar per running export and, for a batch, the line
+/// "N of M done, K failed, elapsed MM:SS, ETA MM:SS", redrawn in place, every line fitted to
+/// the terminal's width so none wraps. Otherwise (a log file, a pipe): plain lines without
+/// escape codes, one when an input starts and ends, and at most one per input every 10 s.
 actor ProgressDisplay {
     private struct Job {
         var name: String
@@ -435,81 +498,112 @@ actor ProgressDisplay {
         var frameRate: Double
         var started = ContinuousClock.now
         var progress = 0.0
-        var lastPrinted = ContinuousClock.now - .seconds(10)
+        var lastPrinted = ContinuousClock.now
+
+        var state: ProgressLayout.JobState {
+            ProgressLayout.JobState(name: name, progress: progress, elapsed: (ContinuousClock.now - started).seconds,
+                                    mediaSeconds: seconds, frameRate: frameRate)
+        }
     }
 
+    /// How often a log gets a progress line per input.
+    static let plainInterval: Duration = .seconds(10)
+
     private let enabled: Bool
+    /// Inputs in the batch; the batch line is shown when there is more than one.
+    private let total: Int
     private let isTerminal = isatty(STDERR_FILENO) != 0
+    private let started = ContinuousClock.now
     private var jobs: [Int: Job] = [:]
     private var nextID = 0
+    /// Rows of the frame last drawn, which the next redraw moves up over and erases.
     private var drawnLines = 0
-    private var completed = 0
+    private var finished = 0
+    private var failed = 0
 
-    init(enabled: Bool) {
+    init(enabled: Bool, total: Int = 1) {
         self.enabled = enabled
+        self.total = total
     }
 
     func begin(name: String, seconds: Double, frameRate: Double) -> Int {
         nextID += 1
         jobs[nextID] = Job(name: name, seconds: seconds, frameRate: frameRate)
-        redraw()
+        if isTerminal { redraw() } else { writeLines(["\(name): started"]) }
         return nextID
     }
 
     func update(_ id: Int, progress: Double) {
         jobs[id]?.progress = progress
-        redraw(id)
+        if isTerminal {
+            redraw()
+        } else if let job = jobs[id], ContinuousClock.now - job.lastPrinted >= Self.plainInterval {
+            jobs[id]?.lastPrinted = ContinuousClock.now
+            writeLines([ProgressLayout.plainLine(job.state, width: TerminalWidth.current())])
+        }
     }
 
     func end(_ id: Int, status: String) {
         guard let job = jobs.removeValue(forKey: id) else { return }
-        completed += 1
-        write(clearing: true, "\(job.name): \(status) in \(seconds(since: job.started)) s\n")
-        redraw()
+        let line = "\(job.name): \(status) in \(String(format: "%.1f", (ContinuousClock.now - job.started).seconds)) s"
+        if isTerminal { redraw(above: [line]) } else { writeLines([line]) }
     }
 
-    func finish() { if isTerminal && enabled { clear() } }
-
-    private func line(_ job: Job) -> String {
-        let elapsed = Double((ContinuousClock.now - job.started).components.seconds) + Double((ContinuousClock.now - job.started).components.attoseconds) / 1e18
-        let p = max(0, min(job.progress, 1))
-        let width = 24
-        let filled = Int(p * Double(width))
-        let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
-        let eta = p > 0.01 ? String(format: "ETA %4.0f s", elapsed * (1 - p) / p) : "ETA    ? s"
-        let speed = elapsed > 0 ? p * job.seconds / elapsed : 0
-        let rate = job.frameRate > 0 ? String(format: "%6.1f fps", speed * job.frameRate) : "         "
-        let name = job.name.count > 28 ? String(job.name.prefix(27)) + "…" : job.name.padding(toLength: 28, withPad: " ", startingAt: 0)
-        return String(format: "%@ %@ %5.1f%%  %@  %5.2fx  %@", name, bar, p * 100, rate, speed, eta)
+    /// Counts an input that ended (skipped ones included) in the batch line.
+    func record(_ status: JobReport.Status) {
+        finished += 1
+        if status == .failed { failed += 1 }
+        if isTerminal { redraw() } else if total > 1 { writeLines([batchLine(width: TerminalWidth.current())]) }
     }
 
-    private func redraw(_ changed: Int? = nil) {
-        guard enabled else { return }
-        if isTerminal {
-            clear()
-            let lines = jobs.keys.sorted().compactMap { jobs[$0].map(line) }
-            FileHandle.standardError.write(Data(lines.map { $0 + "\n" }.joined().utf8))
-            drawnLines = lines.count
-        } else if let changed, let job = jobs[changed], ContinuousClock.now - job.lastPrinted > .seconds(2) {
-            jobs[changed]?.lastPrinted = ContinuousClock.now
-            FileHandle.standardError.write(Data((line(job) + "\n").utf8))
-        }
+    /// Erases the bars before the summary is printed.
+    func finish() {
+        guard enabled, isTerminal else { return }
+        FileHandle.standardError.write(Data(replacingFrame(with: []).utf8))
     }
 
-    private func clear() {
-        guard drawnLines > 0 else { return }
-        FileHandle.standardError.write(Data(String(repeating: "\u{1B}[1A\u{1B}[2K", count: drawnLines).utf8))
+    private func batchLine(width: Int) -> String {
+        let elapsed = (ContinuousClock.now - started).seconds
+        let remaining = ProgressLayout.batchRemaining(finished: finished, total: total,
+                                                      runningProgress: jobs.values.map(\.progress), elapsed: elapsed)
+        return ProgressLayout.batchLine(done: finished, total: total, failed: failed, elapsed: elapsed, remaining: remaining, width: width)
+    }
+
+    /// Draws the frame (the bars and the batch line) over the previous one, with `permanent`
+    /// lines printed above it, in one write.
+    private func redraw(above permanent: [String] = []) {
+        guard enabled, isTerminal else { return }
+        let width = TerminalWidth.current()
+        var frame = jobs.keys.sorted().compactMap { jobs[$0].map { ProgressLayout.barLine($0.state, width: width) } }
+        if total > 1 { frame.append(batchLine(width: width)) }
+        let fitted = permanent.map { TerminalText.truncated($0, to: max(width - 1, 1)) }
+        FileHandle.standardError.write(Data(replacingFrame(with: fitted + frame).utf8))
+        drawnLines = frame.count
+    }
+
+    /// The text that overwrites the frame last drawn with `lines`, row by row: up to its first
+    /// row, each line erased (ESC[2K) and written, rows left over erased and the cursor brought
+    /// back under the new lines. Every line drawn is shorter than the width, so it took exactly
+    /// one row. (Erasing line by line, not to the end of the screen, keeps terminals such as
+    /// tmux from pushing the screen into their history when the frame starts at the top.)
+    private func replacingFrame(with lines: [String]) -> String {
+        var text = "\r" + (drawnLines > 0 ? "\u{1B}[\(drawnLines)A" : "")
+        for line in lines { text += "\u{1B}[2K" + line + "\n" }
+        let leftOver = drawnLines - lines.count
+        if leftOver > 0 { text += String(repeating: "\u{1B}[2K\n", count: leftOver) + "\u{1B}[\(leftOver)A" }
         drawnLines = 0
+        return text
     }
 
-    private func write(clearing: Bool, _ text: String) {
+    /// Writes `lines` to a log (not a terminal), each fitted to the width.
+    private func writeLines(_ lines: [String]) {
         guard enabled else { return }
-        if isTerminal && clearing { clear() }
-        FileHandle.standardError.write(Data(text.utf8))
+        let width = TerminalWidth.current()
+        FileHandle.standardError.write(Data(lines.map { TerminalText.truncated($0, to: max(width - 1, 1)) + "\n" }.joined().utf8))
     }
+}
 
-    private func seconds(since start: ContinuousClock.Instant) -> String {
-        let d = ContinuousClock.now - start
-        return String(format: "%.1f", Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18)
-    }
+extension Duration {
+    /// The duration in seconds, as a Double.
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

@@ -24,7 +24,10 @@ extension Vaf {
         @Flag(help: "Read every packet's timestamp for exact durations and frame timing (one pass over each file).")
         var precise = false
 
+        @OptionGroup var logging: LoggingOptions
+
         func run() async throws {
+            logging.apply()
             var failed = false
             let lines = JSONLines(enabled: json)
             for file in files {

@@ -28,6 +28,9 @@ extension Vaf {
         @Flag(help: "Also list every profile/entry point with its attributes, surface and image formats, VPP, and all software codecs.")
         var all = false
 
+        @Flag(help: "List libavcodec's software decoders and encoders (about 700 names; in JSON the `software` key, left out otherwise).")
+        var codecs = false
+
         @Option(name: .customLong("from-vainfo"),
                 help: ArgumentHelp("Read a captured `vainfo` or `vainfo --all` output instead of probing devices.", valueName: "file"))
         var fromVainfo: String?
@@ -42,6 +45,9 @@ extension Vaf {
             if emitProfile && fromVainfo == nil { throw ValidationError("--emit-profile needs --from-vainfo FILE") }
             if device != nil && fromVainfo != nil { throw ValidationError("--device and --from-vainfo cannot be combined") }
             if emitProfile && json { throw ValidationError("--emit-profile and --json cannot be combined") }
+            if codecs && fromVainfo != nil {
+                throw ValidationError("--codecs and --from-vainfo cannot be combined: the codecs are this machine's, not the captured one's")
+            }
         }
 
         func run() async throws {
@@ -55,16 +61,20 @@ extension Vaf {
                 let entry = capture.capabilities.map { DeviceReport(device: fromVainfo, capabilities: $0, warnings: capture.warnings) }
                     ?? DeviceReport(device: fromVainfo, diagnosis: capture.diagnosis ?? DeviceDiagnosis(
                         kind: .initializeFailed, device: fromVainfo, message: "vaInitialize failed"), warnings: capture.warnings)
-                report = ProbeReport(source: "vainfo", devices: [entry], software: Self.softwareCodecs())
+                // Another machine's capture: this machine's codecs would say nothing about it.
+                report = ProbeReport(source: "vainfo", devices: [entry], software: nil)
             } else {
                 report = ProbeReport(source: "devices", devices: HardwareProbe().run(device: device), software: Self.softwareCodecs())
             }
             if json {
+                var printed = report
+                // The ~700 codec names drown the device report: only on request.
+                if !(codecs || all) { printed.software = nil }
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-                print(String(decoding: try encoder.encode(report), as: UTF8.self))
+                print(String(decoding: try encoder.encode(printed), as: UTF8.self))
             } else {
-                print(ProbeText(report: report, all: all).render(), terminator: "")
+                print(ProbeText(report: report, all: all, listsCodecs: codecs || all).render(), terminator: "")
             }
             if requireHardware && !report.hardwareAvailable { throw ExitCode(ProbeExit.noHardware.rawValue) }
         }

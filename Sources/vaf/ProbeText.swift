@@ -5,6 +5,8 @@ import HardwareAcceleration
 struct ProbeText {
     var report: ProbeReport
     var all: Bool
+    /// Whether every software decoder and encoder is named (`--codecs`), not only counted.
+    var listsCodecs: Bool
 
     /// Software encoders worth naming next to the hardware ones.
     static let notableEncoders = ["libx264", "libx265", "libsvtav1", "libaom-av1", "librav1e", "libvpx", "libvpx-vp9", "mjpeg",
@@ -20,7 +22,7 @@ struct ProbeText {
             let notable = Self.notableEncoders.filter(software.encoders.contains)
             out.append("software (libavcodec): \(software.decoders.count) decoders, \(software.encoders.count) encoders; "
                 + "encoders for delivery: \(notable.isEmpty ? "none" : notable.joined(separator: ", "))")
-            if all {
+            if listsCodecs {
                 out.append("  decoders: " + software.decoders.joined(separator: " "))
                 out.append("  encoders: " + software.encoders.joined(separator: " "))
             }

@@ -55,6 +55,8 @@ extension Vaf {
         @Flag(help: "Print the composition it would render (each track's segments, the video composition's layers) without rendering.")
         var dryRun = false
 
+        @OptionGroup var logging: LoggingOptions
+
         func validate() throws {
             guard let chosen = ExportPreset(named: preset) else { throw ValidationError("Unknown preset '\(preset)'; see vaf transcode --list-presets.") }
             if chosen.isPassthrough { throw ValidationError("--preset \(preset) copies streams, which a timeline cannot: choose a re-encoding preset (1280x720, HEVC1920x1080, …).") }
@@ -79,6 +81,7 @@ extension Vaf {
         }
 
         func run() async throws {
+            logging.apply()
             var job = BatchJob(input: timeline, output: outputPath, preset: ExportPreset(named: preset)!, fileType: try fileType(), overwrite: overwrite)
             job.size = try size.map(Transcode.parseSize)
             job.quality = quality
@@ -117,7 +120,7 @@ extension Vaf {
             if let mix = drawing.audio { session.audioMix = mix }
             let (exported, signal) = await BatchRunner.cancellingOnSignals(Task {
                 await render.export(session, seconds: composition.duration.seconds,
-                                    frameRate: fps, display: ProgressDisplay(enabled: true), report: started)
+                                    frameRate: fps, display: ProgressDisplay(enabled: !logging.quiet), report: started)
             })
             report.job = exported
             // 128 + the signal, as shells report a process it stopped: 130 SIGINT, 143 SIGTERM, 129 SIGHUP.

@@ -88,6 +88,7 @@ extension BatchJob {
             "quality=\(quality.map(String.init) ?? "none")", "speed=\(speed?.rawValue ?? "default")",
             "audioBitRate=\(audioBitRate.map(String.init) ?? "preset")",
         ] + (watermark.map { ["watermark=\($0.url.path)@\($0.origin.x),\($0.origin.y)*\($0.opacity)"] } ?? [])
+            + (frameCountedRange.map { ["rangeInFrames=\($0.canonical)"] } ?? [])
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in fields.joined(separator: "\n").utf8 {
             hash ^= UInt64(byte)

@@ -68,6 +68,8 @@ extension Vaf {
         @Option(help: ArgumentHelp("Inputs processed at once.", valueName: "n"))
         var jobs: Int = 1
 
+        @OptionGroup var logging: LoggingOptions
+
         /// How the times are chosen.
         enum Schedule {
             case at([MediaTime]), every(MediaTime), count(Int)
@@ -132,6 +134,7 @@ extension Vaf {
         }
 
         func run() async throws {
+            logging.apply()
             let files: [BatchInput]
             do { files = try InputCollector.collect(inputs, manifests: [], outputDirectory: outputDir) } catch let error as MediaError {
                 FileHandle.standardError.write(Data("vaf thumbnails: \(error)\n".utf8))

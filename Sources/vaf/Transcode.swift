@@ -57,7 +57,7 @@ extension Vaf {
         var frameRate: String = "auto"
 
         @Option(name: .customLong("time-range"),
-                help: ArgumentHelp("Export only START-END or START+DURATION, in seconds or [HH:]MM:SS(.fff) (5-15, 5+10, 00:01:30.5-00:02:00).", valueName: "range"))
+                help: ArgumentHelp("Export only START-END or START+DURATION, in seconds, [HH:]MM:SS(.fff) or video frames (5-15, 5+10, 00:01:30.5-00:02:00, +90f).", valueName: "range"))
         var timeRange: String?
 
         @Option(help: ArgumentHelp("Replace the preset's video codec: h264, hevc, av1, vp9, mjpeg.", valueName: "codec"))
@@ -115,6 +115,8 @@ extension Vaf {
 
         @Option(help: ArgumentHelp("Take shard I of N (0-based) of the input list.", valueName: "I/N"))
         var shard: String?
+
+        @OptionGroup var logging: LoggingOptions
 
         func validate() throws {
             if listPresets { return }
@@ -203,6 +205,7 @@ extension Vaf {
         }
 
         func run() async throws {
+            logging.apply()
             if listPresets {
                 print(ExportPreset.all.map(presetLine).joined(separator: "\n"))
                 return
@@ -226,7 +229,7 @@ extension Vaf {
             // A batch is many exports in one process: keep its peak near one export's. (One
             // export gains nothing from it and would pay a mapping per large packet.)
             if plan.count > 1 { ProcessMemory.returnLargeBuffersToTheSystem() }
-            let runner = BatchRunner(jobs: plan, concurrency: jobs, progress: ProgressDisplay(enabled: true))
+            let runner = BatchRunner(jobs: plan, concurrency: jobs, progress: ProgressDisplay(enabled: !logging.quiet, total: plan.count))
             let (reports, signal) = await runner.run(onReport: { lines.write($0) })
             emit(reports)
             // 128 + the signal, as shells report a process it stopped: 130 SIGINT, 143 SIGTERM, 129 SIGHUP.
@@ -262,7 +265,9 @@ extension Vaf {
                 var job = BatchJob(input: input.path, output: path, preset: jobPreset, fileType: type, overwrite: overwrite)
                 if let p = input.preset, ExportPreset(named: p) == nil { job.planError = "unknown preset '\(p)' in the manifest" }
                 job.frameRate = try parsedFrameRate()
-                job.timeRange = try parsedTimeRange()
+                if let range = try parsedTimeRange() {
+                    if range.countsFrames { job.frameCountedRange = range } else { job.timeRange = range.resolved(frameDuration: nil) }
+                }
                 job.size = try parsedSize()
                 job.videoCodec = videoCodec.map { VideoCodec(rawValue: $0.lowercased()) }
                 job.audioCodec = audioCodec.map { AudioCodec(rawValue: $0.lowercased()) }
@@ -308,7 +313,7 @@ extension Vaf {
                 default: nil
                 }
                 guard let fps, fps > 0, fps <= 240 else {
-                    throw ValidationError("--frame-rate takes passthrough, auto or a rate in frames per second (0–240): 30, 29.97 or 30000/1001.")
+                    throw ValidationError("Bad --frame-rate '\(frameRate)': use passthrough, auto or a rate in frames per second (0–240): 30, 29.97 or 30000/1001.")
                 }
                 return .constant(fps)
             }
@@ -336,18 +341,12 @@ extension Vaf {
             return MediaTime(value: seconds * scale + fraction, timescale: Int32(scale))
         }
 
-        func parsedTimeRange() throws -> MediaTimeRange? {
+        func parsedTimeRange() throws -> TimeRangeArgument? {
             guard let timeRange else { return nil }
-            let plus = timeRange.split(separator: "+").map(String.init)
-            let dash = timeRange.split(separator: "-").map(String.init)
-            let (start, end): (MediaTime?, MediaTime?)
-            if plus.count == 2, let s = Self.parseTime(plus[0]), let d = Self.parseTime(plus[1]) { (start, end) = (s, s + d) }
-            else if dash.count == 2, let s = Self.parseTime(dash[0]), let e = Self.parseTime(dash[1]) { (start, end) = (s, e) }
-            else { (start, end) = (nil, nil) }
-            guard let start, let end, end > start else {
-                throw ValidationError("--time-range takes START-END or START+DURATION, each in seconds (90.5) or as MM:SS or HH:MM:SS(.fff), with END after START.")
+            guard let range = TimeRangeArgument(timeRange) else {
+                throw ValidationError("Bad --time-range '\(timeRange)': use START-END or START+DURATION, each in seconds (90.5), as MM:SS or HH:MM:SS(.fff), or in video frames (90f), with END after START: 00:01:30.5-00:02:00, 5+10, +90f.")
             }
-            return MediaTimeRange(start: start, end: end)
+            return range
         }
 
         func parsedSize() throws -> (width: Int, height: Int)? {
@@ -361,12 +360,23 @@ extension Vaf {
             return (parts[0], parts[1])
         }
 
-        /// The summary table: on stdout, or on stderr when stdout carries the JSON lines.
+        /// The summary table, fitted to the terminal: on stdout, or on stderr when stdout carries
+        /// the JSON lines. With `--quiet`, only each failure, one line on stderr.
         private func emit(_ reports: [JobReport]) {
+            if logging.quiet {
+                let failures = reports.filter { $0.status == .failed }.map { report in
+                    let error = report.error ?? "failed"
+                    // Most causes name their file already.
+                    return "vaf: " + JobReport.oneLine(error.hasPrefix(report.input) ? error : "\(report.input): \(error)") + "\n"
+                }
+                if !failures.isEmpty { FileHandle.standardError.write(Data(failures.joined().utf8)) }
+                return
+            }
+            let table = JobReport.table(reports, width: TerminalWidth.current())
             if json {
-                FileHandle.standardError.write(Data(JobReport.table(reports).utf8))
+                FileHandle.standardError.write(Data(table.utf8))
             } else {
-                print(JobReport.table(reports), terminator: "")
+                print(table, terminator: "")
             }
         }
     }

@@ -49,9 +49,25 @@ struct ProbeCommandTests {
         #expect(device.capabilities?.configs.count == 41)
         #expect(device.capabilities?.driver == "iHD")
         #expect(device.verdicts.first { $0.job == "AV1 encode" }?.path == .software)
-        #expect(report.software?.encoders.contains("libx264") == true)
-        #expect(report.software?.decoders.contains("h264") == true)
+        #expect(report.software == nil, "another machine's capture carries none of this machine's codecs")
         #expect(device.capabilities == (try Fixtures.capture("intel-ihd-arc-dg2.txt").capabilities))
+        #expect(device.verdicts.allSatisfy { !$0.description.contains("not reported") }, "\(device.verdicts)")
+    }
+
+    @Test
+    func softwareCodecsAreListedOnlyWithCodecs() throws {
+        let plain = try VafBinary.run(["probe", "--json"])
+        #expect(plain.status == 0, "\(plain.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(plain.stdout.utf8)) as? [String: Any])
+        #expect(object["software"] == nil, "the default JSON leaves the ~700 codec names out")
+        let listed = try VafBinary.report(["probe", "--codecs"])
+        #expect(listed.software?.encoders.contains("libx264") == true)
+        #expect(listed.software?.decoders.contains("h264") == true)
+        let text = try VafBinary.run(["probe", "--codecs"])
+        #expect(text.stdout.contains("  encoders: ") && text.stdout.contains(" libx264 "), "\(text.stdout)")
+        let capture = try Fixtures.requireVainfoDirectory().appendingPathComponent("intel-ihd-arc-dg2.txt").path
+        let refused = try VafBinary.run(["probe", "--from-vainfo", capture, "--codecs"])
+        #expect(refused.status == 64 && refused.stderr.contains("--codecs") && refused.stderr.contains("--from-vainfo"), "\(refused.stderr)")
     }
 
     @Test
@@ -62,6 +78,8 @@ struct ProbeCommandTests {
         #expect(result.stdout.contains("H.264   8-bit 4:2:0"))
         #expect(result.stdout.contains("LP only"))
         #expect(result.stdout.contains("AV1 encode: software (device lists AV1 encode (EncSliceLP) but FFmpeg 5.1 has no VA-API AV1 encoder)"))
+        #expect(!result.stdout.contains("software (libavcodec)"), "this machine's codec line is not appended to another machine's report")
+        #expect(!result.stdout.contains("not reported"))
     }
 
     @Test
@@ -104,8 +122,8 @@ struct ProbeCommandTests {
         let help = try VafBinary.run(["probe", "--help"])
         #expect(help.status == 0)
         #expect(help.stdout.contains(
-            "USAGE: vaf probe [--device <path>] [--json] [--all] [--from-vainfo <file>] [--emit-profile] [--require-hardware]"))
-        for option in ["--device <path>", "--json", "--all", "--from-vainfo <file>", "--emit-profile", "--require-hardware"] {
+            "USAGE: vaf probe [--device <path>] [--json] [--all] [--codecs] [--from-vainfo <file>] [--emit-profile] [--require-hardware]"))
+        for option in ["--device <path>", "--json", "--all", "--codecs", "--from-vainfo <file>", "--emit-profile", "--require-hardware"] {
             #expect(help.stdout.contains("  \(option) "), "\(option) has no help line")
         }
     }

@@ -19,14 +19,42 @@ import VAFoundation
     }
 
     @Test func timeRangesAndRatesInTheFormsPeopleType() throws {
-        let range = try #require(try vaf.Vaf.Transcode.parse(["x.mp4", "--time-range", "00:01:30.5-00:02:00", "--frame-rate", "30000/1001"]).parsedTimeRange())
+        let range = try #require(try vaf.Vaf.Transcode.parse(["x.mp4", "--time-range", "00:01:30.5-00:02:00", "--frame-rate", "30000/1001"])
+            .parsedTimeRange()?.resolved(frameDuration: nil))
         #expect(range.start == MediaTime(value: 905, timescale: 10) && range.end == MediaTime(value: 120, timescale: 1))
-        let plus = try #require(try vaf.Vaf.Transcode.parse(["x.mp4", "--time-range", "5+00:10"]).parsedTimeRange())
+        let plus = try #require(try vaf.Vaf.Transcode.parse(["x.mp4", "--time-range", "5+00:10"]).parsedTimeRange()?.resolved(frameDuration: nil))
         #expect(plus.end == MediaTime(value: 15, timescale: 1))
         #expect(try vaf.Vaf.Transcode.parse(["x.mp4", "--frame-rate", "30000/1001"]).parsedFrameRate() == .constant(30000.0 / 1001))
         #expect(try vaf.Vaf.Transcode.parse(["x.mp4", "--frame-rate", "29.97"]).parsedFrameRate() == .constant(29.97))
         #expect(throws: (any Error).self) { try vaf.Vaf.Transcode.parse(["x.mp4", "--frame-rate", "30/0"]).parsedFrameRate() }
         #expect(throws: (any Error).self) { try vaf.Vaf.Transcode.parse(["x.mp4", "--time-range", "2-1"]).parsedTimeRange() }
+    }
+
+    /// Frame counts resolve with the track's frame duration, exactly: 90 frames at 30000/1001
+    /// are 90090/30000 s, not 3.003 rounded.
+    @Test func timeRangesInFramesResolveExactly() throws {
+        let ntsc = MediaTime(value: 1001, timescale: 30000)
+        let first90 = try #require(TimeRangeArgument("+90f"))
+        #expect(first90.countsFrames && first90.resolved(frameDuration: nil) == nil)
+        let range = try #require(first90.resolved(frameDuration: ntsc))
+        #expect(range.start == .zero && range.duration == MediaTime(value: 90090, timescale: 30000))
+        let later = try #require(TimeRangeArgument("00:01:30.5+90f")?.resolved(frameDuration: MediaTime(value: 1, timescale: 25)))
+        #expect(later.start == MediaTime(value: 905, timescale: 10) && later.duration == MediaTime(value: 90, timescale: 25))
+        let frames = try #require(TimeRangeArgument("30f-120f")?.resolved(frameDuration: MediaTime(value: 1, timescale: 30)))
+        #expect(frames.start == MediaTime(value: 1, timescale: 1) && frames.end == MediaTime(value: 4, timescale: 1))
+        #expect(TimeRangeArgument("1-4")?.countsFrames == false)
+        for bad in ["120f-30f", "+0f", "+f", "5+-3", "1--2", "5f+", "x-2", "90"] {
+            #expect(TimeRangeArgument(bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test func frameDurationsAreExactForIntegerAndNTSCRates() {
+        let invalid = MediaTime.invalid
+        #expect(TimeRangeArgument.frameDuration(nominalFrameRate: 25, minFrameDuration: invalid) == MediaTime(value: 1, timescale: 25))
+        #expect(TimeRangeArgument.frameDuration(nominalFrameRate: Float(30000.0 / 1001), minFrameDuration: invalid) == MediaTime(value: 1001, timescale: 30000))
+        #expect(TimeRangeArgument.frameDuration(nominalFrameRate: Float(24000.0 / 1001), minFrameDuration: invalid) == MediaTime(value: 1001, timescale: 24000))
+        #expect(TimeRangeArgument.frameDuration(nominalFrameRate: 12.5, minFrameDuration: MediaTime(value: 2, timescale: 25)) == MediaTime(value: 2, timescale: 25))
+        #expect(TimeRangeArgument.frameDuration(nominalFrameRate: 0, minFrameDuration: invalid) == nil)
     }
 
     @Test func outputPathsNeverEscapeTheOutputDirectory() {

@@ -128,8 +128,12 @@ import Testing
         try Data("not a movie".utf8).write(to: odd)
         let failed = try Vaf.run(["transcode", odd.path, "--output-dir", dir.appendingPathComponent("o").path])
         #expect(failed.status == 1)
-        let row = try #require(failed.stdout.split(separator: "\n").first { $0.contains("failed:") }, "\(failed.stdout)")
-        #expect(row.contains("bad\\nname.mp4") && row.contains("not a media file"), "the whole error on one line: \(row)")
+        // The summary fits the width: the cause follows the row, wrapped at spaces onto indented lines.
+        let lines = failed.stdout.split(separator: "\n").map(String.init)
+        let row = try #require(lines.firstIndex { $0.hasSuffix("failed") && $0.hasPrefix("bad\\nname.mp4") }, "\(failed.stdout)")
+        let cause = lines[(row + 1)...].prefix { $0.hasPrefix("    ") }.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+        #expect(cause.contains("bad\\nname.mp4") && cause.contains("not a media file"), "the whole error, escaped: \(failed.stdout)")
+        #expect(!lines.contains { $0.hasPrefix("name.mp4") }, "the newline in the name is never printed raw: \(failed.stdout)")
 
         var environment = ProcessInfo.processInfo.environment
         environment["JOB_COMPLETION_INDEX"] = "1"
