@@ -65,6 +65,15 @@ extension Vaf {
         @Flag(help: "Print one JSON object per input (JSON lines) to stdout.")
         var json = false
 
+        @Option(help: ArgumentHelp("""
+            VA-API use: auto (decode and scale on the GPU when there is one, one download per image; \
+            software otherwise, and for a device failing mid-input), require (fail without a device), off.
+            """, valueName: "mode"))
+        var hw: String = "auto"
+
+        @Option(help: ArgumentHelp("VA-API device: a render node (/dev/dri/renderD129) or an X11 display (:0); default the first render node.", valueName: "path"))
+        var device: String?
+
         @Option(help: ArgumentHelp("Inputs processed at once.", valueName: "n"))
         var jobs: Int = 1
 
@@ -91,6 +100,10 @@ extension Vaf {
             if let columns, !contactSheet { throw ValidationError("--columns \(columns) lays out a contact sheet: give --contact-sheet with it.") }
             if let columns, !(1...20).contains(columns) { throw ValidationError("--columns takes 1 to 20.") }
             if jobs < 1 { throw ValidationError("--jobs takes a positive number.") }
+            guard [HardwarePolicy.auto, .require, .off].contains(HardwarePolicy(rawValue: hw.lowercased())) else {
+                throw ValidationError("--hw takes auto, require or off.")
+            }
+            if device != nil && hw.lowercased() == "off" { throw ValidationError("--device names a device for --hw auto or require, not --hw off.") }
         }
 
         func schedule() throws -> Schedule {
@@ -147,7 +160,8 @@ extension Vaf {
             let job = ThumbnailJob(schedule: try schedule(), box: try box(), exact: exact,
                                    format: Image.Format(rawValue: format.lowercased() == "jpg" ? "jpeg" : format.lowercased())!,
                                    grid: try grid(), writesVTT: vtt, outputDirectory: URL(fileURLWithPath: outputDir),
-                                   contactSheetColumns: contactSheet ? (columns ?? 4) : nil)
+                                   contactSheetColumns: contactSheet ? (columns ?? 4) : nil,
+                                   hardware: HardwarePolicy(rawValue: hw.lowercased()) ?? .auto, device: device)
             var failed = 0
             await withTaskGroup(of: ThumbnailReport.self) { group in
                 var next = 0
@@ -213,6 +227,18 @@ struct ThumbnailJob: Sendable {
     var outputDirectory: URL
     /// Set for a contact sheet: its tiles per row.
     var contactSheetColumns: Int?
+    /// Whether pictures are decoded and scaled on a VA-API device (auto, require or off), and which.
+    var hardware: HardwarePolicy = .off
+    var device: String?
+
+    /// The device images are made on, nil for the CPU; under `require`, its absence is the input's error.
+    func videoDevice(for path: String) throws(MediaError) -> VideoDevice? {
+        guard hardware != .off else { return nil }
+        do { return try VideoDevice.shared(device) } catch {
+            if hardware == .require { throw MediaError(.hardwareFailed, "--hw require: \(error.message)", path: path) }
+            return nil
+        }
+    }
 
     func run(_ input: BatchInput, index: Int, among all: [BatchInput]) async -> ThumbnailReport {
         var report = ThumbnailReport(input: input.path, status: "completed")
@@ -221,23 +247,13 @@ struct ThumbnailJob: Sendable {
             let duration = try await asset.load(.duration)
             guard duration > .zero else { throw MediaError(.corruptOrTruncated, "the file has no duration to take images from", path: input.path) }
             let times = Self.times(schedule, duration: duration)
-            let generator = AssetImageGenerator(asset: asset)
-            generator.appliesPreferredTrackTransform = true
-            generator.maximumSize = box
-            // Tiles sit next to each other in time: each must be its own picture, not the
-            // nearest keyframe again.
-            if exact || grid != nil || contactSheetColumns != nil {
-                generator.requestedTimeToleranceBefore = .zero
-                generator.requestedTimeToleranceAfter = .zero
-            }
             // Same-named inputs from different folders get the folder in the name.
             let base = Self.baseName(input, among: all)
-            var images: [(Image, MediaTime, MediaTime)] = []
-            for await result in generator.images(for: times) {
-                switch result {
-                case .success(let requested, let image, let actual): images.append((image, requested, actual))
-                case .failure(_, let error): throw error
-                }
+            let device = try videoDevice(for: input.path)
+            var images: [(Image, MediaTime, MediaTime)]
+            do { images = try await stills(of: asset, at: times, on: device) } catch let error as MediaError where error.code == .hardwareFailed && hardware == .auto {
+                // A device failing mid-input: the images are made again on the CPU.
+                images = try await stills(of: asset, at: times, on: nil)
             }
             if let columns = contactSheetColumns {
                 let tracks = try await asset.load(.tracks)
@@ -259,6 +275,28 @@ struct ThumbnailJob: Sendable {
             report.error = (error as? MediaError).map { "\($0)" } ?? "\(error)"
         }
         return report
+    }
+
+    /// The images at `times`, each with its requested and actual time, on `device` or the CPU.
+    private func stills(of asset: Asset, at times: [MediaTime], on device: VideoDevice?) async throws -> [(Image, MediaTime, MediaTime)] {
+        let generator = AssetImageGenerator(asset: asset)
+        generator.appliesPreferredTrackTransform = true
+        generator.maximumSize = box
+        generator.hardwareDevice = device
+        // Tiles sit next to each other in time: each must be its own picture, not the
+        // nearest keyframe again.
+        if exact || grid != nil || contactSheetColumns != nil {
+            generator.requestedTimeToleranceBefore = .zero
+            generator.requestedTimeToleranceAfter = .zero
+        }
+        var images: [(Image, MediaTime, MediaTime)] = []
+        for await result in generator.images(for: times) {
+            switch result {
+            case .success(let requested, let image, let actual): images.append((image, requested, actual))
+            case .failure(_, let error): throw error
+            }
+        }
+        return images
     }
 
     /// The requested times within `duration`.

@@ -429,7 +429,7 @@ private final class RGBConverter {
     let path: String
     private let device: VideoDevice?
     private var scaler: Scaler?
-    private var surfaceScaler: SurfaceScaler?
+    private var surfaceCompositor: SurfaceCompositor?
 
     init(path: String, device: VideoDevice? = nil) {
         self.path = path
@@ -468,17 +468,21 @@ private final class RGBConverter {
         return (max(1, Int(w.rounded())), max(1, Int(h.rounded())))
     }
 
-    /// `surface` scaled by the device's video processor to `width`×`height` (rounded up to even
-    /// sides, as 4:2:0 surfaces need) and downloaded: the one copy to host memory per image.
+    /// `surface` scaled by the device's video processor to `width`×`height` at the top left of a
+    /// surface with even sides (as 4:2:0 surfaces need), downloaded (the one copy to host memory
+    /// per image) and cropped to the picture.
     private func fittedOnDevice(_ surface: Frame, layout: PixelFormatID, width: Int, height: Int) throws -> Frame {
         let (w, h) = (width + width % 2, height + height % 2)
-        if surfaceScaler.map({ $0.output.width != w || $0.output.height != h || $0.output.softwareFormat != layout }) ?? true {
+        if surfaceCompositor.map({ $0.output.width != w || $0.output.height != h || $0.output.softwareFormat != layout }) ?? true {
             guard let device else { return try surface.transferToHost() }
             // Two surfaces: the one downloading and the next being drawn.
-            surfaceScaler = try SurfaceScaler(output: try SurfacePool(device: device.hardware, width: w, height: h, softwareFormat: layout, capacity: 2))
+            surfaceCompositor = try SurfaceCompositor(output: try SurfacePool(device: device.hardware, width: w, height: h, softwareFormat: layout, capacity: 2))
         }
-        let scaled = try surfaceScaler!.scale(surface, fit: .stretch)
-        return try scaled.transferToHost()
+        let layer = SurfaceLayer(source: surface, sourceRegion: PictureFit.Rectangle(x: 0, y: 0, width: surface.width, height: surface.height),
+                                 outputRegion: PictureFit.Rectangle(x: 0, y: 0, width: width, height: height))
+        let scaled = try surfaceCompositor!.draw([layer], background: 0xff00_0000, outputFullRange: surface.isFullRange == true)
+        scaled.isFullRange = surface.isFullRange
+        return try scaled.transferToHost().cropped(to: PictureFit.Rectangle(x: 0, y: 0, width: width, height: height))
     }
 
     /// A host `frame` converted to RGB at `width`×`height`.
