@@ -9,3 +9,5 @@ swift build --build-tests
 bash Hardware/docs.sh
 # A normal run takes minutes; a hung one is stopped after 30 with every thread's stack printed.
 bash Hardware/watchdog.sh 1800 swift test --skip-build
+# Two minutes of libFuzzer over asset inspection and track reading, under AddressSanitizer.
+bash Fuzz/run.sh 120
