@@ -472,10 +472,13 @@ struct TimelineBuilder {
                         continue
                     }
                     let (url, source) = try await sourceTrack(of: clip, kind: track.mediaType, where: place, cache: &tracksByFile)
-                    let range = try fileRange(of: clip, in: source, where: place, warnings: &report.warnings)
+                    let trimmed = try fileRange(of: clip, in: source, where: place, warnings: &report.warnings)
                     let changesSpeed = clip.speed != (1, 1)
-                    // A LinearTimeWarp plays the range over its length divided by the speed.
-                    let length = changesSpeed ? range.duration.multiplied(by: clip.speed.denominator, dividedBy: clip.speed.numerator) : range.duration
+                    // A LinearTimeWarp keeps the clip's length on the track (OTIO leaves time effects
+                    // out of its ranges) and plays `speed` times as much media from the same start.
+                    let length = trimmed.duration
+                    let range = changesSpeed
+                        ? playedRange(of: trimmed, at: clip.speed, in: source, where: place, warnings: &report.warnings) : trimmed
                     if changesSpeed && (pending != nil) {
                         throw fail(.invalidArgument, "\(place): a transition next to a clip with a speed change is not supported")
                     }
@@ -742,6 +745,18 @@ struct TimelineBuilder {
             warnings.append("\(place): the source range \(Self.seconds(range)) runs past the media (\(Self.seconds(media))); the rest is empty")
         }
         return range
+    }
+
+    /// The media a clip with a `LinearTimeWarp` plays: `speed` times its trimmed length, from
+    /// the same start, as OTIO's reference renderer (toucan) maps track time t to media time
+    /// start + t × time_scalar. Media that runs out is said, as for an unwarped clip.
+    func playedRange(of trimmed: MediaTimeRange, at speed: (numerator: Int32, denominator: Int32), in track: AssetTrack,
+                     where place: String, warnings: inout [String]) -> MediaTimeRange {
+        let played = MediaTimeRange(start: trimmed.start, duration: trimmed.duration.multiplied(by: speed.numerator, dividedBy: speed.denominator))
+        if played.end > track.timeRange.end, trimmed.end <= track.timeRange.end {
+            warnings.append("\(place): at speed \(String(format: "%g", Double(speed.numerator) / Double(speed.denominator))) it plays \(Self.seconds(played)), past the media (\(Self.seconds(track.timeRange))); the rest is empty")
+        }
+        return played
     }
 
     static func seconds(_ range: MediaTimeRange) -> String {
