@@ -24,6 +24,9 @@ packages=(
   bc
   # Hardware/watchdog.sh prints the stacks of a hung test run with gdb.
   gdb
+  # The OpenTimelineIO oracle tests install the opentimelineio package from PyPI into a venv
+  # (Hardware/otio-venv.sh), which needs the venv module.
+  python3-venv
 )
 
 missing=()
