@@ -84,7 +84,8 @@ extension Vaf {
             job.quality = quality
             var report = RenderReport(job: job.baseReport)
             defer { report.print(json: json) }
-            if !overwrite && FileManager.default.fileExists(atPath: job.output) {
+            // A dry run writes nothing, so an existing output does not stop it.
+            if !overwrite && !dryRun && FileManager.default.fileExists(atPath: job.output) {
                 report.job = report.job.failing("\(job.output): the output exists (use --overwrite to replace it)")
                 throw ExitCode(1)
             }

@@ -172,6 +172,11 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("edit.mp4").path), "nothing rendered")
         let text = try Vaf.run(["render", timeline, "--dry-run"])
         #expect(text.status == 0 && text.stdout.contains("(empty)") && text.stdout.contains("a.mp4"), "\(text.stdout)")
+        let existing = dir.appendingPathComponent("edit.mp4")
+        try Data("kept".utf8).write(to: existing)
+        let beside = try Vaf.run(["render", timeline, "--dry-run"])
+        #expect(beside.status == 0 && beside.stdout.contains("a.mp4"), "an existing output does not stop a dry run: \(beside.stderr)")
+        #expect(try Data(contentsOf: existing) == Data("kept".utf8), "and is left as it was")
     }
 
     @Test func usageErrorsAndAMissingTimeline() throws {
