@@ -240,6 +240,33 @@ struct OpenTimelineIOTests {
         #expect(video.renderSize == Size(width: 160, height: 120))
     }
 
+    /// README's "In Swift" lines for `vaf render`, as written there: the dissolve's timeline
+    /// exports to a movie of the timeline's length and rate (ffprobe reads it back).
+    @Test func theReadmeLibraryExampleRendersATimeline() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try await Self.clip(dir.appendingPathComponent("a.mp4"), rate: "24")
+        try await Self.clip(dir.appendingPathComponent("b.mp4"), rate: "24")
+        let fade = #"{"OTIO_SCHEMA": "Transition.1", "name": "fade", "transition_type": "SMPTE_Dissolve", "in_offset": \#(Self.time(6, 24)), "out_offset": \#(Self.time(6, 24))}"#
+        try Self.write(Self.timeline([Self.track("V", "Video", [Self.clip2("a", "a.mp4", Self.range(0, 24, 24)), fade,
+                                                                 Self.clip2("b", "b.mp4", Self.range(12, 24, 24))])]),
+                       to: dir.appendingPathComponent("edit.otio"))
+        let edit = dir.appendingPathComponent("edit.otio").path, movie = dir.appendingPathComponent("edit.mp4").path
+
+        let (composition, report) = try await OpenTimelineIO.composition(contentsOf: URL(fileURLWithPath: edit))
+        let session = ExportSession(asset: composition, preset: .preset1280x720)
+        session.videoComposition = report.videoComposition   // stacked tracks and dissolves; nil for one plain track
+        session.audioMix = report.audioMix                   // audio crossfades
+        session.frameRatePolicy = report.frameRate.map(FrameRatePolicy.constant) ?? .automatic   // the timeline's rate, as vaf render
+        let result = try await session.export(to: URL(fileURLWithPath: movie), as: .mp4)
+
+        #expect(result.videoFrames == 48, "2 s at 24 fps: \(result.videoFrames)")
+        let probe = try await ChildProcess.run(which("ffprobe")!, ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=duration,avg_frame_rate",
+                                                                   "-of", "csv=p=0", movie], timeLimit: 60)
+        let fields = probe.stdout.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",")
+        #expect(fields.first == "24/1" && abs((Double(fields.last ?? "") ?? 0) - 2) <= 1.0 / 24, "\(probe.stdout)")
+    }
+
     /// A LinearTimeWarp keeps the clip's length on the track and plays its media at the speed
     /// (OTIO's rule: 2.0 shows twice the range's media over the range's length); any other
     /// effect is an error naming it.
