@@ -579,8 +579,19 @@ struct TimelineBuilder {
         guard inOffset + outOffset > .zero else { return nil }
         do {
             if outOffset > .zero {
-                try track.removeTimeRange(MediaTimeRange(start: cut, duration: outOffset))
-                try track.insertTimeRange(MediaTimeRange(start: outgoing.range.end, duration: outOffset), of: outgoing.source, at: cut)
+                // The outgoing clip's segment is lengthened over its handle rather than followed by
+                // a second segment of the same media, which would open the file again and decode
+                // from the keyframe before the cut a second time.
+                let played = track.segments.last { !$0.isEmpty && $0.targetRange.end == cut }
+                if let played, played.timeMapping.source.end == outgoing.range.end, played.timeMapping.source.duration == played.targetRange.duration {
+                    let start = played.targetRange.start
+                    try track.removeTimeRange(MediaTimeRange(start: start, end: cut + outOffset))
+                    try track.insertTimeRange(MediaTimeRange(start: played.timeMapping.source.start, end: outgoing.range.end + outOffset),
+                                              of: outgoing.source, at: start)
+                } else {
+                    try track.removeTimeRange(MediaTimeRange(start: cut, duration: outOffset))
+                    try track.insertTimeRange(MediaTimeRange(start: outgoing.range.end, duration: outOffset), of: outgoing.source, at: cut)
+                }
             }
             try beneath.insertTimeRange(MediaTimeRange(start: incoming.range.start - inOffset, duration: inOffset + outOffset),
                                         of: incoming.source, at: cut - inOffset)
