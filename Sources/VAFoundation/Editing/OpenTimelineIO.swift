@@ -12,12 +12,15 @@ import Foundation
 /// (so timecode-based ranges such as 01:00:00:00 work), or the source time itself when the
 /// media reference gives no range.
 ///
-/// A Track's or the Stack's `source_range` keeps that part of it, from zero.
+/// A Track's or the Stack's `source_range` keeps that part of it, from zero. Transitions are
+/// dissolves (`TimelineReport.videoComposition`, `.audioMix`); a `LinearTimeWarp` keeps the
+/// clip's length and plays `time_scalar` times its media.
 ///
 /// Refused, each with a one-line `MediaError` naming the timeline file, the clip and the
-/// cause: transitions (no video composition yet), nested stacks, references other than
-/// `ExternalReference` (`MissingReference`, image sequences, generators), unknown schemas,
-/// track kinds other than Video/Audio, missing or unreadable media, malformed JSON.
+/// cause: a transition not between two clips, other effects (`FreezeFrame`, generic
+/// `Effect`s), nested stacks, references other than `ExternalReference` (`MissingReference`,
+/// image sequences, generators), unknown schemas, track kinds other than Video/Audio, missing
+/// or unreadable media, malformed JSON.
 ///
 /// Times: a `RationalTime` (value, rate) is `value / rate` seconds, kept exact as a
 /// `MediaTime` (see `mediaTime(value:rate:)`).
