@@ -80,7 +80,8 @@ let package = Package(
             dependencies: ["MediaCore", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
         .testTarget(name: "VAFoundationTests", dependencies: ["VAFoundation", "ChildProcess"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "vafTests", dependencies: ["vaf", "ExportExample", "ChildProcess", "BenchKit"]),
+        // Fixtures: the Python script that writes the OpenTimelineIO oracle tests' timelines, read by path.
+        .testTarget(name: "vafTests", dependencies: ["vaf", "ExportExample", "ChildProcess", "BenchKit"], exclude: ["Fixtures"]),
         .testTarget(name: "HardwareAccelerationTests", dependencies: ["HardwareAcceleration", "vaf", "VATestSupport"]),
         .testTarget(name: "BenchKitTests", dependencies: ["BenchKit", "vaf", "VATestSupport"]),
     ],

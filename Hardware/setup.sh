@@ -26,6 +26,9 @@ packages=(
   gdb
   # TerminalDisplayTests runs vaf transcode in detached tmux sessions of 80 and 120 columns.
   tmux
+  # The OpenTimelineIO oracle tests install the opentimelineio package from PyPI into a venv
+  # (Hardware/otio-venv.sh), which needs the venv module.
+  python3-venv
 )
 
 missing=()

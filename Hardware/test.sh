@@ -3,6 +3,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash Hardware/setup.sh
+# opentimelineio (PyPI) in .build/otio-venv, for the OpenTimelineIO oracle tests; they skip without it.
+bash Hardware/otio-venv.sh
+export VAF_OTIO_PYTHON="$PWD/.build/otio-venv/bin/python3"
 export PATH="$PATH:/opt/swift/usr/bin"
 swift build --build-tests
 # The DocC catalog builds with no warning (every symbol link resolves).

@@ -86,8 +86,11 @@ extension Vaf {
             job.size = try size.map(Transcode.parseSize)
             job.quality = quality
             var report = RenderReport(job: job.baseReport)
-            defer { report.print(json: json) }
-            if !overwrite && FileManager.default.fileExists(atPath: job.output) {
+            // A dry run prints its plan instead of the render's report.
+            var printsReport = true
+            defer { if printsReport { report.print(json: json) } }
+            // A dry run writes nothing, so an existing output does not stop it.
+            if !overwrite && !dryRun && FileManager.default.fileExists(atPath: job.output) {
                 report.job = report.job.failing("\(job.output): the output exists (use --overwrite to replace it)")
                 throw ExitCode(1)
             }
@@ -106,6 +109,7 @@ extension Vaf {
                 throw ExitCode(1)
             }
             if dryRun {
+                printsReport = false
                 let plan = RenderPlan(timeline: timeline, output: job.output, composition: composition, videoComposition: drawing.video,
                                       warnings: report.timeline?.warnings ?? [])
                 if json { JSONLines(enabled: true).write(plan) } else { Swift.print(plan.text, terminator: "") }

@@ -175,7 +175,7 @@ struct OpenTimelineIOTests {
         #expect(Self.rows(composition.tracks[0]).last == SegmentRow(file: nil, target: (Self.t(1, 2), Self.t(1, 1)), source: nil))
         #expect(report.skippedTracks == ["E"])
         #expect(Self.rows(composition.tracks[1]) == [SegmentRow(file: "a.mp4", target: (.zero, Self.t(1, 4)), source: (.zero, Self.t(1, 2)))],
-                "the warp plays 0.5 s in 0.25 s, which the track's source_range (6 frames) keeps whole")
+                "the warp plays 1 s of media over the clip's 0.5 s; the track's source_range (6 frames) keeps the first 0.25 s, 0.5 s of media")
         let expected = ["clip \"long\" (track 1 \"V\"): the source range 1.500–2.500 s runs past the media",
                         "track 3 \"E\" is empty and left out",
                         "clip \"instant\" (track 1 \"V\") lasts no time and is left out"]
@@ -228,8 +228,8 @@ struct OpenTimelineIOTests {
         let t = Self.t
         #expect(report.transitions == 1)
         #expect(composition.duration == t(2, 1), "a dissolve does not change the length")
-        #expect(Self.rows(composition.tracks[0]) == [SegmentRow(file: "a.mp4", target: (.zero, t(1, 1)), source: (.zero, t(1, 1))),
-                                                     SegmentRow(file: "a.mp4", target: (t(1, 1), t(5, 4)), source: (t(1, 1), t(5, 4))),
+        // a's segment runs on over its handle as one segment (one decode of a), b's follows.
+        #expect(Self.rows(composition.tracks[0]) == [SegmentRow(file: "a.mp4", target: (.zero, t(5, 4)), source: (.zero, t(5, 4))),
                                                      SegmentRow(file: "b.mp4", target: (t(5, 4), t(2, 1)), source: (t(3, 4), t(3, 2)))])
         #expect(Self.rows(composition.tracks[1]) == [SegmentRow(file: nil, target: (.zero, t(3, 4)), source: nil),
                                                      SegmentRow(file: "b.mp4", target: (t(3, 4), t(5, 4)), source: (t(1, 4), t(3, 4)))])
@@ -240,8 +240,36 @@ struct OpenTimelineIOTests {
         #expect(video.renderSize == Size(width: 160, height: 120))
     }
 
-    /// A LinearTimeWarp plays the clip's range at its speed: 2.0 over half the range's length,
-    /// the next clip following at once; any other effect is an error naming it.
+    /// README's "In Swift" lines for `vaf render`, as written there: the dissolve's timeline
+    /// exports to a movie of the timeline's length and rate (ffprobe reads it back).
+    @Test func theReadmeLibraryExampleRendersATimeline() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try await Self.clip(dir.appendingPathComponent("a.mp4"), rate: "24")
+        try await Self.clip(dir.appendingPathComponent("b.mp4"), rate: "24")
+        let fade = #"{"OTIO_SCHEMA": "Transition.1", "name": "fade", "transition_type": "SMPTE_Dissolve", "in_offset": \#(Self.time(6, 24)), "out_offset": \#(Self.time(6, 24))}"#
+        try Self.write(Self.timeline([Self.track("V", "Video", [Self.clip2("a", "a.mp4", Self.range(0, 24, 24)), fade,
+                                                                 Self.clip2("b", "b.mp4", Self.range(12, 24, 24))])]),
+                       to: dir.appendingPathComponent("edit.otio"))
+        let edit = dir.appendingPathComponent("edit.otio").path, movie = dir.appendingPathComponent("edit.mp4").path
+
+        let (composition, report) = try await OpenTimelineIO.composition(contentsOf: URL(fileURLWithPath: edit))
+        let session = ExportSession(asset: composition, preset: .preset1280x720)
+        session.videoComposition = report.videoComposition   // stacked tracks and dissolves; nil for one plain track
+        session.audioMix = report.audioMix                   // audio crossfades
+        session.frameRatePolicy = report.frameRate.map(FrameRatePolicy.constant) ?? .automatic   // the timeline's rate, as vaf render
+        let result = try await session.export(to: URL(fileURLWithPath: movie), as: .mp4)
+
+        #expect(result.videoFrames == 48, "2 s at 24 fps: \(result.videoFrames)")
+        let probe = try await ChildProcess.run(which("ffprobe")!, ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=duration,avg_frame_rate",
+                                                                   "-of", "csv=p=0", movie], timeLimit: 60)
+        let fields = probe.stdout.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",")
+        #expect(fields.first == "24/1" && abs((Double(fields.last ?? "") ?? 0) - 2) <= 1.0 / 24, "\(probe.stdout)")
+    }
+
+    /// A LinearTimeWarp keeps the clip's length on the track and plays its media at the speed
+    /// (OTIO's rule: 2.0 shows twice the range's media over the range's length); any other
+    /// effect is an error naming it.
     @Test func linearSpeedChangesScaleTheClipAndOtherEffectsAreRefused() async throws {
         let dir = try TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -252,9 +280,10 @@ struct OpenTimelineIOTests {
         try Self.write(Self.timeline([Self.track("V", "Video", [fast, Self.clip2("b", "a.mp4", Self.range(24, 12, 24))])]), to: file)
         let (composition, report) = try await OpenTimelineIO.composition(contentsOf: file)
         let t = Self.t
-        #expect(Self.rows(composition.tracks[0]) == [SegmentRow(file: "a.mp4", target: (.zero, t(1, 2)), source: (.zero, t(1, 1))),
-                                                     SegmentRow(file: "a.mp4", target: (t(1, 2), t(1, 1)), source: (t(1, 1), t(3, 2)))])
-        #expect(report.clips.map(\.targetRange.duration) == [t(1, 2), t(1, 2)])
+        #expect(Self.rows(composition.tracks[0]) == [SegmentRow(file: "a.mp4", target: (.zero, t(1, 1)), source: (.zero, t(2, 1))),
+                                                     SegmentRow(file: "a.mp4", target: (t(1, 1), t(3, 2)), source: (t(1, 1), t(3, 2)))])
+        #expect(report.clips.map(\.targetRange.duration) == [t(1, 1), t(1, 2)])
+        #expect(report.clips.first?.sourceRange == MediaTimeRange(start: .zero, duration: t(2, 1)), "the media the warp plays")
         let blur = #"{"OTIO_SCHEMA": "Effect.1", "name": "b", "effect_name": "GaussianBlur"}"#
         let blurred = Self.clip2("a", "a.mp4", Self.range(0, 24, 24)).replacingOccurrences(of: #""effects": []"#, with: #""effects": [\#(blur)]"#)
         try Self.write(Self.timeline([Self.track("V", "Video", [blurred])]), to: file)

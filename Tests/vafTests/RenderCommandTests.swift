@@ -162,7 +162,9 @@ import Testing
         let timeline = dir.appendingPathComponent("edit.otio").path
         let result = try Vaf.run(["render", timeline, "--dry-run", "--json"])
         #expect(result.status == 0, "\(result.stderr)")
-        let plan = try #require(try Vaf.jsonLines(result.stdout).first)
+        let printed = try Vaf.jsonLines(result.stdout)
+        #expect(printed.count == 1, "the plan alone, no render report: \(result.stdout)")
+        let plan = try #require(printed.first)
         #expect(plan["schemaVersion"] as? Int == 1)
         let tracks = try #require(plan["tracks"] as? [[String: Any]])
         let video = try #require(tracks.first { $0["mediaType"] as? String == "video" })
@@ -172,6 +174,12 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("edit.mp4").path), "nothing rendered")
         let text = try Vaf.run(["render", timeline, "--dry-run"])
         #expect(text.status == 0 && text.stdout.contains("(empty)") && text.stdout.contains("a.mp4"), "\(text.stdout)")
+        #expect(!text.stdout.contains(" s from "), "no render summary after the plan: \(text.stdout)")
+        let existing = dir.appendingPathComponent("edit.mp4")
+        try Data("kept".utf8).write(to: existing)
+        let beside = try Vaf.run(["render", timeline, "--dry-run"])
+        #expect(beside.status == 0 && beside.stdout.contains("a.mp4"), "an existing output does not stop a dry run: \(beside.stderr)")
+        #expect(try Data(contentsOf: existing) == Data("kept".utf8), "and is left as it was")
     }
 
     @Test func usageErrorsAndAMissingTimeline() throws {

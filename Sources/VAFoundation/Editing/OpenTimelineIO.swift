@@ -12,12 +12,15 @@ import Foundation
 /// (so timecode-based ranges such as 01:00:00:00 work), or the source time itself when the
 /// media reference gives no range.
 ///
-/// A Track's or the Stack's `source_range` keeps that part of it, from zero.
+/// A Track's or the Stack's `source_range` keeps that part of it, from zero. Transitions are
+/// dissolves (`TimelineReport.videoComposition`, `.audioMix`); a `LinearTimeWarp` keeps the
+/// clip's length and plays `time_scalar` times its media.
 ///
 /// Refused, each with a one-line `MediaError` naming the timeline file, the clip and the
-/// cause: transitions (no video composition yet), nested stacks, references other than
-/// `ExternalReference` (`MissingReference`, image sequences, generators), unknown schemas,
-/// track kinds other than Video/Audio, missing or unreadable media, malformed JSON.
+/// cause: a transition not between two clips, other effects (`FreezeFrame`, generic
+/// `Effect`s), nested stacks, references other than `ExternalReference` (`MissingReference`,
+/// image sequences, generators), unknown schemas, track kinds other than Video/Audio, missing
+/// or unreadable media, malformed JSON.
 ///
 /// Times: a `RationalTime` (value, rate) is `value / rate` seconds, kept exact as a
 /// `MediaTime` (see `mediaTime(value:rate:)`).
@@ -472,10 +475,13 @@ struct TimelineBuilder {
                         continue
                     }
                     let (url, source) = try await sourceTrack(of: clip, kind: track.mediaType, where: place, cache: &tracksByFile)
-                    let range = try fileRange(of: clip, in: source, where: place, warnings: &report.warnings)
+                    let trimmed = try fileRange(of: clip, in: source, where: place, warnings: &report.warnings)
                     let changesSpeed = clip.speed != (1, 1)
-                    // A LinearTimeWarp plays the range over its length divided by the speed.
-                    let length = changesSpeed ? range.duration.multiplied(by: clip.speed.denominator, dividedBy: clip.speed.numerator) : range.duration
+                    // A LinearTimeWarp keeps the clip's length on the track (OTIO leaves time effects
+                    // out of its ranges) and plays `speed` times as much media from the same start.
+                    let length = trimmed.duration
+                    let range = changesSpeed
+                        ? playedRange(of: trimmed, at: clip.speed, in: source, where: place, warnings: &report.warnings) : trimmed
                     if changesSpeed && (pending != nil) {
                         throw fail(.invalidArgument, "\(place): a transition next to a clip with a speed change is not supported")
                     }
@@ -576,8 +582,19 @@ struct TimelineBuilder {
         guard inOffset + outOffset > .zero else { return nil }
         do {
             if outOffset > .zero {
-                try track.removeTimeRange(MediaTimeRange(start: cut, duration: outOffset))
-                try track.insertTimeRange(MediaTimeRange(start: outgoing.range.end, duration: outOffset), of: outgoing.source, at: cut)
+                // The outgoing clip's segment is lengthened over its handle rather than followed by
+                // a second segment of the same media, which would open the file again and decode
+                // from the keyframe before the cut a second time.
+                let played = track.segments.last { !$0.isEmpty && $0.targetRange.end == cut }
+                if let played, played.timeMapping.source.end == outgoing.range.end, played.timeMapping.source.duration == played.targetRange.duration {
+                    let start = played.targetRange.start
+                    try track.removeTimeRange(MediaTimeRange(start: start, end: cut + outOffset))
+                    try track.insertTimeRange(MediaTimeRange(start: played.timeMapping.source.start, end: outgoing.range.end + outOffset),
+                                              of: outgoing.source, at: start)
+                } else {
+                    try track.removeTimeRange(MediaTimeRange(start: cut, duration: outOffset))
+                    try track.insertTimeRange(MediaTimeRange(start: outgoing.range.end, duration: outOffset), of: outgoing.source, at: cut)
+                }
             }
             try beneath.insertTimeRange(MediaTimeRange(start: incoming.range.start - inOffset, duration: inOffset + outOffset),
                                         of: incoming.source, at: cut - inOffset)
@@ -742,6 +759,18 @@ struct TimelineBuilder {
             warnings.append("\(place): the source range \(Self.seconds(range)) runs past the media (\(Self.seconds(media))); the rest is empty")
         }
         return range
+    }
+
+    /// The media a clip with a `LinearTimeWarp` plays: `speed` times its trimmed length, from
+    /// the same start, as OTIO's reference renderer (toucan) maps track time t to media time
+    /// start + t × time_scalar. Media that runs out is said, as for an unwarped clip.
+    func playedRange(of trimmed: MediaTimeRange, at speed: (numerator: Int32, denominator: Int32), in track: AssetTrack,
+                     where place: String, warnings: inout [String]) -> MediaTimeRange {
+        let played = MediaTimeRange(start: trimmed.start, duration: trimmed.duration.multiplied(by: speed.numerator, dividedBy: speed.denominator))
+        if played.end > track.timeRange.end, trimmed.end <= track.timeRange.end {
+            warnings.append("\(place): at speed \(String(format: "%g", Double(speed.numerator) / Double(speed.denominator))) it plays \(Self.seconds(played)), past the media (\(Self.seconds(track.timeRange))); the rest is empty")
+        }
+        return played
     }
 
     static func seconds(_ range: MediaTimeRange) -> String {
