@@ -46,6 +46,15 @@ extension Vaf {
         @Option(help: ArgumentHelp("Encode at constant quality 0–100 instead of a bit rate (55 = each encoder's usual default).", valueName: "0-100"))
         var quality: Int?
 
+        @Option(help: ArgumentHelp("""
+            VA-API use, as vaf transcode's: auto (decode, composite and encode on the GPU where it can), require, \
+            hybrid, off.
+            """, valueName: "mode"))
+        var hw: String = "auto"
+
+        @Option(help: ArgumentHelp("VA-API device: a render node (/dev/dri/renderD129) or an X11 display (:0); default the first render node.", valueName: "path"))
+        var device: String?
+
         @Flag(help: "Print a JSON report on stdout.")
         var json = false
 
@@ -63,6 +72,7 @@ extension Vaf {
             if let size { _ = try Transcode.parseSize(size) }
             if frameRate.lowercased() != "timeline" { _ = try Transcode.parseFrameRate(frameRate) }
             if let quality, !(0...100).contains(quality) { throw ValidationError("--quality takes 0 to 100 (55 is each encoder's usual default).") }
+            guard HardwarePolicy(rawValue: hw.lowercased()) != nil else { throw ValidationError("--hw takes auto, require, hybrid or off.") }
             _ = try fileType()
         }
 
@@ -85,6 +95,8 @@ extension Vaf {
             var job = BatchJob(input: timeline, output: outputPath, preset: ExportPreset(named: preset)!, fileType: try fileType(), overwrite: overwrite)
             job.size = try size.map(Transcode.parseSize)
             job.quality = quality
+            job.hardwarePolicy = HardwarePolicy(rawValue: hw.lowercased()) ?? .auto
+            job.hardwareDevice = device
             var report = RenderReport(job: job.baseReport)
             // A dry run prints its plan instead of the render's report.
             var printsReport = true
