@@ -78,7 +78,8 @@ let package = Package(
             dependencies: ["MediaCore", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
         .testTarget(name: "VAFoundationTests", dependencies: ["VAFoundation", "ChildProcess"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "vafTests", dependencies: ["vaf", "ChildProcess", "BenchKit"]),
+        // Corpus/ holds the sweep's media (CorpusSweepTests reads it from the source tree).
+        .testTarget(name: "vafTests", dependencies: ["vaf", "ChildProcess", "BenchKit"], exclude: ["Corpus"]),
         .testTarget(name: "HardwareAccelerationTests", dependencies: ["HardwareAcceleration", "vaf", "VATestSupport"]),
         .testTarget(name: "BenchKitTests", dependencies: ["BenchKit", "vaf", "VATestSupport"]),
     ],
