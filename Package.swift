@@ -80,8 +80,9 @@ let package = Package(
             dependencies: ["MediaCore", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
         .testTarget(name: "VAFoundationTests", dependencies: ["VAFoundation", "ChildProcess"], resources: [.copy("Fixtures")]),
-        // Fixtures: the Python script that writes the OpenTimelineIO oracle tests' timelines, read by path.
-        .testTarget(name: "vafTests", dependencies: ["vaf", "ExportExample", "ChildProcess", "BenchKit"], exclude: ["Fixtures"]),
+        // Fixtures: the Python script that writes the OpenTimelineIO oracle tests' timelines, read by path;
+        // Corpus/ holds the sweep's media (CorpusSweepTests reads it from the source tree).
+        .testTarget(name: "vafTests", dependencies: ["vaf", "ExportExample", "ChildProcess", "BenchKit"], exclude: ["Fixtures", "Corpus"]),
         .testTarget(name: "HardwareAccelerationTests", dependencies: ["HardwareAcceleration", "vaf", "VATestSupport"]),
         .testTarget(name: "BenchKitTests", dependencies: ["BenchKit", "vaf", "VATestSupport"]),
     ],

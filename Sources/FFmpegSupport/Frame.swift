@@ -91,6 +91,9 @@ public final class Frame: @unchecked Sendable {
         set { pointer.pointee.pkt_duration = newValue }
     }
     public var isKeyframe: Bool { pointer.pointee.key_frame != 0 }
+    /// Whether the decoder made this frame from damaged data, concealing what it could (a
+    /// corrupt slice, a missing reference): `decode_error_flags` is not zero.
+    public var isConcealed: Bool { pointer.pointee.decode_error_flags != 0 }
 
     // MARK: Video
 

@@ -319,6 +319,34 @@ import FFmpegSupport
         #expect(abs(soundDuration - 1.0) < 0.025, "audio duration \(soundDuration)")
     }
 
+    /// Variable-rate video through an encoder with B-frames: a picture held 0.325 s, then six at
+    /// 30 fps, as the Android slow-motion clip of issue 14's corpus has. The gap falls inside
+    /// the encoder's reorder window, so decode times repeat it; packets must still last as
+    /// long as their pictures, or the stream runs 0.16 s past its last picture.
+    @Test(.disabled(if: ffprobePath == nil, "ffprobe is not installed"))
+    func variableRateVideoWithBFramesLastsAsLongAsItsPictures() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("vfr.mp4")
+        let writer = try AssetWriter(url: url, fileType: .mp4)
+        let video = try AssetWriterInput(videoSettings: VideoSettings(codec: .h264, width: 64, height: 64))
+        try writer.add(video)
+        try writer.startWriting()
+        try writer.startSession(atSourceTime: .zero)
+        let frame = MediaTime(value: 1, timescale: 30)
+        var times = [(MediaTime.zero, MediaTime(value: 325, timescale: 1000))]
+        for k in 0..<6 { times.append((MediaTime(value: 325, timescale: 1000) + frame.multiplied(by: Int32(k)), frame)) }
+        for (i, (t, shown)) in times.enumerated() {
+            try await video.append(SampleBuffer(pixelBuffer: try WriterTestSupport.pattern(width: 64, height: 64, index: i), presentationTimeStamp: t, duration: shown))
+        }
+        video.markAsFinished()
+        try await writer.finishWriting()
+        let stream = try WriterTestSupport.probeStream(url, "v:0")
+        #expect(stream["nb_read_frames"] as? String == "7")
+        let duration = try WriterTestSupport.probeDuration(url)
+        #expect(abs(duration - 0.525) < 0.002, "lasts \(duration) s, its pictures 0.525 s")
+    }
+
     @Test(.disabled(if: ffprobePath == nil, "ffprobe is not installed"),
           arguments: [(VideoCodec.prores, FileType.mov, "prores"), (VideoCodec.mjpeg, FileType.mkv, "mjpeg")])
     func otherVideoCodecs(codec: VideoCodec, fileType: FileType, expected: String) async throws {

@@ -120,6 +120,9 @@ final class DecodeLoop {
     /// packets the decoder refused as damaged and skipped.
     private(set) var framesDecoded = 0
     private(set) var damagedPackets: [Int64?] = []
+    /// The presentation times of frames the decoder made from damaged data (a corrupt slice,
+    /// a missing reference), concealing what it could: decoded and counted, not skipped.
+    private(set) var concealedFrames: [Int64?] = []
     /// The decode time of the packet last sent: where a refusal at receive time happened.
     private var lastSentTime: Int64?
     /// Above this share of damaged packets the stream counts as undecodable (ffmpeg's
@@ -130,15 +133,16 @@ final class DecodeLoop {
     /// writer's queue and a VA encoder may hold (FFmpeg 5.1's decoder pools cannot grow).
     static let extraHardwareFrames = 20
 
-    /// A decoder for `stream`, decoding into VA surfaces on `hardware` when the driver takes it.
-    init(session: DemuxSession, stream: Int, hardware: HardwareDevice? = nil) throws(MediaError) {
+    /// A decoder for `stream`, decoding into VA surfaces on `hardware` when the driver takes it;
+    /// `threadCount` 0 lets FFmpeg choose.
+    init(session: DemuxSession, stream: Int, hardware: HardwareDevice? = nil, threadCount: Int = 0) throws(MediaError) {
         self.session = session
         self.stream = stream
         self.path = session.path
         let info = session.streams[stream]
         let parameters = try session.codecParameters(stream: stream)
         do throws(FFmpegError) {
-            decoder = try Decoder(parameters: parameters, timeBase: info.timeBase, hardware: hardware,
+            decoder = try Decoder(parameters: parameters, timeBase: info.timeBase, threadCount: threadCount, hardware: hardware,
                                   extraHardwareFrames: hardware == nil ? 0 : Self.extraHardwareFrames)
         } catch {
             throw MediaError(.unsupported, "cannot decode \(info.codecName) (stream \(stream))", path: session.path, underlying: error)
@@ -161,6 +165,7 @@ final class DecodeLoop {
             switch result {
             case .frame(let frame):
                 framesDecoded += 1
+                if frame.isConcealed { concealedFrames.append(frame.bestEffortTimestamp ?? frame.pts) }
                 return frame
             case .endOfStream:
                 session.finish(stream: stream)
@@ -235,13 +240,22 @@ final class DecodeLoop {
                    path: path, underlying: error)
     }
 
-    /// The damaged packets in words, nil when there were none: "3 damaged packets skipped, at 1.2 s, 4.8 s, …".
+    /// The damage in words, nil when there was none: "3 damaged packets skipped (decoder
+    /// concealment) at 1.20 s, 4.80 s, …; 2 frames decoded from damaged data (concealed) at …".
     var damageReport: String? {
-        guard !damagedPackets.isEmpty else { return nil }
         let timeBase = session.streams[stream].timeBase
-        let times = damagedPackets.prefix(5).map { $0.map { String(format: "%.2f s", time($0, timeBase).seconds) } ?? "?" }
-        return "\(damagedPackets.count) damaged packet\(damagedPackets.count == 1 ? "" : "s") skipped (decoder concealment) at " + times.joined(separator: ", ")
-            + (damagedPackets.count > 5 ? ", …" : "")
+        func times(_ list: [Int64?]) -> String {
+            list.prefix(5).map { $0.map { String(format: "%.2f s", time($0, timeBase).seconds) } ?? "?" }.joined(separator: ", ")
+                + (list.count > 5 ? ", …" : "")
+        }
+        var parts: [String] = []
+        if !damagedPackets.isEmpty {
+            parts.append("\(damagedPackets.count) damaged packet\(damagedPackets.count == 1 ? "" : "s") skipped (decoder concealment) at \(times(damagedPackets))")
+        }
+        if !concealedFrames.isEmpty {
+            parts.append("\(concealedFrames.count) frame\(concealedFrames.count == 1 ? "" : "s") decoded from damaged data (concealed) at \(times(concealedFrames))")
+        }
+        return parts.isEmpty ? nil : parts.joined(separator: "; ")
     }
 }
 

@@ -63,6 +63,10 @@ final class WriterEngine: @unchecked Sendable {
         /// Where the latest picture handed to the encoder stops being shown (its time plus its
         /// duration): the stream must last that long, which the last packet's duration makes up.
         var pictureEnd: Int64?
+        /// How long each picture handed to the encoder and not yet back as a packet is shown,
+        /// by its presentation time: encoders give packets no duration, and on variable-rate
+        /// video with B-frames the gap to the next decode time is some other picture's length.
+        var pictureDurations: [Int64: Int64] = [:]
         /// The first packet's presentation time less its decode time: the reorder delay the
         /// muxer's edit list takes off the decode timeline.
         var reorderDelay: Int64?
@@ -267,7 +271,12 @@ final class WriterEngine: @unchecked Sendable {
                 }
                 pipeline.lastPTS = t
                 let duration = shown.isNumeric ? ticks(shown, pipeline.timeBase) : 0
-                if duration > 0 { pipeline.pictureEnd = t + duration }
+                if duration > 0 {
+                    pipeline.pictureEnd = t + duration
+                    // An encoder that renumbers or drops pictures would leave entries behind.
+                    if pipeline.pictureDurations.count >= 1024 { pipeline.pictureDurations = [:] }
+                    pipeline.pictureDurations[t] = duration
+                }
                 try emit(video.encode(picture, pts: t, duration: duration), pipeline)
             } else if let audio = pipeline.audio {
                 guard case .audio(let buffer) = sample.content else {
@@ -343,6 +352,7 @@ final class WriterEngine: @unchecked Sendable {
         let resumeAt = keyframe.map { sessionStart + MediaTime(value: $0 * Int64(pipeline.timeBase.numerator), timescale: pipeline.timeBase.denominator) } ?? sessionStart
         pipeline.openGOP = []
         pipeline.pendingVideo = nil
+        pipeline.pictureDurations = [:]
         pipeline.lastPTS = nil
         pipeline.video = nil
         let plan = try WriterCodecs.videoConfiguration(settings, timeBase: old.encoder.timeBase, globalHeader: false,
@@ -448,9 +458,10 @@ final class WriterEngine: @unchecked Sendable {
 
     // MARK: Muxing
 
-    /// Queues or writes packets produced for `pipeline` (timestamps in its time base). Video
-    /// packets wait for their successor, whose decode time gives a missing duration (the
-    /// last one takes its predecessor's), so no picture ends up with zero length.
+    /// Queues or writes packets produced for `pipeline` (timestamps in its time base). A video
+    /// packet without a duration takes its picture's; failing that it waits for its successor,
+    /// whose decode time gives one (the last one takes its predecessor's), so no picture ends
+    /// up with zero length.
     private func emit(_ packets: [Packet], _ pipeline: Pipeline) throws {
         for packet in packets {
             guard pipeline.configuration.mediaType == .video else {
@@ -458,6 +469,9 @@ final class WriterEngine: @unchecked Sendable {
                 continue
             }
             if pipeline.reorderDelay == nil, let pts = packet.pts, let dts = packet.dts { pipeline.reorderDelay = pts - dts }
+            if let pts = packet.pts, let shown = pipeline.pictureDurations.removeValue(forKey: pts), packet.duration <= 0 {
+                packet.duration = shown
+            }
             if let previous = pipeline.pendingVideo {
                 if previous.duration <= 0, let a = previous.dts, let b = packet.dts, b > a { previous.duration = b - a }
                 if previous.duration > 0 { pipeline.lastDuration = previous.duration }
