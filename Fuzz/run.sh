@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer target (Fuzz/Sources/VAFFuzz) with AddressSanitizer and coverage, and runs
 # it for SECONDS (default 120) over asset inspection and a short read of every track, seeded with
-# the test fixtures. A crash, a sanitizer report, an input taking over 10 s or 3 GB fails the run:
+# the test fixtures and the real-world corpus. A crash, a sanitizer report, an input taking over 10 s or 3 GB fails the run:
 # the input is kept in Fuzz/findings/ (make it a regression file under Tests/ with a test).
 # The mutation seed is fixed (FUZZ_SEED, default 1) so that a CI failure can be replayed.
 #
@@ -18,9 +18,9 @@ swift build -c debug -Xswiftc -parse-as-library -Xswiftc -sanitize=address -Xswi
   -Xlinker "$runtime" -Xlinker -lstdc++ --product VAFFuzz >&2
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
-# Seeds: the fixtures and, where the checkout has them, the shared real clips and the inputs
+# Seeds: the fixtures, the real-world corpus and, where the checkout has them, the shared real clips and the inputs
 # that once crashed or hung vaf; the fuzzer's own finds go to the throwaway corpus.
-seeds=(../Tests/VAFoundationTests/Fixtures)
+seeds=(../Tests/VAFoundationTests/Fixtures ../Tests/vafTests/Corpus)
 for shared in ../../shared/media ../../shared/regressions; do [ -d "$shared" ] && seeds+=("$shared"); done
 mkdir -p findings
 # Leak reports are off: FFmpeg's and the Swift runtime's process-lifetime allocations are not findings.
