@@ -263,8 +263,16 @@ extension ExportSession {
                 }
                 plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: track.mediaType.rawValue, reason: reason))
             }
-            let audioTracks = Self.audioTracks(tracks, mix: s.audioMix, mixesAllByDefault: isComposition)
+            let monoPair = s.audioMix == nil && !isComposition ? Self.monoTrackPair(tracks) : nil
+            let audioTracks = monoPair ?? Self.audioTracks(tracks, mix: s.audioMix, mixesAllByDefault: isComposition)
             if var audioSettings = assistant.audioSettings, !audioTracks.isEmpty {
+                if let monoPair {
+                    // Camera and broadcast files record one microphone per mono track: the first two are left and right.
+                    audioSettings.channelCount = 2
+                    audioSettings.channelLayout = "stereo"
+                    plan.mergesMonoTracks = true
+                    plan.warnings.append("the mono audio tracks \(monoPair[0].trackID) and \(monoPair[1].trackID) are written as one stereo track (left, right)")
+                }
                 if let codec = codecs.audio { audioSettings.codec = codec }
                 if let bitRate = s.audioBitRate { audioSettings.bitRate = bitRate }
                 if let encoder = try? WriterCodecs.audioEncoderName(audioSettings) {
@@ -282,8 +290,9 @@ extension ExportSession {
                 plan.audioTracks = audioTracks
             }
             for track in tracks where track.mediaType == .audio && !audioTracks.contains(where: { $0 === track }) {
-                plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: "audio",
-                                                reason: track.sampleCount == 0 ? "the track has no samples" : "only the default audio track is exported without an audio mix"))
+                let reason = track.sampleCount == 0 ? "the track has no samples"
+                    : monoPair != nil ? "only the first two mono tracks are kept (as left and right)" : "only the default audio track is exported without an audio mix"
+                plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: "audio", reason: reason))
             }
             plan.path = plan.hardware?.path ?? .software
             plan.pathReason = plan.hardware?.reason ?? "audio is encoded in software"
@@ -368,6 +377,18 @@ extension ExportSession {
         return WriterCodecs.incompatibility(of: codec, in: fileType, mediaType: track.mediaType)
     }
 
+    /// The first two audio tracks as left and right, when the file records sound the way cameras
+    /// and broadcast recorders do: two or more enabled mono PCM tracks at one sample rate, none in
+    /// another language than the first. Nil otherwise (one track is exported, or the mix's).
+    static func monoTrackPair(_ tracks: [AssetTrack]) -> [AssetTrack]? {
+        let audio = tracks.filter { $0.mediaType == .audio && $0.sampleCount > 0 && $0.isEnabled }
+        guard audio.count >= 2, let rate = audio[0].formatDescription.audio?.sampleRate,
+              audio.allSatisfy({ $0.formatDescription.audio?.channelCount == 1 && $0.formatDescription.audio?.sampleRate == rate
+                  && $0.formatDescription.codec.hasPrefix("pcm_") && ($0.languageCode == nil || $0.languageCode == audio[0].languageCode) })
+        else { return nil }
+        return Array(audio.prefix(2))
+    }
+
     /// The audio tracks to export: those the mix names (all audio if it names none), else the
     /// default one; a composition's enabled tracks are all mixed, as AVFoundation mixes them.
     static func audioTracks(_ tracks: [AssetTrack], mix: AudioMix?, mixesAllByDefault: Bool = false) -> [AssetTrack] {
@@ -399,6 +420,8 @@ public struct ExportPlan: Sendable {
     var passthroughTracks: [AssetTrack] = []
     var videoTrack: AssetTrack?
     var audioTracks: [AssetTrack] = []
+    /// `audioTracks` are mono tracks placed side by side as the channels of one track, not mixed.
+    var mergesMonoTracks = false
 
     init(frameRatePolicy: FrameRatePolicy) {
         self.frameRatePolicy = frameRatePolicy

@@ -265,6 +265,7 @@ extension ExportSession {
             } else {
                 let mix = try AssetReaderAudioMixOutput(audioTracks: plan.audioTracks, audioSettings: pcm)
                 mix.audioMix = s.audioMix
+                mix.placesTracksAsChannels = plan.mergesMonoTracks
                 output = mix
             }
             output.audioTimePitchAlgorithm = s.audioTimePitchAlgorithm

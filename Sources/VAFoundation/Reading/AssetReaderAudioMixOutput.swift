@@ -11,6 +11,11 @@ public final class AssetReaderAudioMixOutput: AssetReaderOutput, @unchecked Send
     /// Volumes per track; nil mixes every track at full volume. Set before reading starts.
     public nonisolated(unsafe) var audioMix: AudioMix?
 
+    /// Each track's first channel becomes one channel of the output, in track order, instead
+    /// of every track being summed into every channel: mono tracks merged into one (set by an
+    /// export before reading starts).
+    nonisolated(unsafe) var placesTracksAsChannels = false
+
     private nonisolated(unsafe) var mixer: Mixer?
 
     /// Samples mixed per output buffer.
@@ -39,9 +44,13 @@ public final class AssetReaderAudioMixOutput: AssetReaderOutput, @unchecked Send
     override func prepare(session: DemuxSession, timeRange: MediaTimeRange) throws(MediaError) {
         let common = commonPCM()
         let (rate, channels) = (common.sampleRate ?? 48000, common.channelCount ?? 2)
-        let inputs = try audioTracks.map { track throws(MediaError) in
+        var mono = common
+        mono.channelCount = 1
+        mono.channelLayout = "mono"
+        let inputs = try audioTracks.enumerated().map { (index, track) throws(MediaError) in
             Mixer.Input(trackID: track.trackID,
-                        pipeline: try AudioDecodePipeline(session: session, track: track, pcm: common, timeRange: timeRange))
+                        pipeline: try AudioDecodePipeline(session: session, track: track, pcm: placesTracksAsChannels ? mono : common, timeRange: timeRange),
+                        channel: placesTracksAsChannels ? index : nil)
         }
         mixer = Mixer(inputs: inputs, sampleRate: rate, channelCount: channels, layout: audioSettings?.channelLayout,
                       output: audioSettings ?? common, mix: audioMix ?? AudioMix(), path: session.path,
@@ -74,10 +83,13 @@ public final class AssetReaderAudioMixOutput: AssetReaderOutput, @unchecked Send
             var pending: [[Float]] = []
             var start: Int64 = 0
             var ended = false
+            /// The output channel this input's one channel fills; nil: its channels sum into the output's.
+            let channel: Int?
 
-            init(trackID: Int, pipeline: any TrackPipeline) {
+            init(trackID: Int, pipeline: any TrackPipeline, channel: Int? = nil) {
                 self.trackID = trackID
                 self.pipeline = pipeline
+                self.channel = channel
             }
         }
 
@@ -128,7 +140,11 @@ public final class AssetReaderAudioMixOutput: AssetReaderOutput, @unchecked Send
                     let at = start + Int64(offset) - input.start
                     guard at >= 0 && at < Int64(length) else { continue }
                     let gain = mix.volume(trackID: input.trackID, at: MediaTime(value: start + Int64(offset), timescale: Int32(sampleRate)))
-                    for c in 0..<min(channelCount, input.pending.count) { sum[c][offset] += input.pending[c][Int(at)] * gain }
+                    if let channel = input.channel {
+                        if channel < channelCount { sum[channel][offset] += input.pending[0][Int(at)] * gain }
+                    } else {
+                        for c in 0..<min(channelCount, input.pending.count) { sum[c][offset] += input.pending[c][Int(at)] * gain }
+                    }
                 }
                 // Drop what this block consumed.
                 let consumed = Int(max(0, min(Int64(length), blockEnd - input.start)))

@@ -270,7 +270,9 @@ final class WriterEngine: @unchecked Sendable {
                     throw MediaError(.invalidArgument, "input \(i): presentation time \(pts.seconds) s is not after the previous picture's; video times must increase", path: path)
                 }
                 pipeline.lastPTS = t
-                let duration = shown.isNumeric ? ticks(shown, pipeline.timeBase) : 0
+                // Phone files often give every sample a one-tick placeholder duration (1/600 s): a
+                // picture said to last less than that floor has no duration of its own to keep.
+                let duration = shown.isNumeric && shown >= Self.shortestPictureDuration ? ticks(shown, pipeline.timeBase) : 0
                 if duration > 0 {
                     pipeline.pictureEnd = t + duration
                     // An encoder that renumbers or drops pictures would leave entries behind.
@@ -457,6 +459,9 @@ final class WriterEngine: @unchecked Sendable {
     }
 
     // MARK: Muxing
+
+    /// The shortest time a picture is taken to be shown for (2 ms: 480 frames/s still passes).
+    static let shortestPictureDuration = MediaTime(value: 1, timescale: 500)
 
     /// Queues or writes packets produced for `pipeline` (timestamps in its time base). A video
     /// packet without a duration takes its picture's; failing that it waits for its successor,
