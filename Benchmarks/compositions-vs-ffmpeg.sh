@@ -103,7 +103,8 @@ for line in open(sys.argv[1]):
     label, value = line.split()
     by.setdefault(label, []).append(float(value))
 for k, v in by.items():
-    print(f"{k:14s} median {statistics.median(v):7.2f} s [{min(v):.2f}-{max(v):.2f}]")
+    if k != "perf-share":
+        print(f"{k:14s} median {statistics.median(v):7.2f} s [{min(v):.2f}-{max(v):.2f}]")
 def ratio(base, ours, target):
     r = sorted(b / o for b, o in zip(by[base], by[ours]))
     print(f"{ours} speed vs {base}: {statistics.median(r):.3f}x [{r[0]:.3f}-{r[-1]:.3f}] (target >= {target}x)")

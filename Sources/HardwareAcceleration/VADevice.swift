@@ -2,6 +2,7 @@ internal import CVA
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
 
 /// An initialised VA-API display on a DRM render node or an X11 display: owns the display and the
 /// file descriptor or X connection under it, and terminates and closes them in `deinit`.
@@ -83,12 +84,16 @@ public final class VADevice {
     private init(path: String, display: VADisplay, connection: Connection) throws(DeviceDiagnosis) {
         let log = LibvaLog()
         let context = Unmanaged.passUnretained(log).toOpaque()
-        let record: VAMessageCallback = { context, message in
+        let recordError: VAMessageCallback = { context, message in
             guard let context, let message else { return }
-            Unmanaged<LibvaLog>.fromOpaque(context).takeUnretainedValue().append(String(cString: message))
+            Unmanaged<LibvaLog>.fromOpaque(context).takeUnretainedValue().append(String(cString: message), level: .error)
         }
-        vaSetErrorCallback(display, record, context)
-        vaSetInfoCallback(display, record, context)
+        let recordInfo: VAMessageCallback = { context, message in
+            guard let context, let message else { return }
+            Unmanaged<LibvaLog>.fromOpaque(context).takeUnretainedValue().append(String(cString: message), level: .info)
+        }
+        vaSetErrorCallback(display, recordError, context)
+        vaSetInfoCallback(display, recordInfo, context)
 
         var major: Int32 = 0, minor: Int32 = 0
         let status = vaInitialize(display, &major, &minor)
@@ -126,11 +131,33 @@ public final class VADevice {
 }
 
 /// Collects the messages libva hands its error and info callbacks, so they reach the diagnosis
-/// instead of stderr.
-final class LibvaLog {
-    private(set) var lines: [String] = []
+/// instead of stderr; `LibvaLogging.level` says which are also printed on stderr.
+final class LibvaLog: Sendable {
+    private let kept = Mutex<[String]>([])
 
-    func append(_ message: String) {
-        for line in message.split(separator: "\n") where !line.isEmpty { lines.append(String(line)) }
+    var lines: [String] { kept.withLock { $0 } }
+
+    /// libva calls back from whichever thread made the call.
+    func append(_ message: String, level: LibvaLogging.Level) {
+        let lines = message.split(separator: "\n").filter { !$0.isEmpty }.map(String.init)
+        kept.withLock { $0 += lines }
+        guard level.rawValue <= LibvaLogging.level.rawValue else { return }
+        for line in lines {
+            let text = Array("libva \(level == .error ? "error" : "info"): \(line)\n".utf8)
+            _ = text.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+        }
+    }
+}
+
+/// Which of libva's own messages are printed on stderr besides being kept for diagnoses
+/// (`vaf --verbose` prints info and errors, `--quiet` and the default none).
+public enum LibvaLogging {
+    public enum Level: Int, Sendable { case none = 0, error = 1, info = 2 }
+
+    private static let chosen = Atomic<Int>(Level.none.rawValue)
+
+    public static var level: Level {
+        get { Level(rawValue: chosen.load(ordering: .relaxed)) ?? .none }
+        set { chosen.store(newValue.rawValue, ordering: .relaxed) }
     }
 }

@@ -113,6 +113,18 @@ import VATestSupport
         #expect((1...2).contains(driver["decode_contexts_peak"]) && driver["decode_contexts_live"] == 0)
     }
 
+    /// libva's own messages (its version, the driver it loads) reach stderr with `--verbose`
+    /// only; by default they are kept for diagnoses and not printed.
+    @Test func libvaMessagesArePrintedWithVerboseOnly() throws {
+        let env = try SoftVAEnvironment.start()
+        defer { env.stop() }
+        let (quietStatus, _, quiet) = try Self.transcode([Self.source], ["--hw", "require"], options: SoftVAOptions(), env: env)
+        let (verboseStatus, _, verbose) = try Self.transcode([Self.source], ["--hw", "require", "--verbose", "--overwrite"], options: SoftVAOptions(), env: env)
+        #expect(quietStatus == 0 && verboseStatus == 0, "\(quiet.suffix(800)) \(verbose.suffix(800))")
+        #expect(!quiet.contains("libva info:"), "\(quiet.suffix(800))")
+        #expect(verbose.contains("libva info: VA-API version") && verbose.contains("libsoftva"), "\(verbose.suffix(1500))")
+    }
+
     @Test(arguments: ["decode", "vpp", "encode"])
     func aFaultMidGOPRestartsInSoftwareWithACompleteOutput(stage: String) throws {
         let env = try SoftVAEnvironment.start()

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The engine's tests under the sanitizers, since valgrind cannot run Swift binaries:
+#  - AddressSanitizer: every VAFoundationTests suite (the engine, reader, writer, export,
+#    compositions, images) and the SoftVA device paths;
+#  - ThreadSanitizer: the suites that run the pipeline's threads and queues (reader, writer,
+#    export, cancellation and failure at each stage, compositions).
+# Each builds in its own folder (.build-asan, .build-tsan). Any sanitizer report fails the run.
+#
+#     bash Hardware/sanitizers.sh [address|thread|both]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/opt/swift/usr/bin"
+which=${1:-both}
+# Leak reports are off: FFmpeg's and the Swift runtime's process-lifetime allocations are not findings.
+export ASAN_OPTIONS=detect_leaks=0:halt_on_error=1
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+engine='AssetReaderTests|AssetWriter|ExportSessionTests|PipelineSeamTests|CompositionExportTests|VideoCompositionExportTests|DecodeDamageTests|SourceClockTests'
+if [ "$which" = address ] || [ "$which" = both ]; then
+  swift build --build-tests --sanitize=address --scratch-path .build-asan
+  bash Hardware/watchdog.sh 1800 swift test --skip-build --sanitize=address --scratch-path .build-asan \
+    --filter 'VAFoundationTests|HardwareExportTests|DeviceCompositionTests'
+fi
+if [ "$which" = thread ] || [ "$which" = both ]; then
+  swift build --build-tests --sanitize=thread --scratch-path .build-tsan
+  bash Hardware/watchdog.sh 1800 swift test --skip-build --sanitize=thread --scratch-path .build-tsan --filter "$engine"
+fi
