@@ -18,15 +18,18 @@ struct TerminalDisplayTests {
         for i in 1...4 { try clip.write(to: inputs.appendingPathComponent("a-rather-long-clip-name-from-the-family-holiday-\(i).mp4")) }
         // A server of its own (-L), so the test neither sees nor disturbs anyone's sessions.
         let server = "vaf-test-\(getpid())-\(width)"
-        let command = "'\(Vaf.binary)' transcode '\(inputs.path)' --preset 640x480 --output-dir '\(dir.appendingPathComponent("out").path)' --jobs 2; echo VAF-EXIT=$?; sleep 120"
-        let started = try await ChildProcess.run(tmux, ["-L", server, "-f", "/dev/null", "new-session", "-d", "-x", "\(width)", "-y", "30", command], timeLimit: 30)
+        // The batch signals a tmux channel when it ends (a signal sent before the wait starts is
+        // kept), so the test waits for it instead of polling the screen.
+        let command = "'\(Vaf.binary)' transcode '\(inputs.path)' --preset 640x480 --output-dir '\(dir.appendingPathComponent("out").path)' --jobs 2; "
+            + "echo VAF-EXIT=$?; '\(tmux)' -L \(server) wait-for -S vaf-done; sleep 600"
+        let started = try await ChildProcess.run(tmux, ["-L", server, "-f", "/dev/null", "new-session", "-d", "-x", "\(width)", "-y", "30", command], timeLimit: 60)
         try #require(started.succeeded, "tmux new-session: \(started.stderr)")
-        var screen = ""
+        let screen: String
         do {
-            for _ in 0..<600 where !screen.contains("VAF-EXIT=") {
-                try await Task.sleep(for: .milliseconds(200))
-                screen = try await ChildProcess.run(tmux, ["-L", server, "capture-pane", "-p", "-J", "-S", "-"], timeLimit: 30).stdout
-            }
+            let ended = try await ChildProcess.run(tmux, ["-L", server, "wait-for", "vaf-done"], timeLimit: 600)
+            let capture = try await ChildProcess.run(tmux, ["-L", server, "capture-pane", "-p", "-J", "-S", "-"], timeLimit: 60)
+            try #require(ended.succeeded && capture.succeeded, "tmux wait-for: \(ended.stderr); capture-pane: \(capture.stderr)")
+            screen = capture.stdout
         } catch {
             _ = try? await ChildProcess.run(tmux, ["-L", server, "kill-server"], timeLimit: 30)
             throw error
