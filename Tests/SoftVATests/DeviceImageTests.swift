@@ -6,7 +6,8 @@ import VATestSupport
 
 /// The image generator on SoftVA: pictures decoded on the device and fitted by its video
 /// processor come down once per image, at the image's size, and look like the CPU's images.
-@Suite(.serialized) struct DeviceImageTests {
+extension HardwareExportTests {
+@Suite struct DeviceImageTests {
     @Test func imagesAreDecodedAndScaledOnTheDeviceWithOneDownloadEach() async throws {
         let dir = try TemporaryDirectory()
         let source = URL(fileURLWithPath: dir.file("h264.mov"))
@@ -55,4 +56,5 @@ import VATestSupport
             }
         }
     }
+}
 }
