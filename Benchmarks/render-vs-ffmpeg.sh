@@ -8,13 +8,14 @@
 # Same encoder settings on both sides: vaf --preset 1920x1080 --quality 55 is libx264 preset
 # medium, CRF 23, High profile, a 2 s GOP and a VBV ceiling at the sources' rate
 # (capsBitRatesAtSource), AAC at 64 kb/s a channel. An untimed first vaf render is read back
-# (x264's settings SEI, ffprobe) and ffmpeg is given its GOP, VBV and audio rate; both SEIs
-# are printed so the match can be checked. RUNS interleaved pairs; medians of wall and CPU
+# (x264's settings SEI through Benchmarks/lib/x264.sh, ffprobe) and ffmpeg is given its GOP, VBV
+# and audio rate; the x264 options that still differ are printed. RUNS interleaved pairs; medians of wall and CPU
 # time, and the speed ratio ffmpeg wall / vaf wall per pair: median [min-max].
 #
 #     bash Benchmarks/render-vs-ffmpeg.sh [SECONDS] [RUNS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source Benchmarks/lib/x264.sh
 seconds=${1:-4}
 runs=${2:-5}
 work=$(mktemp -d)
@@ -57,17 +58,12 @@ graph+="[0:a][1:a]acrossfade=d=1[xa];[xa][2:a]concat=n=2:v=0:a=1[a]"
 
 # vaf's encoder settings, read from an untimed first render.
 "$vaf" render "$work/edit.otio" -o "$work/warmup.mp4" --preset 1920x1080 --quality 55 >/dev/null 2>&1
-sei() { strings -n 20 "$1" | grep -m1 -o 'x264 - core.*' | tr ' ' '\n' | grep -E '^(keyint|keyint_min|crf|vbv_maxrate|vbv_bufsize|bframes|ref|subme|me|trellis|rc_lookahead|rc)=' | tr '\n' ' '; }
-setting() { sei "$work/warmup.mp4" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 channels=$(ffprobe -v error -select_streams a:0 -show_entries stream=channels -of csv=p=0 "$work/warmup.mp4")
-x264=(-c:v libx264 -preset medium -crf 23 -profile:v high -pix_fmt yuv420p -g "$(setting keyint)" -keyint_min "$(setting keyint_min)")
-vbv=$(setting vbv_maxrate)
-[ -n "$vbv" ] && x264+=(-maxrate "${vbv}k" -bufsize "$(setting vbv_bufsize)k")
+x264=(-c:v libx264 -preset medium -crf 23 -profile:v high -pix_fmt yuv420p -x264-params "$(x264_params_of "$work/warmup.mp4")")
 aac=(-c:a aac -b:a $((64000 * channels)) -ac "$channels")
 ffmpeg -v error -y -i "$work/clip1.mp4" -i "$work/clip2.mp4" -i "$work/clip3.mp4" -filter_complex "$graph" -map "[v]" -map "[a]" \
   "${x264[@]}" "${aac[@]}" "$work/warmup-ffmpeg.mp4"
-echo "# vaf x264:    $(sei "$work/warmup.mp4")"
-echo "# ffmpeg x264: $(sei "$work/warmup-ffmpeg.mp4")"
+echo "# x264 options that still differ between vaf and ffmpeg: $(x264_differences "$work/warmup.mp4" "$work/warmup-ffmpeg.mp4" | tr '\n' ' ')"
 echo "# ffmpeg: ${x264[*]} ${aac[*]} -filter_complex \"$graph\""
 
 measure() { # label command...: prints label, wall s, CPU s (user + system)
