@@ -138,7 +138,7 @@ struct PipelineSeamTests {
         }
         _ = try await session.export(to: dir.appendingPathComponent("out.mp4"), as: .mp4)
         // The lanes' pacing window plus one batch of copied packets.
-        let bound = ExportSession.laneWindow + ExportSession.packetBatchSpan
+        let bound = PipelineBounds.laneWindow + PipelineBounds.packetBatchSpan
         let spread = worst.withLock { $0 }
         #expect(spread > .zero)
         #expect(spread <= bound, "one track ran \(spread.seconds) s ahead of another at the writer (bound \(bound.seconds) s)")

@@ -76,6 +76,17 @@ public final class SampleBuffer: @unchecked Sendable {
     /// Bytes of compressed data (`CMSampleBufferGetTotalSampleSize`); 0 for decoded samples.
     public var totalSampleSize: Int { packet?.size ?? 0 }
 
+    /// The host memory the sample holds: a packet's payload, a host picture's pixels, audio's
+    /// samples. A picture on a GPU surface holds none (its surface pool bounds it). What the
+    /// writer's inputs count against `PipelineBounds.writerQueuedBytes`.
+    var hostByteCount: Int {
+        switch content {
+        case .compressed: totalSampleSize
+        case .pixelBuffer(let picture): picture.isSurfaceBacked ? 0 : picture.frame.hostImageByteCount
+        case .audio(let audio): audio.frame.sampleCount * audio.frame.channelCount * audio.frame.sampleFormat.bytesPerSample
+        }
+    }
+
     /// Calls `body` with a compressed sample's bytes (empty for decoded samples).
     public func withUnsafeDataBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         guard let packet else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }

@@ -3,7 +3,7 @@ import FFmpegSupport
 /// Composited pictures of several video tracks (`AVAssetReaderVideoCompositionOutput`): at
 /// every `frameDuration` step of the video composition, the picture each track shows then
 /// goes to the compositor with the instruction in effect, and its result comes out.
-// @unchecked: `videoComposition`, `customVideoCompositor` are set before reading starts and `pipeline`, `scaler` are used by the output's one consumer, serialised by its queue.
+// @unchecked: `videoComposition`, `customVideoCompositor` are set before reading starts and `pipeline`, `scaler` are used by the output's one consumer, serialised by its thread.
 public final class AssetReaderVideoCompositionOutput: AssetReaderOutput, @unchecked Sendable {
     public let videoTracks: [AssetTrack]
     /// The pixel format and size of the pictures that come out (`videoSettings`); nil keeps
@@ -238,7 +238,7 @@ final class VideoCompositionPipeline: TrackPipeline {
 
     /// Pictures the compositor renders into: the writer's queue and the encoder's look-ahead
     /// hold some while the next is drawn.
-    static let renderPoolCapacity = 16
+    static let renderPoolCapacity = PipelineBounds.compositionRenderPictures
 
     /// Draws on the device instead of `compositor`, when the output decodes there.
     private let deviceCompositor: DeviceCompositor?

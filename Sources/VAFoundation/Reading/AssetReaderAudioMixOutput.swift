@@ -2,7 +2,7 @@ import FFmpegSupport
 
 /// Mixes several audio tracks into one PCM stream (`AVAssetReaderAudioMixOutput`), applying the
 /// `audioMix` volumes. Tracks are converted to a common rate and layout, aligned by time, and summed.
-// @unchecked: `audioMix` is set before reading starts and `mixer` is used by the output's one consumer, serialised by its queue.
+// @unchecked: `audioMix` is set before reading starts and `mixer` is used by the output's one consumer, serialised by its thread.
 public final class AssetReaderAudioMixOutput: AssetReaderOutput, @unchecked Sendable {
     public let audioTracks: [AssetTrack]
     /// The PCM layout of the mix; nil gives 32-bit float, non-interleaved, at the highest rate

@@ -6,7 +6,7 @@ import Synchronization
 ///
 /// `copyNextSampleBuffer()` blocks while it reads and decodes; `sampleBuffers` does the same
 /// work off Swift's cooperative pool. One consumer at a time per output.
-// @unchecked: open for subclassing (so not checkable); its own state is behind `state`'s mutex and the blocking work runs on `queue`.
+// @unchecked: open for subclassing (so not checkable); its own state is behind `state`'s mutex and the blocking work runs on `stage`.
 public class AssetReaderOutput: @unchecked Sendable {
     public let mediaType: MediaType
     /// Hand out deep copies instead of shared references to decoded pictures and audio
@@ -30,8 +30,8 @@ public class AssetReaderOutput: @unchecked Sendable {
     /// Set while a thread is producing a sample: the decoders behind an output are confined to
     /// one consumer at a time, and a second one is refused instead of racing it.
     private let producing = Atomic<Bool>(false)
-    /// Serialises the blocking work of `copyNextSampleBuffer` for async consumers.
-    private let queue = DispatchQueue(label: "vafoundation.reader-output")
+    /// The output's own thread: the blocking work of `copyNextSampleBuffer` for async consumers.
+    private let stage = StageThread(name: "VAFoundation.reader")
 
     init(mediaType: MediaType) {
         self.mediaType = mediaType
@@ -118,10 +118,10 @@ public class AssetReaderOutput: @unchecked Sendable {
     }
 
     /// Closes the decoders and converters (and the device contexts under them) now, on the
-    /// output's queue: called once the output's consumer is done, so that the device can be
+    /// output's thread: called once the output's consumer is done, so that the device can be
     /// handed on at once. The output returns nil from then on.
     func releaseResources() {
-        queue.sync {
+        stage.sync {
             state.withLock { $0.finished = true }
             dropPipeline()
         }
@@ -130,16 +130,16 @@ public class AssetReaderOutput: @unchecked Sendable {
     /// Lets go of what `prepare` made; overridden by outputs that hold a pipeline.
     func dropPipeline() {}
 
-    /// The samples as an async sequence; the blocking work runs on a dedicated queue.
+    /// The samples as an async sequence; the blocking work runs on the output's thread.
     public var sampleBuffers: SampleBufferSequence { SampleBufferSequence(output: self) }
 
     /// Up to `maximumCount` samples spanning at most `maximumSpan` of decode time, read in one
-    /// go on the output's queue, off the cooperative pool; empty at the end. For compressed
+    /// go on the output's thread, off the cooperative pool; empty at the end. For compressed
     /// samples, which are many and small. The span keeps a sparse track from making the
     /// shared demuxer queue far ahead for the others.
     func nextBatchAsync(maximumCount: Int, maximumSpan: MediaTime) async throws -> [SampleBuffer] {
         try await withCheckedThrowingContinuation { continuation in
-            queue.async {
+            stage.async {
                 continuation.resume(with: Result {
                     var batch: [SampleBuffer] = []
                     batch.reserveCapacity(maximumCount)
@@ -155,10 +155,10 @@ public class AssetReaderOutput: @unchecked Sendable {
         }
     }
 
-    /// Runs `copyNextSampleBuffer` on the output's queue, off the cooperative pool.
+    /// Runs `copyNextSampleBuffer` on the output's thread, off the cooperative pool.
     func nextAsync() async throws -> SampleBuffer? {
         try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try self.copyNextSampleBuffer() }) }
+            stage.async { continuation.resume(with: Result { try self.copyNextSampleBuffer() }) }
         }
     }
 }
@@ -190,7 +190,7 @@ public enum ReaderOutputSettings: Sendable, Hashable {
 
 /// The samples of one track (`AVAssetReaderTrackOutput`): compressed as stored when
 /// `outputSettings` is nil, else decoded and converted.
-// @unchecked: `pipeline` is set by `prepare` before reading and then used by the output's one consumer, serialised by its queue.
+// @unchecked: `pipeline` is set by `prepare` before reading and then used by the output's one consumer, serialised by its thread.
 public final class AssetReaderTrackOutput: AssetReaderOutput, @unchecked Sendable {
     public let track: AssetTrack
     public let outputSettings: ReaderOutputSettings?

@@ -287,10 +287,10 @@ final class VideoDecodePipeline: TrackPipeline {
     private var lastEnd: Int64?
     /// Surfaces the reader's video processor renders into: enough for the writer's queue, a
     /// VA encoder's look-ahead and a frame-rate converter's held picture.
-    static let surfacePoolCapacity = 16
+    static let surfacePoolCapacity = PipelineBounds.readerSurfaces
     /// Host frames recycled for converted pictures: the writer's queue, the lane's picture and
     /// a frame-rate converter's; more in use at once are allocated and freed as before.
-    static let hostFramePoolCapacity = 8
+    static let hostFramePoolCapacity = PipelineBounds.readerHostFrames
 
     init(session: DemuxSession, track: AssetTrack, attributes: PixelBufferAttributes, timeRange: MediaTimeRange,
          device: VideoDevice? = nil, observations: StageObservations? = nil) throws(MediaError) {

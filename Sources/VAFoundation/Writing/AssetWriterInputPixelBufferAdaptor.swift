@@ -9,7 +9,7 @@ public final class AssetWriterInputPixelBufferAdaptor: Sendable {
     public let sourcePixelBufferAttributes: PixelBufferAttributes
     /// How many pictures the pool may allocate: enough for the queued samples, the encoder
     /// and the caller's own.
-    public static let poolCapacity = WriterCore.maximumQueuedSamples + 6
+    public static let poolCapacity = PipelineBounds.adaptorPictures
     private let pool = Mutex<PixelBufferPool?>(nil)
 
     /// An adaptor for `input`, which must be a video input not yet writing. Throws

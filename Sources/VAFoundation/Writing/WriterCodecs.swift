@@ -175,7 +175,7 @@ enum WriterCodecs {
 
     /// Surfaces a VA encoder's input pool holds: pictures uploaded or scaled for it while it
     /// looks ahead (B-frames, async depth).
-    static let hardwareInputSurfaces = 12
+    static let hardwareInputSurfaces = PipelineBounds.vaEncoderInputSurfaces
 
     /// The VA-API encoder (`h264_vaapi`) and configuration for `settings` on `device`: the
     /// low-power entry point when it is the only one, rate control from the settings among

@@ -5,24 +5,20 @@ import Glibc
 import Synchronization
 
 /// The shared state of one writer: its status, the inputs' back-pressure bookkeeping and the
-/// serial queue that owns the encoders and the muxer. `AssetWriter` and its inputs hold it;
+/// thread that owns the encoders and the muxer. `AssetWriter` and its inputs hold it;
 /// it holds neither, so dropping the writer mid-write can cancel it.
 ///
-/// Threads: every FFmpeg call runs on `queue` (a serial `DispatchQueue`, never Swift's
+/// Threads: every FFmpeg call runs on `stage`, the writer's own thread (never Swift's
 /// cooperative pool). Callers on any thread change `state` under its mutex; appends are
-/// handed to `queue` with the sample; async callers wait on continuations resumed whenever
+/// handed to `stage` with the sample; async callers wait on continuations resumed whenever
 /// something that affects readiness changes.
 final class WriterCore: Sendable {
-    /// Samples an input may have queued but not yet encoded before it reports not ready.
-    static let maximumQueuedSamples = 4
-    /// How far (seconds) an input may run ahead of the slowest unfinished input. Camera files
-    /// store about a second of one track before the next (an iPhone movie opens with 1.02 s of
-    /// audio), so a program copying such a file in file order must fit in the window.
-    static let interleavingWindow = MediaTime(value: 2, timescale: 1)
-
+    /// One input's side of the channel into the writer's thread: what it has queued there,
+    /// counted in samples and in bytes, each bounded (`PipelineBounds`).
     struct InputState {
         var mediaType: MediaType
         var queued = 0
+        var queuedBytes = 0
         /// Presentation time of the latest sample appended.
         var latest = MediaTime.invalid
         var finished = false
@@ -50,15 +46,16 @@ final class WriterCore: Sendable {
         var changes: UInt64 = 0
     }
 
-    let queue: DispatchQueue
+    /// The writer's thread: the encoders and the muxer live on it.
+    let stage: StageThread
     let state = Mutex(State())
     let destinationPath: String
-    /// Told the written duration each time a packet reaches the file (on the writer's queue).
+    /// Told the written duration each time a packet reaches the file (on the writer's thread).
     let writeObserver = Mutex<(@Sendable (Double) -> Void)?>(nil)
 
     init(destinationPath: String) {
         self.destinationPath = destinationPath
-        queue = DispatchQueue(label: "VAFoundation.AssetWriter")
+        stage = StageThread(name: "VAFoundation.writer")
     }
 
     var status: AssetWriter.Status { state.withLock { $0.status } }
@@ -78,12 +75,13 @@ final class WriterCore: Sendable {
     private static func ready(_ i: Int, _ s: State) -> Bool {
         guard s.status == .writing, i < s.inputs.count else { return false }
         let input = s.inputs[i]
-        guard !input.finished, input.queued < maximumQueuedSamples else { return false }
+        guard !input.finished, input.queued < PipelineBounds.writerQueuedSamples(for: input.mediaType),
+              input.queued == 0 || input.queuedBytes < PipelineBounds.writerQueuedBytes else { return false }
         guard input.latest.isNumeric else { return true }
         for (j, other) in s.inputs.enumerated() where j != i && !other.finished {
             let position = other.latest.isNumeric ? other.latest : s.sessionStart
             guard position.isNumeric else { continue }
-            if input.latest - position > interleavingWindow { return false }
+            if input.latest - position > PipelineBounds.interleavingWindow { return false }
         }
         return true
     }
@@ -91,7 +89,7 @@ final class WriterCore: Sendable {
     /// Decides, under the lock, whether `count` samples of input `i`, the latest at `time`,
     /// may be queued now, and books them if so. A batch is booked whole: the input is not
     /// ready again until it has been written.
-    private func decide(_ i: Int, _ time: MediaTime, count: Int = 1, _ s: inout State) -> Decision {
+    private func decide(_ i: Int, _ time: MediaTime, count: Int, bytes: Int, _ s: inout State) -> Decision {
         guard s.status == .writing, let engine = s.engine else {
             return .failed(s.error ?? MediaError(.invalidState, "cannot append: the writer is \(s.status), not writing", path: destinationPath))
         }
@@ -107,16 +105,17 @@ final class WriterCore: Sendable {
         }
         guard Self.ready(i, s) else { return .notReady }
         s.inputs[i].queued += count
+        s.inputs[i].queuedBytes += bytes
         if !s.inputs[i].latest.isNumeric || time > s.inputs[i].latest { s.inputs[i].latest = time }
         return .submit(engine)
     }
 
     /// Queues `sample` if input `i` is ready; false when it is not (back-pressure).
     func appendImmediately(_ sample: SampleBuffer, input i: Int) throws(MediaError) -> Bool {
-        let decision = state.withLock { decide(i, sample.presentationTimeStamp, &$0) }
+        let decision = state.withLock { decide(i, sample.presentationTimeStamp, count: 1, bytes: sample.hostByteCount, &$0) }
         switch decision {
         case .submit(let engine):
-            submit([sample], input: i, engine: engine)
+            submit([sample], bytes: sample.hostByteCount, input: i, engine: engine)
             return true
         case .notReady, .retry: return false
         case .failed(let error): throw error
@@ -130,16 +129,17 @@ final class WriterCore: Sendable {
     }
 
     /// Waits until input `i` is ready, then queues `samples` (in order) as one job for the
-    /// writer's queue: copied packets cross threads a batch at a time, not one by one.
+    /// writer's thread: copied packets cross threads a batch at a time, not one by one.
     func append(_ samples: [SampleBuffer], input i: Int) async throws(MediaError) {
         guard let newest = samples.map(\.presentationTimeStamp).max() ?? samples.first?.presentationTimeStamp else { return }
         let time = samples.contains { !$0.presentationTimeStamp.isNumeric } ? .invalid : newest
+        let bytes = samples.reduce(0) { $0 + $1.hostByteCount }
         while true {
             if Task.isCancelled { throw MediaError(.cancelled, "input \(i): the appending task was cancelled", path: destinationPath) }
             let decision = await withTaskCancellationHandler {
                 await withCheckedContinuation { (c: CheckedContinuation<Decision, Never>) in
                     let now = state.withLock { s -> Decision? in
-                        let d = decide(i, time, count: samples.count, &s)
+                        let d = decide(i, time, count: samples.count, bytes: bytes, &s)
                         // Checked under the lock: a cancellation after it finds this waiter parked.
                         if case .notReady = d, !Task.isCancelled {
                             s.waiters.append(c)
@@ -154,7 +154,7 @@ final class WriterCore: Sendable {
             }
             switch decision {
             case .submit(let engine):
-                submit(samples, input: i, engine: engine)
+                submit(samples, bytes: bytes, input: i, engine: engine)
                 return
             case .failed(let error): throw error
             case .notReady, .retry: continue
@@ -210,9 +210,11 @@ final class WriterCore: Sendable {
         }
     }
 
-    private func submit(_ samples: [SampleBuffer], input i: Int, engine: WriterEngine) {
+    /// Hands booked samples (`bytes` of host memory) to the writer's thread; their booking is
+    /// released once they are written.
+    private func submit(_ samples: [SampleBuffer], bytes: Int, input i: Int, engine: WriterEngine) {
         wakeWaiters()
-        queue.async { [self] in
+        stage.async { [self] in
             do {
                 for sample in samples { try engine.process(sample, input: i) }
             } catch {
@@ -224,7 +226,10 @@ final class WriterCore: Sendable {
                     fail(error, engine: engine)
                 }
             }
-            state.withLock { $0.inputs[i].queued -= samples.count }
+            state.withLock { s in
+                s.inputs[i].queued -= samples.count
+                s.inputs[i].queuedBytes -= bytes
+            }
             wakeWaiters()
         }
     }
@@ -241,7 +246,7 @@ final class WriterCore: Sendable {
             return engine
         }
         let outcome: Result<Void, any Error> = await withCheckedContinuation { c in
-            queue.async { [self] in
+            stage.async { [self] in
                 c.resume(returning: Result { try body(WriterThreadSink(core: self, engine: engine)) })
             }
         }
@@ -259,7 +264,7 @@ final class WriterCore: Sendable {
             return engine
         }
         let outcome: Result<(resumeAt: MediaTime, framesKept: Int), MediaError> = await withCheckedContinuation { c in
-            queue.async {
+            stage.async {
                 c.resume(returning: Result { () throws(MediaError) in try engine.resumeInSoftware(input: i) })
             }
         }
@@ -280,7 +285,7 @@ final class WriterCore: Sendable {
         }
         wakeWaiters()
         guard let engine else { return }
-        queue.async { [self] in
+        stage.async { [self] in
             do { try engine.finishInput(i) } catch { fail(error, engine: engine) }
         }
     }
@@ -296,16 +301,16 @@ final class WriterCore: Sendable {
 
     // MARK: Lifecycle
 
-    /// Opens the encoders and the temporary file (on the queue, waiting for it).
+    /// Opens the encoders and the temporary file (on the writer's thread, waiting for it).
     func start(_ configuration: WriterConfiguration, inputs: [WriterInputConfiguration]) throws(MediaError) {
-        let engine = WriterEngine(configuration: configuration, queue: queue, didWrite: writeObserver.withLock { $0 })
+        let engine = WriterEngine(configuration: configuration, stage: stage, didWrite: writeObserver.withLock { $0 })
         try state.withLock { s throws(MediaError) in
             guard s.status == .unknown else {
                 throw MediaError(.invalidState, "startWriting was already called (the writer is \(s.status))", path: destinationPath)
             }
             s.engine = engine
         }
-        let outcome: Result<Void, MediaError> = queue.sync {
+        let outcome: Result<Void, MediaError> = stage.sync {
             do throws(MediaError) { try engine.open(inputs) } catch {
                 engine.abandon()
                 return .failure(error)
@@ -350,7 +355,7 @@ final class WriterCore: Sendable {
             s.sessionStart = time
             return engine
         }
-        queue.async { engine.startSession(at: time) }
+        stage.async { engine.startSession(at: time) }
         wakeWaiters()
     }
 
@@ -364,7 +369,7 @@ final class WriterCore: Sendable {
             }
             return engine
         }
-        queue.async { engine.endSession(at: time) }
+        stage.async { engine.endSession(at: time) }
     }
 
     /// Marks every input finished, flushes, writes the trailer and moves the file into place.
@@ -378,7 +383,7 @@ final class WriterCore: Sendable {
         }
         wakeWaiters()
         let result: Result<Void, MediaError> = await withCheckedContinuation { c in
-            queue.async { [self] in
+            stage.async { [self] in
                 do throws(MediaError) {
                     try engine.finish()
                     let cancelled = state.withLock { s -> Bool in
@@ -408,15 +413,15 @@ final class WriterCore: Sendable {
             guard s.status == .writing || s.status == .unknown else { return }
             s.status = .cancelled
             // Queued under the lock, so a later cancel's wait below comes after it.
-            if let engine = s.engine { queue.async { engine.abandon() } }
+            if let engine = s.engine { stage.async { engine.abandon() } }
             s.engine = nil
         }
         wakeWaiters()
         // Returns once the partial file is deleted, also when another thread cancelled first.
-        queue.sync {}
+        stage.sync {}
     }
 
-    /// Records a failure (on the queue) and deletes the partial output.
+    /// Records a failure (on the writer's thread) and deletes the partial output.
     fileprivate func fail(_ error: any Error, engine: WriterEngine) {
         let mediaError = error as? MediaError ?? MediaError(.writeFailed, "\(error)", path: destinationPath)
         state.withLock { s in
@@ -431,7 +436,7 @@ final class WriterCore: Sendable {
 }
 
 /// The engine as a writer-thread stage sees it (`WriterCore.runOnWriterThread`). Every call
-/// checks that it runs on the writer's queue: the engine's FFmpeg contexts never leave it.
+/// checks that it runs on the writer's thread: the engine's FFmpeg contexts never leave it.
 struct WriterThreadSink {
     fileprivate let core: WriterCore
     fileprivate let engine: WriterEngine
@@ -441,7 +446,7 @@ struct WriterThreadSink {
 
     /// Encodes or copies `sample` into input `input` at once; an error fails the writer.
     func write(_ sample: SampleBuffer, input: Int) throws(MediaError) {
-        dispatchPrecondition(condition: .onQueue(core.queue))
+        core.stage.preconditionIsCurrent()
         do { try engine.process(sample, input: input) } catch {
             core.fail(error, engine: engine)
             throw core.error ?? error
@@ -450,7 +455,7 @@ struct WriterThreadSink {
 
     /// Ends the session at `time`, as `AssetWriter.endSession(atSourceTime:)` does.
     func endSession(at time: MediaTime) {
-        dispatchPrecondition(condition: .onQueue(core.queue))
+        core.stage.preconditionIsCurrent()
         engine.endSession(at: time)
     }
 }

@@ -38,10 +38,10 @@ struct WriterConfiguration: Sendable {
 }
 
 /// The encoders, the muxer and the timing state of one writer. Every member is touched only
-/// on the writer's serial queue (`WriterCore.queue`), which is what makes the unchecked
-/// `Sendable` conformance sound: FFmpeg contexts never leave that queue. Each entry point
-/// checks it runs there (`dispatchPrecondition`), so a call from elsewhere traps at once.
-// @unchecked: confined to the writer's queue, checked at every entry point.
+/// on the writer's thread (`WriterCore.stage`), which is what makes the unchecked
+/// `Sendable` conformance sound: FFmpeg contexts never leave that thread. Each entry point
+/// checks it runs there (`StageThread.preconditionIsCurrent`), so a call from elsewhere traps at once.
+// @unchecked: confined to the writer's thread, checked at every entry point.
 final class WriterEngine: @unchecked Sendable {
     /// One input's stage, stream and held-back packets.
     final class Pipeline {
@@ -94,23 +94,21 @@ final class WriterEngine: @unchecked Sendable {
     private var sessionStart = MediaTime.invalid
     private var sessionEnd = MediaTime.invalid
     private(set) var closed = false
-    /// Audio packets this close to the newest one stay held, so a later `endSession` can still trim them.
-    private static let audioHoldback = 1.0
 
     /// Told the written duration (`writtenSeconds`) after each packet reaches the muxer.
     private let didWrite: (@Sendable (Double) -> Void)?
 
-    /// The writer's queue, the only one the engine runs on.
-    private let queue: DispatchQueue
+    /// The writer's thread, the only one the engine runs on.
+    private let stage: StageThread
 
-    init(configuration: WriterConfiguration, queue: DispatchQueue, didWrite: (@Sendable (Double) -> Void)? = nil) {
+    init(configuration: WriterConfiguration, stage: StageThread, didWrite: (@Sendable (Double) -> Void)? = nil) {
         self.configuration = configuration
-        self.queue = queue
+        self.stage = stage
         self.didWrite = didWrite
     }
 
-    /// Traps unless called on the writer's queue: the engine's FFmpeg contexts live there.
-    private func checkConfinement() { dispatchPrecondition(condition: .onQueue(queue)) }
+    /// Traps unless called on the writer's thread: the engine's FFmpeg contexts live there.
+    private func checkConfinement() { stage.preconditionIsCurrent() }
 
     /// Seconds of media (after the session start) each input has handed to the muxer, and
     /// whether it is finished; readable from any thread.
@@ -419,7 +417,7 @@ final class WriterEngine: @unchecked Sendable {
         }
         self.muxer = nil
         closed = true
-        // The encoders (and the device contexts under them) go now, on this queue, not whenever
+        // The encoders (and the device contexts under them) go now, on this thread, not whenever
         // the last reference to the engine happens to drop: the writer's caller may hand the
         // device to the next export as soon as this returns.
         pipelines = []
@@ -532,7 +530,7 @@ final class WriterEngine: @unchecked Sendable {
     /// Writes held audio packets older than the holdback window.
     private func releaseHeldAudio(_ pipeline: Pipeline) throws {
         guard let newest = pipeline.held.last?.pts else { return }
-        let window = Int64(Self.audioHoldback * Double(pipeline.timeBase.denominator) / Double(pipeline.timeBase.numerator))
+        let window = ticks(PipelineBounds.audioHoldback, pipeline.timeBase)
         while let first = pipeline.held.first, let pts = first.pts, newest - pts > window {
             pipeline.held.removeFirst()
             try write(first, pipeline)

@@ -27,7 +27,7 @@ final class WriterVideoStage {
         self.fullRange = fullRange
         self.observations = observations
         hostFormat = encoder.hardwareFrames?.softwareFormat ?? encoder.pixelFormat
-        outputFrames = try FramePool(width: encoder.width, height: encoder.height, pixelFormat: hostFormat, capacity: 8)
+        outputFrames = try FramePool(width: encoder.width, height: encoder.height, pixelFormat: hostFormat, capacity: PipelineBounds.writerHostFrames)
     }
 
     /// Encodes `picture` at `pts` (encoder time base) and returns the packets that became ready.

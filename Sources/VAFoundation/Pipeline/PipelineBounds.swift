@@ -1,0 +1,70 @@
+/// Every queue, window and pool size of the pipeline, in one place, each derived from what
+/// needs it. A change here is a change of what an export holds in memory: measure it with
+/// `Benchmarks/pipeline-vs-ffmpeg.sh` (peak RSS against ffmpeg's) and `vaf bench`.
+enum PipelineBounds {
+    // MARK: Writer inputs (the channel into the writer's thread)
+
+    /// Pictures handed to the writer's thread and not yet encoded: the one being encoded and
+    /// the next, so decoding overlaps encoding. Encoders take what they keep for reordering and
+    /// look-ahead into their own buffers (x264, x265) or surfaces (VA-API) at `send`, so more
+    /// queued here only holds more pictures.
+    static let writerQueuedPictures = 2
+    /// Audio buffers and copied-packet batches handed to the writer's thread and not yet
+    /// written: small, and cheap to run ahead by a few.
+    static let writerQueuedSamples = 4
+    /// Bytes an input may have queued on the writer's thread (pictures count their image
+    /// size, packets their payload): the bound that holds when samples are large (4K pictures,
+    /// batches of intra-only packets). One sample larger than this still goes through alone.
+    static let writerQueuedBytes = 32 << 20
+
+    /// The most samples input `mediaType` may have queued on the writer's thread.
+    static func writerQueuedSamples(for mediaType: MediaType) -> Int {
+        mediaType == .video ? writerQueuedPictures : writerQueuedSamples
+    }
+
+    /// How far an input may run ahead of the slowest unfinished input. Camera files store
+    /// about a second of one track before the next (an iPhone movie opens with 1.02 s of
+    /// audio), so a program copying such a file in file order must fit in the window.
+    static let interleavingWindow = MediaTime(value: 2, timescale: 1)
+
+    /// Audio packets this close to the newest one stay held by the writer, so that a later
+    /// `endSession` can still trim them (the trim's reach).
+    static let audioHoldback = MediaTime(value: 1, timescale: 1)
+
+    // MARK: Export lanes (reader output → writer input)
+
+    /// How far (media time) one lane may read ahead of the slowest: what the demuxer queues for
+    /// the slow lane meanwhile is what an export holds in compressed packets.
+    static let laneWindow = MediaTime(value: 1, timescale: 2)
+    /// Copied packets cross from the reader's thread to the writer's in batches of at most
+    /// this many, spanning at most `packetBatchSpan`: one thread hop per batch, not per packet,
+    /// with batches short enough (a quarter second) to stay well inside `laneWindow`.
+    static let packetBatch = 64
+    static let packetBatchSpan = MediaTime(value: 1, timescale: 4)
+
+    // MARK: Picture pools
+
+    /// Host frames a reader converts pictures into: the writer's queued pictures, the lane's
+    /// picture, a frame-rate converter's held picture and the one being converted. More in use
+    /// at once are allocated and freed as before.
+    static let readerHostFrames = writerQueuedPictures + 3
+    /// Surfaces a reader's video processor renders into: the writer's queued pictures, the
+    /// lane's, a frame-rate converter's held picture, and what a VA encoder keeps referenced
+    /// while it reorders and looks ahead (`vaEncoderHeldSurfaces`).
+    static let readerSurfaces = writerQueuedPictures + 2 + vaEncoderHeldSurfaces
+    /// Surfaces a VA encoder may hold referenced at once (B-frame reordering, FFmpeg's async
+    /// depth, the reference pictures).
+    static let vaEncoderHeldSurfaces = 12
+    /// Surfaces a VA encoder's own input pool holds: pictures uploaded or scaled for it while it
+    /// looks ahead.
+    static let vaEncoderInputSurfaces = vaEncoderHeldSurfaces
+    /// Pictures a video composition renders into: as for a reader's surfaces.
+    static let compositionRenderPictures = readerSurfaces
+    /// Host frames the writer fits pictures into: the one being fitted, and what an FFmpeg
+    /// encoder keeps referenced for B-frame reordering (x264 copies; FFmpeg's own encoders do
+    /// not). More in use at once are allocated and freed as before.
+    static let writerHostFrames = 8
+    /// Pictures a pixel-buffer adaptor's pool may allocate: the writer's queued pictures, the
+    /// encoder's, and the caller's own (drawing ahead, holding a previous picture).
+    static let adaptorPictures = writerQueuedSamples + 6
+}
