@@ -38,12 +38,16 @@ public final class Demuxer {
 
     /// Opens `path` and probes its streams. The corresponding C functions are
     /// `avformat_open_input` and `avformat_find_stream_info`.
-    public init(path: String) throws(FFmpegError) {
+    ///
+    /// `probingStreams` false reads the header only: enough for container metadata, and much
+    /// cheaper (probing decodes the first pictures of a video stream), but codec parameters
+    /// may then be incomplete.
+    public init(path: String, probingStreams: Bool = true) throws(FFmpegError) {
         FFmpegLogging.installDefaultLevel()
         var opened: UnsafeMutablePointer<AVFormatContext>? = nil
         try check(avformat_open_input(&opened, path, nil, nil), "avformat_open_input")
         guard let context = opened else { throw FFmpegError(code: .outOfMemory, function: "avformat_open_input") }
-        let probed = avformat_find_stream_info(context, nil)
+        let probed = probingStreams ? avformat_find_stream_info(context, nil) : 0
         if probed < 0 {
             var doomed: UnsafeMutablePointer<AVFormatContext>? = context
             avformat_close_input(&doomed)

@@ -24,11 +24,13 @@ public class Asset: @unchecked Sendable {
     public let url: URL
     public let options: Options
     private let loader: Loader?
+    /// The demuxer the inspection opened, for the first reader of the file.
+    let inspectedDemuxer = DemuxerHandoff()
 
     public init(url: URL, options: Options = Options()) {
         self.url = url
         self.options = options
-        self.loader = Loader(path: url.path, options: options)
+        self.loader = Loader(path: url.path, options: options, handoff: inspectedDemuxer)
     }
 
     /// An asset whose properties come from `inspection()` as overridden, not from a file.
@@ -75,20 +77,22 @@ public class Asset: @unchecked Sendable {
     private actor Loader {
         let path: String
         let options: Options
+        let handoff: DemuxerHandoff
         var task: Task<AssetInspection, any Error>?
 
-        init(path: String, options: Options) {
+        init(path: String, options: Options, handoff: DemuxerHandoff) {
             self.path = path
             self.options = options
+            self.handoff = handoff
         }
 
         func inspection() async throws -> AssetInspection {
             if let task { return try await task.value }
-            let (path, options) = (self.path, self.options)
+            let (path, options, handoff) = (self.path, self.options, self.handoff)
             let task = Task {
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<AssetInspection, any Error>) in
                     DispatchQueue.global(qos: .userInitiated).async {
-                        continuation.resume(with: Result { try AssetInspector.inspect(path: path, options: options) })
+                        continuation.resume(with: Result { try AssetInspector.inspect(path: path, options: options, handoff: handoff) })
                     }
                 }
             }

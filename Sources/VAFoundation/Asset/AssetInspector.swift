@@ -19,7 +19,19 @@ struct AssetInspection: Sendable {
 /// avi); otherwise, or when precise timing is asked for, from one demux-only pass over the
 /// packets (no decoding).
 enum AssetInspector {
-    static func inspect(path: String, options: Asset.Options) throws(MediaError) -> AssetInspection {
+    /// The container-level metadata of `path`, from its header alone (no stream probing): for
+    /// reading back what an export wrote.
+    static func containerMetadata(path: String) throws(MediaError) -> [MetadataItem] {
+        do {
+            return MetadataItem.items(try Demuxer(path: path, probingStreams: false).metadata)
+        } catch {
+            throw openFailure(error, path: path)
+        }
+    }
+
+    /// Inspects `path`; the demuxer it opened goes to `handoff` when its read position is still
+    /// at the start of the data.
+    static func inspect(path: String, options: Asset.Options, handoff: DemuxerHandoff? = nil) throws(MediaError) -> AssetInspection {
         let fileSize = try checkReadableFile(path)
         let demuxer: Demuxer
         do {
@@ -97,6 +109,7 @@ enum AssetInspector {
             Chapter(title: c.title,
                     timeRange: MediaTimeRange(start: time(c.start, c.timeBase), duration: time(c.end - c.start, c.timeBase)))
         }
+        if !scanned { handoff?.keep(demuxer) }
         return AssetInspection(
             containerFormat: ContainerFormat(name: demuxer.formatName, longName: demuxer.formatLongName),
             duration: duration, fileSize: fileSize, bitRate: Int(demuxer.bitRate), tracks: tracks,

@@ -334,7 +334,7 @@ extension ExportSession {
             || (limit.map { l in tally.bytes.withLock { $0.reduce(0, +) } >= l || writer.bytesWritten >= l } ?? false)
         result.outputBytes = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value ?? 0
         // Said from what the file holds, read back, not from what was handed to the muxer.
-        let readBack: [MetadataItem] = (try? await Asset(url: url).load(.metadata)) ?? []
+        let readBack = (try? AssetInspector.containerMetadata(path: url.path)) ?? []
         let kept = Set(readBack.map { $0.key.lowercased() })
         let lost = writer.metadata.map(\.key).filter { !kept.contains($0.lowercased()) }
         if !lost.isEmpty {
@@ -371,7 +371,7 @@ extension ExportSession {
     /// input, paced so that no lane runs far ahead of the slowest.
     private func runLanes(_ lanes: [Lane], reader: AssetReader, writer: AssetWriter, start: MediaTime, end: MediaTime,
                           duration: MediaTime, limit: Int64?, tally: LaneTally) async throws {
-        let pacer = LanePacer(lanes: lanes.count, start: start, window: Self.laneWindow)
+        let pacer = LanePacer(lanes: lanes.count, start: start, window: PipelineBounds.laneWindow)
         let laneCount = lanes.count
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (i, lane) in lanes.enumerated() {
@@ -388,8 +388,8 @@ extension ExportSession {
                         if lane.copiesPackets {
                             // Copied packets travel in batches (one sample at a time under a
                             // file-length limit, which is checked per sample).
-                            batch = try await lane.output.nextBatchAsync(maximumCount: limit == nil ? Self.packetBatch : 1,
-                                                                         maximumSpan: Self.packetBatchSpan)
+                            batch = try await lane.output.nextBatchAsync(maximumCount: limit == nil ? PipelineBounds.packetBatch : 1,
+                                                                         maximumSpan: PipelineBounds.packetBatchSpan)
                             if batch.isEmpty { break }
                             // Under a limit, a packet that would take the file past it (its index
                             // included) is not written: the file ends where every track has arrived.
@@ -560,10 +560,6 @@ extension ExportSession {
         return t.isNumeric ? t : .negativeInfinity
     }
 
-    /// How far (media time) one lane may read ahead of the slowest: what the demuxer queues
-    /// for the slow lane meanwhile is what an export holds in compressed packets.
-    static let laneWindow = MediaTime(value: 1, timescale: 2)
-
     /// What a file's index (the MP4 movie box: sample sizes, times, chunk offsets, sync
     /// samples) may take for `samples` samples in `tracks` tracks: a little more than FFmpeg's
     /// muxer writes, so a file-length limit holds with the index included.
@@ -599,12 +595,6 @@ extension ExportSession {
         /// when the device fails: its output settings for that.
         var resumesWith: VideoSettings?
     }
-
-    /// Copied packets handed from reader to writer at once, and the most decode time one
-    /// batch may span: a thread hop per batch instead of per packet, with batches short enough
-    /// (a quarter second) to stay well inside the lanes' pacing window.
-    static let packetBatch = 64
-    static let packetBatchSpan = MediaTime(value: 1, timescale: 4)
 }
 
 /// Bounds how many exports run at once in this process; the rest wait (`.waiting`).

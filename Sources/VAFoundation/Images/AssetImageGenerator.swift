@@ -57,8 +57,8 @@ public final class AssetImageGenerator: Sendable {
     private let settings = Mutex(Settings())
     /// Requests from before the latest `cancelAllImageGeneration()` are cancelled.
     private let generation = Atomic<Int>(0)
-    /// The decoder and its position, confined to `queue`.
-    private let queue = DispatchQueue(label: "VAFoundation.AssetImageGenerator")
+    /// The generator's own thread: the decoder and its position are confined to it.
+    private let stage = StageThread(name: "VAFoundation.images")
     /// One frame source per file and track read (a composition reads several), by "path#stream".
     private let sources = Mutex<[String: FrameSourceBox]>([:])
     /// A file asset's tracks, once a blocking call inspected them.
@@ -126,7 +126,7 @@ public final class AssetImageGenerator: Sendable {
         let started = generation.load(ordering: .acquiring)
         let track = try await videoTrack()
         return try await withCheckedThrowingContinuation { continuation in
-            queue.async {
+            stage.async {
                 continuation.resume(with: Swift.Result { try self.generate(at: time, track: track, generation: started) })
             }
         }
@@ -136,7 +136,7 @@ public final class AssetImageGenerator: Sendable {
     public func copyImage(at time: MediaTime) throws -> (image: Image, actualTime: MediaTime) {
         let started = generation.load(ordering: .acquiring)
         let track = try Self.videoTrack(in: try blockingTracks(), path: asset.displayPath)
-        return try queue.sync { try generate(at: time, track: track, generation: started) }
+        return try stage.sync { try generate(at: time, track: track, generation: started) }
     }
 
     /// One result per time, in the order given. Cancelling the consuming task, or
@@ -159,7 +159,7 @@ public final class AssetImageGenerator: Sendable {
                     } else {
                         do {
                             let (image, actual) = try await withCheckedThrowingContinuation { c in
-                                queue.async { c.resume(with: Swift.Result { try self.generate(at: time, track: track, generation: started) }) }
+                                stage.async { c.resume(with: Swift.Result { try self.generate(at: time, track: track, generation: started) }) }
                             }
                             result = .success(requestedTime: time, image: image, actualTime: actual)
                         } catch {
@@ -179,7 +179,7 @@ public final class AssetImageGenerator: Sendable {
         generation.add(1, ordering: .releasing)
     }
 
-    // MARK: Generating (on `queue`)
+    // MARK: Generating (on `stage`)
 
     /// The track images are made from: the first enabled video track that is not cover art.
     private func videoTrack() async throws -> AssetTrack {
@@ -195,7 +195,7 @@ public final class AssetImageGenerator: Sendable {
     }
 
     private func generate(at time: MediaTime, track: AssetTrack, generation started: Int) throws -> (image: Image, actualTime: MediaTime) {
-        dispatchPrecondition(condition: .onQueue(queue))
+        stage.preconditionIsCurrent()
         guard generation.load(ordering: .acquiring) == started else {
             throw MediaError(.cancelled, "image generation was cancelled", path: asset.displayPath)
         }
@@ -273,15 +273,16 @@ public final class AssetImageGenerator: Sendable {
     private func frameSource(path: String, track: AssetTrack) throws -> FrameSource {
         let key = "\(path)#\(track.streamIndex)"
         if let box = sources.withLock({ $0[key] }) { return box.source }
-        let made = try FrameSource(path: path, track: track, device: settings.withLock { $0.device })
+        let opened = path == asset.displayPath ? asset.inspectedDemuxer.take() : nil
+        let made = try FrameSource(path: path, track: track, device: settings.withLock { $0.device }, opened: opened)
         sources.withLock { $0[key] = FrameSourceBox(source: made) }
         return made
     }
 }
 
-/// Holds the generator's frame source; it is used only on the generator's queue.
+/// Holds the generator's frame source; it is used only on the generator's thread.
 private final class FrameSourceBox: @unchecked Sendable {
-    // @unchecked: the source is reached only from the generator's serial queue (checked there).
+    // @unchecked: the source is reached only from the generator's thread (checked there).
     let source: FrameSource
     init(source: FrameSource) { self.source = source }
 }
@@ -307,12 +308,17 @@ private final class FrameSource {
     /// pictures, and the one being scaled.
     static let extraHardwareFrames = 4
 
-    init(path: String, track: AssetTrack, device: VideoDevice?) throws {
+    /// Reads `track` of `path`, from `opened` when given (a demuxer of that file), else from a new one.
+    init(path: String, track: AssetTrack, device: VideoDevice?, opened: Demuxer? = nil) throws {
         self.path = path
         self.track = track
         converter = RGBConverter(path: path, device: device)
         stream = track.streamIndex
-        do { demuxer = try Demuxer(path: path) } catch { throw AssetInspector.openFailure(error, path: path) }
+        if let opened {
+            demuxer = opened
+        } else {
+            do { demuxer = try Demuxer(path: path) } catch { throw AssetInspector.openFailure(error, path: path) }
+        }
         demuxer.selectStreams([stream])
         timeBase = demuxer.streams[stream].timeBase
         keyframes = demuxer.indexEntries(ofStream: stream).filter(\.isKeyframe).map(\.timestamp).sorted()

@@ -77,7 +77,7 @@ public final class AssetReader: Sendable {
                 return
             }
             let session = try DemuxSession(path: asset.displayPath, timeRange: range,
-                                           streams: Set(outputs.flatMap(\.streamIndices)))
+                                           streams: Set(outputs.flatMap(\.streamIndices)), opened: asset.inspectedDemuxer.take())
             for output in outputs { try output.prepare(session: session, timeRange: range) }
             state.withLock {
                 $0.session = session
@@ -140,10 +140,16 @@ final class DemuxSession: Sendable {
     let streams: [StreamInfo]
     private let state: Mutex<State>
 
-    init(path: String, timeRange: MediaTimeRange, streams wanted: Set<Int>) throws(MediaError) {
+    /// Reads `wanted` of `path` over `timeRange`, from `opened` when given (a demuxer of that
+    /// file at the start of its data, e.g. the asset's inspection's), else from a new one.
+    init(path: String, timeRange: MediaTimeRange, streams wanted: Set<Int>, opened: Demuxer? = nil) throws(MediaError) {
         self.path = path
         let demuxer: Demuxer
-        do { demuxer = try Demuxer(path: path) } catch { throw AssetInspector.openFailure(error, path: path) }
+        if let opened {
+            demuxer = opened
+        } else {
+            do { demuxer = try Demuxer(path: path) } catch { throw AssetInspector.openFailure(error, path: path) }
+        }
         self.streams = demuxer.streams
         demuxer.selectStreams(wanted)
         if timeRange.start.isNumeric && timeRange.start > .zero {

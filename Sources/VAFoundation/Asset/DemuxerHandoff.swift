@@ -1,0 +1,54 @@
+import FFmpegSupport
+import Foundation
+
+/// The demuxer an asset's inspection opened and probed, kept for the first reader of the file
+/// (`AssetReader`, `AssetImageGenerator`), so a file is not opened and probed twice: probing
+/// decodes the first pictures of each video stream, a real share of a remux's time.
+///
+/// Only a demuxer whose read position is still at the start of the data is kept (the
+/// inspection read the container's index, not the packets); the reader that takes it finds it
+/// as a freshly opened one. At most `processLimit` are kept in the process, the most recent
+/// ones: a program that inspects thousands of files keeps a few open, not thousands. One that
+/// is never taken closes when it is pushed out or its asset goes.
+// @unchecked: the demuxer has one owner at a time (the inspection until `keep`, then the one caller `take` hands it to); the slot is behind `lock`.
+final class DemuxerHandoff: @unchecked Sendable {
+    private let lock = NSLock()
+    private var demuxer: Demuxer?
+
+    /// Kept demuxers in the process at most.
+    static let processLimit = 4
+    private static let registry = Registry()
+
+    /// Keeps `demuxer` for the next `take`; pushes out the oldest kept one past the limit.
+    func keep(_ demuxer: Demuxer) {
+        lock.withLock { self.demuxer = demuxer }
+        for pushedOut in Self.registry.add(self) { _ = pushedOut.take() }
+    }
+
+    /// The kept demuxer, once; nil when there is none (never kept, pushed out, or taken).
+    func take() -> Demuxer? {
+        lock.withLock {
+            defer { demuxer = nil }
+            return demuxer
+        }
+    }
+
+    /// The handoffs that kept a demuxer, oldest first, held weakly.
+    // @unchecked: `entries` is read and written only with `lock` held.
+    private final class Registry: @unchecked Sendable {
+        private struct Entry { weak var handoff: DemuxerHandoff? }
+        private let lock = NSLock()
+        private var entries: [Entry] = []
+
+        /// Records `handoff` as the newest; returns those pushed out past the limit.
+        func add(_ handoff: DemuxerHandoff) -> [DemuxerHandoff] {
+            lock.withLock {
+                entries.removeAll { $0.handoff == nil || $0.handoff === handoff }
+                entries.append(Entry(handoff: handoff))
+                let excess = max(0, entries.count - DemuxerHandoff.processLimit)
+                defer { entries.removeFirst(excess) }
+                return entries.prefix(excess).compactMap(\.handoff)
+            }
+        }
+    }
+}
