@@ -9,6 +9,7 @@
  *   SOFTVA_FAIL_AFTER=<N>      vaEndPicture fails from the (N+1)th frame on
  *   SOFTVA_FAIL_STATUS=<name>  VA_STATUS_ERROR_HW_BUSY (default) or VA_STATUS_ERROR_OPERATION_FAILED, ...
  *   SOFTVA_FAIL_ON=<list>      comma-separated subset of decode,encode,vpp the fault applies to (default all)
+ *   SOFTVA_VPP_FILTERS=<set>   the VPP filters offered: deinterlacing (the default) or none
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -996,7 +997,7 @@ static VAStatus deinterlacing_of(sva_driver *drv, VABufferID id, unsigned *flags
         fb->size < sizeof(VAProcFilterParameterBufferBase))
         return refuse_vpp(VA_STATUS_ERROR_INVALID_BUFFER, "a filter is not a VAProcFilterParameterBuffer");
     const VAProcFilterParameterBufferBase *base = (const VAProcFilterParameterBufferBase *)fb->data;
-    if (base->type != VAProcFilterDeinterlacing)
+    if (base->type != VAProcFilterDeinterlacing || !drv->deinterlaces)
         return refuse_vpp(VA_STATUS_ERROR_UNSUPPORTED_FILTER, "only the deinterlacing filter is supported");
     if (fb->size < sizeof(VAProcFilterParameterBufferDeinterlacing))
         return refuse_vpp(VA_STATUS_ERROR_INVALID_BUFFER, "deinterlacing buffer too small");
@@ -1482,6 +1483,10 @@ static VAStatus sva_QueryVideoProcFilters(VADriverContextP ctx, VAContextID cont
         RETURN(VA_STATUS_ERROR_INVALID_CONTEXT);
     if (!num || !filters)
         RETURN(VA_STATUS_ERROR_INVALID_PARAMETER);
+    if (!drv->deinterlaces) {
+        *num = 0;
+        RETURN(VA_STATUS_SUCCESS);
+    }
     if (*num < 1) {
         *num = 1;
         RETURN(VA_STATUS_ERROR_MAX_NUM_EXCEEDED);
@@ -1500,7 +1505,7 @@ static VAStatus sva_QueryVideoProcFilterCaps(VADriverContextP ctx, VAContextID c
         RETURN(VA_STATUS_ERROR_INVALID_CONTEXT);
     if (!num || !caps)
         RETURN(VA_STATUS_ERROR_INVALID_PARAMETER);
-    if (type != VAProcFilterDeinterlacing) {
+    if (type != VAProcFilterDeinterlacing || !drv->deinterlaces) {
         *num = 0;
         RETURN(VA_STATUS_ERROR_UNSUPPORTED_FILTER);
     }
@@ -1669,6 +1674,14 @@ static void read_environment(sva_driver *drv)
             drv->fail_status = s;
         else
             fprintf(stderr, "softva: ignoring SOFTVA_FAIL_STATUS=%s (not a VA_STATUS_ERROR_* name)\n", status);
+    }
+    drv->deinterlaces = 1;
+    const char *filters = getenv("SOFTVA_VPP_FILTERS");
+    if (filters && *filters) {
+        if (strcmp(filters, "none") == 0)
+            drv->deinterlaces = 0;
+        else if (strcmp(filters, "deinterlacing") != 0)
+            fprintf(stderr, "softva: ignoring SOFTVA_VPP_FILTERS=%s (none or deinterlacing)\n", filters);
     }
     const char *on = getenv("SOFTVA_FAIL_ON");
     if (on && *on) {

@@ -285,6 +285,7 @@ typedef struct sva_driver {
     VAStatus fail_status;
     unsigned fail_ops;          /* SVA_OP_* mask the fault applies to */
     uint64_t frames_counted;    /* end-pictures of the kinds in fail_ops */
+    int deinterlaces;           /* VAProcFilterDeinterlacing is offered (SOFTVA_VPP_FILTERS) */
     char vendor[600];
 } sva_driver;
 
