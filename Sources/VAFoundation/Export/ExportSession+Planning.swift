@@ -243,8 +243,11 @@ extension ExportSession {
                                                             customCompositor: s.customVideoCompositor, policy: policy,
                                                             device: device, problem: problem)
                 } else {
-                    decision = try Self.hardwareJob(video, settings: videoSettings).decide(
-                        policy: policy, capabilities: device?.capabilities, problem: problem)
+                    var job = Self.hardwareJob(video, settings: videoSettings)
+                    // The writer makes progressive pictures only: an interlaced source is deinterlaced.
+                    job.deinterlaces = Self.isInterlaced(video)
+                    job.toneMapsHDR = Self.toneMapping(from: video, to: videoSettings) != nil
+                    decision = try job.decide(policy: policy, capabilities: device?.capabilities, problem: problem)
                 }
                 plan.hardware = decision
                 if decision.decodesOnDevice || decision.encodesOnDevice { plan.device = device }
@@ -366,6 +369,13 @@ extension ExportSession {
             targetCodec: settings.codec,
             targetBitDepth: settings.pixelFormat == .yuv420p10 || (settings.profile?.contains("10") ?? false) ? 10 : 8,
             targetSize: PictureSize(width: settings.width, height: settings.height))
+    }
+
+    /// True when `track` says it is interlaced: its field order names two fields per frame.
+    /// (The reader's filters also deinterlace pictures flagged interlaced in a stream that says
+    /// it is progressive; the plan cannot know of those.)
+    static func isInterlaced(_ track: AssetTrack) -> Bool {
+        ["tt", "bb", "tb", "bt"].contains(track.formatDescription.video?.fieldOrder ?? "progressive")
     }
 
     /// Why passthrough cannot copy `track` into a `fileType` file, nil when it can.
