@@ -14,9 +14,9 @@ extension HardwareExportTests {
     }
 
     /// An interlaced MJPEG source (the stream says top field first; its pictures are not
-    /// flagged, as JPEG has no such flag) decodes on the device, but the video processor does not
-    /// deinterlace: each picture is downloaded, deinterlaced by bwdif and scaled in host memory,
-    /// then uploaded for the device's encoder.
+    /// flagged, as JPEG has no such flag) decodes on the device, whose video processor offers no
+    /// deinterlacing (`SOFTVA_VPP_FILTERS=none`): the plan says so, and each picture is downloaded,
+    /// deinterlaced by bwdif and scaled in host memory, then uploaded for the device's encoder.
     @Test func interlacedSourceOnTheDeviceIsDeinterlacedOnTheCPU() async throws {
         let dir = try TemporaryDirectory()
         let woven = dir.file("woven.mp4"), source = dir.file("interlaced.mov")
@@ -26,13 +26,16 @@ extension HardwareExportTests {
         _ = try runChecked(Tools.ffmpeg, ["-v", "error", "-i", woven, "-t", "1.2", "-c:v", "mjpeg", "-q:v", "2", "-pix_fmt", "yuvj420p",
                                           "-field_order", "tt", source])
         let counters = dir.file("counters.txt")
-        try await Self.withDevice(SoftVAOptions(countersPath: counters)) { device in
+        try await Self.withDevice(SoftVAOptions(countersPath: counters, vppFilters: "none")) { device in
             let result = try await Self.exportJPEG(URL(fileURLWithPath: source), to: URL(fileURLWithPath: dir.file("out.mov"))) {
                 $0.hardwareDevice = device
             }
             let driver = try SoftVACounters(path: counters)
             print("softva interlaced: path \(result.path), \(result.pathReason); \(result.hostTransfers) host transfers; counters \(driver.values)")
             #expect(result.path == .hybrid, "decoded and encoded on the device, filtered and scaled on the host: \(result.pathReason)")
+            #expect(result.pathReason.contains("deinterlaced by bwdif on the CPU: the device's video processor has no deinterlacing filter"),
+                    "the plan says why: \(result.pathReason)")
+            #expect(!result.warnings.contains { $0.hasPrefix("planned the") }, "the path ran as planned: \(result.warnings)")
             #expect(result.videoEncoder?.encoder == "mjpeg_vaapi")
             #expect(driver["decodes"] == UInt64(Self.frames), "decoded on the device")
             #expect(driver["encodes"] == UInt64(Self.frames), "encoded on the device")
