@@ -338,6 +338,9 @@ extension ExportSession {
             "hybrid (forced)"
         } else if !vpp {
             "\(name) has no video processor"
+        } else if let interlaced = sources.first(where: isInterlaced), let device, !HardwareJob.deinterlacesOnVPP(device.capabilities) {
+            // The device compositor draws surfaces only; bwdif's pictures are in host memory.
+            "track \(interlaced.trackID)'s source is interlaced and \(name)'s video processor does not deinterlace by bob: its pictures are deinterlaced by bwdif in host memory"
         } else if let refused = decisions.first(where: { !$0.decodesOnDevice }) {
             refused.reason
         } else {
@@ -345,8 +348,11 @@ extension ExportSession {
         }
         let encoder = decisions.first?.encoder
         if hostOnly == nil, let encoder, decisions.allSatisfy({ $0.decodesOnDevice && $0.encodesOnDevice }) {
+            let interlaced = sources.contains(where: isInterlaced)
+            let deinterlacing = interlaced ? ", interlaced pictures deinterlaced by the video processor (bob, deinterlace_vaapi)" : ""
             return HardwareDecision(path: .hardware, decodesOnDevice: true, encodesOnDevice: true, encoder: encoder,
-                                    reason: "full hardware on \(name): \(sources.count) source\(sources.count == 1 ? "" : "s") decoded, the video composition drawn by the video processor, \(encoder); no frame copied to host memory")
+                                    reason: "full hardware on \(name): \(sources.count) source\(sources.count == 1 ? "" : "s") decoded\(deinterlacing), the video composition drawn by the video processor, \(encoder); no frame copied to host memory",
+                                    deinterlacing: interlaced ? .device : nil)
         }
         let why = hostOnly ?? decisions.first { $0.encoder == nil }?.reason ?? "the device cannot take every stage"
         if let encoder, decisions.allSatisfy(\.encodesOnDevice) {
