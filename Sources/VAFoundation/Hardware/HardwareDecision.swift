@@ -35,8 +35,8 @@ public struct HardwareDecision: Sendable, Hashable, Codable {
     /// The VA-API encoder (`h264_vaapi`) when encoding on the device.
     public var encoder: String?
     public var reason: String
-    /// Where interlaced pictures are deinterlaced; nil when none are (a progressive source, or
-    /// interlacing kept at the source's size).
+    /// Where interlaced pictures are deinterlaced (an export writes progressive video only); nil
+    /// for a progressive source.
     public var deinterlacing: Place? = nil
     /// Where HDR pictures are tone-mapped to SDR; nil when none are.
     public var toneMapping: Place? = nil
