@@ -9,6 +9,7 @@
  *   SOFTVA_FAIL_AFTER=<N>      vaEndPicture fails from the (N+1)th frame on
  *   SOFTVA_FAIL_STATUS=<name>  VA_STATUS_ERROR_HW_BUSY (default) or VA_STATUS_ERROR_OPERATION_FAILED, ...
  *   SOFTVA_FAIL_ON=<list>      comma-separated subset of decode,encode,vpp the fault applies to (default all)
+ *   SOFTVA_VPP_FILTERS=<set>   the VPP filters offered: deinterlacing (the default) or none
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -247,6 +248,7 @@ void sva_counters_write(sva_driver *drv)
     fprintf(f, "encodes=%llu\n", (unsigned long long)c->encodes);
     fprintf(f, "vpp_ops=%llu\n", (unsigned long long)c->vpp_ops);
     fprintf(f, "vpp_layers=%llu\n", (unsigned long long)c->vpp_layers);
+    fprintf(f, "vpp_deinterlaced=%llu\n", (unsigned long long)c->vpp_deinterlaced);
     static const char *const codecs[2] = { "jpeg", "h264" };
     for (int k = 0; k < 2; k++) {
         fprintf(f, "%s_decodes=%llu\n", codecs[k], (unsigned long long)c->codec_decodes[k]);
@@ -274,6 +276,7 @@ static void free_context_state(sva_context *c)
     free(c->dec.data);
     free(c->enc.header);
     free(c->vpp.layers);
+    free(c->vpp.scratch);
     sva_h264_decoder_destroy(c);
     sva_h264_encoder_destroy(c);
 }
@@ -985,15 +988,48 @@ static VAStatus refuse_vpp(VAStatus st, const char *why)
 
 /* Each VAProcPipelineParameterBuffer is one layer of the picture, drawn at vaEndPicture in the
  * order rendered (several buffers in one vaRenderPicture call or one buffer per call alike). */
-static VAStatus render_vpp(sva_context *c, sva_buffer *b)
+/* The one filter SoftVA runs: a VAProcFilterParameterBufferDeinterlacing asking for bob on two
+ * interleaved fields. Anything else is refused with a line on stderr. */
+static VAStatus deinterlacing_of(sva_driver *drv, VABufferID id, unsigned *flags)
+{
+    sva_buffer *fb = sva_table_get(&drv->buffers, id);
+    if (!fb || !fb->data || fb->type != VAProcFilterParameterBufferType ||
+        fb->size < sizeof(VAProcFilterParameterBufferBase))
+        return refuse_vpp(VA_STATUS_ERROR_INVALID_BUFFER, "a filter is not a VAProcFilterParameterBuffer");
+    const VAProcFilterParameterBufferBase *base = (const VAProcFilterParameterBufferBase *)fb->data;
+    if (base->type != VAProcFilterDeinterlacing || !drv->deinterlaces)
+        return refuse_vpp(VA_STATUS_ERROR_UNSUPPORTED_FILTER, "only the deinterlacing filter is supported");
+    if (fb->size < sizeof(VAProcFilterParameterBufferDeinterlacing))
+        return refuse_vpp(VA_STATUS_ERROR_INVALID_BUFFER, "deinterlacing buffer too small");
+    const VAProcFilterParameterBufferDeinterlacing *d = (const VAProcFilterParameterBufferDeinterlacing *)fb->data;
+    if (d->algorithm != VAProcDeinterlacingBob)
+        return refuse_vpp(VA_STATUS_ERROR_UNSUPPORTED_FILTER, "only bob deinterlacing is supported");
+    if (d->flags & ~(unsigned)(VA_DEINTERLACING_BOTTOM_FIELD_FIRST | VA_DEINTERLACING_BOTTOM_FIELD))
+        return refuse_vpp(VA_STATUS_ERROR_FLAG_NOT_SUPPORTED, "deinterlacing flags other than the field order and field");
+    *flags = d->flags;
+    return VA_STATUS_SUCCESS;
+}
+
+static VAStatus render_vpp(sva_driver *drv, sva_context *c, sva_buffer *b)
 {
     if (b->type != VAProcPipelineParameterBufferType)
         return VA_STATUS_ERROR_UNSUPPORTED_BUFFERTYPE;
     if (b->size < sizeof(VAProcPipelineParameterBuffer))
         return VA_STATUS_ERROR_INVALID_BUFFER;
     const VAProcPipelineParameterBuffer *p = (const VAProcPipelineParameterBuffer *)b->data;
-    if (p->num_filters > 0)
-        return VA_STATUS_ERROR_UNSUPPORTED_FILTER;
+    int deinterlace = 0;
+    unsigned deinterlace_flags = 0;
+    if (p->num_filters > 1)
+        return refuse_vpp(VA_STATUS_ERROR_UNSUPPORTED_FILTER, "more than one filter on a layer");
+    if (p->num_filters == 1) {
+        if (!p->filters)
+            return VA_STATUS_ERROR_INVALID_PARAMETER;
+        VAStatus st = deinterlacing_of(drv, p->filters[0], &deinterlace_flags);
+        if (st != VA_STATUS_SUCCESS)
+            return st;
+        /* bob reads no reference picture: references, if sent, are not needed */
+        deinterlace = 1;
+    }
     if (p->num_additional_outputs > 0)
         return refuse_vpp(VA_STATUS_ERROR_INVALID_PARAMETER, "additional outputs are not supported");
     if (p->rotation_state > VA_ROTATION_270)
@@ -1023,6 +1059,8 @@ static VAStatus render_vpp(sva_context *c, sva_buffer *b)
     if (p->output_region) layer->output_region = *p->output_region;
     layer->has_blend_state = p->blend_state != NULL;
     if (p->blend_state) layer->blend_state = *p->blend_state;
+    layer->deinterlace = deinterlace;
+    layer->deinterlace_flags = deinterlace_flags;
     layer->params.surface_region = NULL;
     layer->params.output_region = NULL;
     layer->params.filters = NULL;
@@ -1055,7 +1093,7 @@ static VAStatus sva_RenderPicture(VADriverContextP ctx, VAContextID context, VAB
         else switch (c->config.entrypoint) {
         case VAEntrypointVLD: st = render_decode(c, b, &pending_slices); break;
         case VAEntrypointEncPicture: st = render_encode(c, b); break;
-        default: st = render_vpp(c, b); break;
+        default: st = render_vpp(drv, c, b); break;
         }
         if (st != VA_STATUS_SUCCESS)
             RETURN(st);
@@ -1141,6 +1179,17 @@ static VAStatus run_vpp(sva_driver *drv, sva_context *c, sva_surface *dst)
         }
         if (layer->has_output_region && layer->output_region.width && layer->output_region.height)
             dr = layer->output_region;
+        /* a deinterlaced layer is drawn from a bobbed copy of its surface; rows below the
+         * region (a decoder's padding: interlaced H.264 codes 32-row macroblock pairs) are not
+         * the picture's and are not read */
+        uint8_t *src_data = src->data;
+        if (layer->deinterlace) {
+            if (sva_grow((void **)&c->vpp.scratch, &c->vpp.scratch_cap, src->layout.data_size, 1) < 0)
+                return VA_STATUS_ERROR_ALLOCATION_FAILED;
+            sva_bob(&src->layout, src->data, c->vpp.scratch, sr.y + sr.height,
+                    (layer->deinterlace_flags & VA_DEINTERLACING_BOTTOM_FIELD) != 0);
+            src_data = c->vpp.scratch;
+        }
         sva_colour sc = colour_of(layer->params.surface_color_standard, &layer->params.input_color_properties,
                                   sva_format_is_rgb(src->layout.fourcc));
         sva_colour dc = colour_of(layer->params.output_color_standard, &layer->params.output_color_properties,
@@ -1158,9 +1207,9 @@ static VAStatus run_vpp(sva_driver *drv, sva_context *c, sva_surface *dst)
         VAStatus st;
         if (blend.replace && inside && (i == 0 || chroma_aligned) &&
             layer->params.rotation_state == VA_ROTATION_NONE && !layer->params.mirror_state)
-            st = sva_convert(&src->layout, src->data, sr, sc, &dst->layout, dst->data, dr, dc);
+            st = sva_convert(&src->layout, src_data, sr, sc, &dst->layout, dst->data, dr, dc);
         else
-            st = sva_compose(&src->layout, src->data, sr, sc, &dst->layout, dst->data, dr, dc,
+            st = sva_compose(&src->layout, src_data, sr, sc, &dst->layout, dst->data, dr, dc,
                              layer->params.rotation_state, layer->params.mirror_state, blend);
         if (st != VA_STATUS_SUCCESS)
             return st;
@@ -1226,6 +1275,8 @@ static VAStatus sva_EndPicture(VADriverContextP ctx, VAContextID context)
         if (st == VA_STATUS_SUCCESS) {
             drv->counters.vpp_ops++;
             drv->counters.vpp_layers += c->vpp.num_layers;
+            for (unsigned i = 0; i < c->vpp.num_layers; i++)
+                drv->counters.vpp_deinterlaced += (uint64_t)c->vpp.layers[i].deinterlace;
         }
     }
     target->last_error = st;
@@ -1420,24 +1471,53 @@ static VAStatus sva_PutImage(VADriverContextP ctx, VASurfaceID surface, VAImageI
 
 /* ---- Video processing queries ----------------------------------------------------------- */
 
+/* One filter besides scaling and colour conversion: deinterlacing, by bob. *num is the room
+ * the client gave on the way in (libva's convention); too little is VA_STATUS_ERROR_MAX_NUM_EXCEEDED
+ * with the count needed. */
 static VAStatus sva_QueryVideoProcFilters(VADriverContextP ctx, VAContextID context,
                                           VAProcFilterType *filters, unsigned int *num)
 {
-    (void)filters;
     LOCKED(ctx);
     sva_context *c = sva_table_get(&drv->contexts, context);
     if (!c || c->config.entrypoint != VAEntrypointVideoProc)
         RETURN(VA_STATUS_ERROR_INVALID_CONTEXT);
-    *num = 0; /* scaling and colour conversion only: no filters */
+    if (!num || !filters)
+        RETURN(VA_STATUS_ERROR_INVALID_PARAMETER);
+    if (!drv->deinterlaces) {
+        *num = 0;
+        RETURN(VA_STATUS_SUCCESS);
+    }
+    if (*num < 1) {
+        *num = 1;
+        RETURN(VA_STATUS_ERROR_MAX_NUM_EXCEEDED);
+    }
+    filters[0] = VAProcFilterDeinterlacing;
+    *num = 1;
     RETURN(VA_STATUS_SUCCESS);
 }
 
 static VAStatus sva_QueryVideoProcFilterCaps(VADriverContextP ctx, VAContextID context,
                                              VAProcFilterType type, void *caps, unsigned int *num)
 {
-    (void)context; (void)type; (void)caps; (void)ctx;
-    if (num) *num = 0;
-    return VA_STATUS_ERROR_UNSUPPORTED_FILTER;
+    LOCKED(ctx);
+    sva_context *c = sva_table_get(&drv->contexts, context);
+    if (!c || c->config.entrypoint != VAEntrypointVideoProc)
+        RETURN(VA_STATUS_ERROR_INVALID_CONTEXT);
+    if (!num || !caps)
+        RETURN(VA_STATUS_ERROR_INVALID_PARAMETER);
+    if (type != VAProcFilterDeinterlacing || !drv->deinterlaces) {
+        *num = 0;
+        RETURN(VA_STATUS_ERROR_UNSUPPORTED_FILTER);
+    }
+    if (*num < 1) {
+        *num = 1;
+        RETURN(VA_STATUS_ERROR_MAX_NUM_EXCEEDED);
+    }
+    VAProcFilterCapDeinterlacing *deinterlacing = caps;
+    memset(deinterlacing, 0, sizeof(*deinterlacing));
+    deinterlacing[0].type = VAProcDeinterlacingBob;
+    *num = 1;
+    RETURN(VA_STATUS_SUCCESS);
 }
 
 static uint32_t vpp_fourccs[32];
@@ -1450,13 +1530,20 @@ static VAStatus sva_QueryVideoProcPipelineCaps(VADriverContextP ctx, VAContextID
                                                VABufferID *filters, unsigned int num_filters,
                                                VAProcPipelineCaps *caps)
 {
-    (void)filters;
     LOCKED(ctx);
     sva_context *c = sva_table_get(&drv->contexts, context);
     if (!c || c->config.entrypoint != VAEntrypointVideoProc)
         RETURN(VA_STATUS_ERROR_INVALID_CONTEXT);
-    if (num_filters > 0)
-        RETURN(VA_STATUS_ERROR_UNSUPPORTED_FILTER);
+    /* bob, the one filter, needs no reference picture (deinterlace_vaapi sizes its queue from
+     * the reference counts below: 0 and 0, so one picture out per picture in, undelayed) */
+    if (num_filters > 1)
+        RETURN(refuse_vpp(VA_STATUS_ERROR_UNSUPPORTED_FILTER, "more than one filter in a pipeline"));
+    if (num_filters == 1) {
+        unsigned flags;
+        VAStatus st = filters ? deinterlacing_of(drv, filters[0], &flags) : VA_STATUS_ERROR_INVALID_PARAMETER;
+        if (st != VA_STATUS_SUCCESS)
+            RETURN(st);
+    }
     for (int i = 0; i < sva_num_image_fourccs && i < 32; i++)
         vpp_fourccs[i] = sva_image_fourccs[i];
     caps->pipeline_flags = 0;
@@ -1587,6 +1674,14 @@ static void read_environment(sva_driver *drv)
             drv->fail_status = s;
         else
             fprintf(stderr, "softva: ignoring SOFTVA_FAIL_STATUS=%s (not a VA_STATUS_ERROR_* name)\n", status);
+    }
+    drv->deinterlaces = 1;
+    const char *filters = getenv("SOFTVA_VPP_FILTERS");
+    if (filters && *filters) {
+        if (strcmp(filters, "none") == 0)
+            drv->deinterlaces = 0;
+        else if (strcmp(filters, "deinterlacing") != 0)
+            fprintf(stderr, "softva: ignoring SOFTVA_VPP_FILTERS=%s (none or deinterlacing)\n", filters);
     }
     const char *on = getenv("SOFTVA_FAIL_ON");
     if (on && *on) {

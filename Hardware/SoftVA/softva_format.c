@@ -71,6 +71,43 @@ uint32_t sva_default_fourcc_for_rt(uint32_t rt)
     }
 }
 
+void sva_bob(const sva_layout *layout, const uint8_t *src, uint8_t *dst, int luma_rows, int bottom)
+{
+    int hsub, vsub;
+    sva_chroma_subsampling(layout->fourcc, &hsub, &vsub);
+    const int wide = sva_format_depth(layout->fourcc) > 8; /* P010: 16-bit little-endian samples */
+    if (luma_rows > layout->height) luma_rows = layout->height;
+    memcpy(dst, src, layout->data_size);
+    for (int i = 0; i < layout->num_planes; i++) {
+        const int rows = i == 0 ? luma_rows : (luma_rows + (1 << vsub) - 1) >> vsub;
+        const size_t pitch = layout->pitches[i];
+        const uint8_t *in = src + layout->offsets[i];
+        uint8_t *out = dst + layout->offsets[i];
+        for (int y = 0; y < rows; y++) {
+            const uint8_t *row = in + (size_t)y * pitch;
+            const uint8_t *above = y > 0 ? row - pitch : NULL;
+            const uint8_t *below = y + 1 < rows ? row + pitch : NULL;
+            if ((y & 1) == bottom || (!above && !below))
+                continue;
+            if (!above) above = below;
+            if (!below) below = above;
+            uint8_t *o = out + (size_t)y * pitch;
+            if (wide) {
+                for (size_t x = 0; x + 1 < pitch; x += 2) {
+                    /* P010 keeps its value in the top ten bits: averaged as ten-bit values */
+                    unsigned a = (above[x] | (unsigned)above[x + 1] << 8) >> 6, b = (below[x] | (unsigned)below[x + 1] << 8) >> 6;
+                    unsigned m = ((a + b + 1) >> 1) << 6;
+                    o[x] = (uint8_t)m;
+                    o[x + 1] = (uint8_t)(m >> 8);
+                }
+            } else {
+                for (size_t x = 0; x < pitch; x++)
+                    o[x] = (uint8_t)((above[x] + below[x] + 1) >> 1);
+            }
+        }
+    }
+}
+
 void sva_chroma_subsampling(uint32_t fourcc, int *hsub, int *vsub)
 {
     *hsub = 0; *vsub = 0;

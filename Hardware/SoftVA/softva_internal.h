@@ -53,6 +53,11 @@ void sva_chroma_subsampling(uint32_t fourcc, int *hsub, int *vsub); /* log2 */
 VAImageFormat sva_image_format(uint32_t fourcc);
 /* Scales the whole of src onto the whole of dst (a plain copy when the sizes match). */
 int sva_plane_scale(const sva_plane *src, const sva_plane *dst);
+/* Bob deinterlacing of the first `rows` luma rows of a picture (and the chroma rows they
+ * cover): in each plane the rows of the kept field (bottom: the odd rows) are copied, the other
+ * field's rows are the rounded mean of the kept rows above and below (the one neighbour at an
+ * edge). dst has src's layout; rows past `rows` are copied as they are. */
+void sva_bob(const sva_layout *layout, const uint8_t *src, uint8_t *dst, int rows, int bottom);
 /* Fills a component with a constant (8-bit scale). */
 void sva_plane_fill(const sva_plane *dst, float value);
 extern const uint32_t sva_image_fourccs[];
@@ -189,6 +194,10 @@ typedef struct sva_vpp_layer {
     int has_surface_region, has_output_region;
     int has_blend_state;
     VABlendState blend_state;
+    /* a VAProcFilterParameterBufferDeinterlacing (bob) came with the layer: its flags, copied
+     * at vaRenderPicture (the client maps and rewrites the buffer between pictures) */
+    int deinterlace;
+    unsigned deinterlace_flags;
 } sva_vpp_layer;
 
 /* The most layers one picture may have (vaRenderPicture answers VA_STATUS_ERROR_MAX_NUM_EXCEEDED). */
@@ -197,6 +206,8 @@ typedef struct sva_vpp_layer {
 typedef struct sva_vpp {
     sva_vpp_layer *layers;      /* owned by the context; kept across pictures */
     unsigned num_layers, layers_cap;
+    uint8_t *scratch;           /* a deinterlaced copy of a layer's surface; owned by the context */
+    unsigned scratch_cap;
 } sva_vpp;
 
 /* H.264 state of a context, defined in softva_h264_decode.c and softva_h264_encode.c. */
@@ -255,6 +266,7 @@ typedef struct sva_counters {
     uint64_t get_image_bytes, put_image_bytes, derived_map_bytes;
     uint64_t decodes, encodes, vpp_ops;
     uint64_t vpp_layers;        /* layers drawn by successful VPP pictures (vpp_ops counts pictures) */
+    uint64_t vpp_deinterlaced;  /* layers of successful VPP pictures deinterlaced first (bob) */
     /* the same by codec: SVA_CODEC_JPEG, SVA_CODEC_H264 */
     uint64_t codec_decodes[2], codec_encodes[2];
     uint64_t coded_bytes;
@@ -273,6 +285,7 @@ typedef struct sva_driver {
     VAStatus fail_status;
     unsigned fail_ops;          /* SVA_OP_* mask the fault applies to */
     uint64_t frames_counted;    /* end-pictures of the kinds in fail_ops */
+    int deinterlaces;           /* VAProcFilterDeinterlacing is offered (SOFTVA_VPP_FILTERS) */
     char vendor[600];
 } sva_driver;
 

@@ -41,6 +41,28 @@ public final class FilterGraph {
         (self.width, self.height, self.pixelFormat) = (width, height, pixelFormat)
     }
 
+    /// A graph running `description` (VA-API filters: "deinterlace_vaapi=mode=bob") on VA
+    /// surfaces from the frames context of `surface`, a picture decoded into one, timed in
+    /// `timeBase`. The buffer source is given that frames context, so the filters work on the
+    /// same device. The corresponding C functions are `av_buffersrc_parameters_set`,
+    /// `avfilter_graph_parse_ptr` and `avfilter_graph_config`.
+    public init(_ description: String, surfacesLike surface: Frame, timeBase: Rational) throws(FFmpegError) {
+        guard let frames = surface.pointer.pointee.hw_frames_ctx else {
+            throw FFmpegError(code: .invalidArgument, function: "FilterGraph(surfacesLike:) (a host picture)")
+        }
+        let sar = surface.sampleAspectRatio.isPositive ? surface.sampleAspectRatio : Rational(0, 1)
+        let args = "video_size=\(surface.width)x\(surface.height):pix_fmt=\(surface.pixelFormat.rawValue)"
+            + ":time_base=\(timeBase.numerator)/\(timeBase.denominator):pixel_aspect=\(sar.numerator)/\(sar.denominator)"
+        let (graph, source, sink) = try FilterGraphParts.build(description, source: "buffer", arguments: args, sink: "buffersink",
+                                                               threads: 1, hardwareFrames: frames)
+        self.graph = graph
+        self.source = source
+        self.sink = sink
+        self.description = description
+        self.timeBase = timeBase
+        (self.width, self.height, self.pixelFormat) = (surface.width, surface.height, surface.pixelFormat)
+    }
+
     deinit { var g: UnsafeMutablePointer<AVFilterGraph>? = graph; avfilter_graph_free(&g) }
 
     /// Hands `frame` to the graph; the frame itself is left as it was (the graph takes its own
@@ -84,7 +106,12 @@ extension Frame {
     /// True when the picture is two interleaved fields (`interlaced_frame`).
     public var isInterlaced: Bool { pointer.pointee.interlaced_frame != 0 }
     /// True when the top field is the first (`top_field_first`); meaningful only when interlaced.
-    public var isTopFieldFirst: Bool { pointer.pointee.top_field_first != 0 }
+    /// Set it where the stream knows the order and the picture does not say (a picture not
+    /// flagged interlaced in a stream whose field order is top first).
+    public var isTopFieldFirst: Bool {
+        get { pointer.pointee.top_field_first != 0 }
+        set { pointer.pointee.top_field_first = newValue ? 1 : 0 }
+    }
     /// The sample aspect ratio as the frame states it (0/1 when unknown).
     public var sampleAspectRatio: Rational { Rational(pointer.pointee.sample_aspect_ratio) }
 }
@@ -93,7 +120,7 @@ extension Frame {
 /// between them and configured.
 enum FilterGraphParts {
     static func build(_ description: String, source sourceName: String, arguments: String, sink sinkName: String,
-                      threads: Int) throws(FFmpegError)
+                      threads: Int, hardwareFrames: UnsafeMutablePointer<AVBufferRef>? = nil) throws(FFmpegError)
         -> (UnsafeMutablePointer<AVFilterGraph>, UnsafeMutablePointer<AVFilterContext>, UnsafeMutablePointer<AVFilterContext>) {
         guard let graph = avfilter_graph_alloc() else { throw FFmpegError(code: .outOfMemory, function: "avfilter_graph_alloc") }
         var owned: UnsafeMutablePointer<AVFilterGraph>? = graph
@@ -107,6 +134,21 @@ enum FilterGraphParts {
         guard status >= 0, let source, let sink else {
             avfilter_graph_free(&owned)
             throw FFmpegError(status < 0 ? status : cffmpeg_averror(EINVAL), "avfilter_graph_create_filter")
+        }
+        if let hardwareFrames {
+            // The source's pictures are surfaces of this frames context (the source takes its own reference).
+            guard let parameters = av_buffersrc_parameters_alloc() else {
+                avfilter_graph_free(&owned)
+                throw FFmpegError(code: .outOfMemory, function: "av_buffersrc_parameters_alloc")
+            }
+            parameters.pointee.format = AV_PIX_FMT_VAAPI.rawValue
+            parameters.pointee.hw_frames_ctx = hardwareFrames
+            status = av_buffersrc_parameters_set(source, parameters)
+            av_free(parameters)
+            guard status >= 0 else {
+                avfilter_graph_free(&owned)
+                throw FFmpegError(status, "av_buffersrc_parameters_set")
+            }
         }
         // The description's open input is fed by the source, its open output feeds the sink.
         var outputs = avfilter_inout_alloc()

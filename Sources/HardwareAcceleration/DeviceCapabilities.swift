@@ -146,13 +146,31 @@ public struct SurfaceCapabilities: Codable, Equatable, Sendable {
 public struct VideoProcessingCapabilities: Codable, Equatable, Sendable {
     /// Filter names from `vaQueryVideoProcFilters` (`NoiseReduction`, `Deinterlacing`, …).
     public var filters: [String]
+    /// The deinterlacing algorithms (`Bob`, `Weave`, `MotionAdaptive`, `MotionCompensated`)
+    /// from `vaQueryVideoProcFilterCaps(VAProcFilterDeinterlacing)`; `nil` when the device has
+    /// no deinterlacing filter or the query failed.
+    public var deinterlacing: [String]?
+    /// The HDR tone mappings (`HDR10 HDR-to-SDR`, …: metadata type and direction) from
+    /// `vaQueryVideoProcFilterCaps(VAProcFilterHighDynamicRangeToneMapping)`; `nil` when the
+    /// device has no tone-mapping filter or the query failed.
+    public var toneMapping: [String]?
     /// Pipeline capabilities with no filters applied, from `vaQueryVideoProcPipelineCaps`; `nil` if the query failed.
     public var pipeline: PipelineCapabilities?
 
-    public init(filters: [String], pipeline: PipelineCapabilities?) {
+    public init(filters: [String], deinterlacing: [String]? = nil, toneMapping: [String]? = nil,
+                pipeline: PipelineCapabilities?) {
         self.filters = filters
+        self.deinterlacing = deinterlacing
+        self.toneMapping = toneMapping
         self.pipeline = pipeline
     }
+
+    /// Deinterlaces by bob (`VAProcDeinterlacingBob`): the algorithm that needs no reference
+    /// picture, so one picture comes out for each that goes in, undelayed.
+    public var deinterlacesByBob: Bool { deinterlacing?.contains("Bob") == true }
+
+    /// Tone-maps HDR10 pictures to SDR (`VA_TONE_MAPPING_HDR_TO_SDR` with HDR10 metadata).
+    public var toneMapsHDR10ToSDR: Bool { toneMapping?.contains("HDR10 HDR-to-SDR") == true }
 }
 
 /// What a plain scaling/conversion pipeline accepts, from `VAProcPipelineCaps`.

@@ -151,7 +151,41 @@ extension VADevice {
                 }
             }
         }
-        return VideoProcessingCapabilities(filters: names, pipeline: pipeline)
+        let deinterlacing = names.contains("Deinterlacing") ? deinterlacingMethods(context) : nil
+        let toneMapping = names.contains("HighDynamicRangeToneMapping") ? toneMappings(context) : nil
+        return VideoProcessingCapabilities(filters: names, deinterlacing: deinterlacing, toneMapping: toneMapping, pipeline: pipeline)
+    }
+
+    /// The deinterlacing algorithms the VPP context offers, by name; nil when the query fails.
+    /// The corresponding C function is `vaQueryVideoProcFilterCaps`.
+    private func deinterlacingMethods(_ context: VAContextID) -> [String]? {
+        var caps = [VAProcFilterCapDeinterlacing](repeating: VAProcFilterCapDeinterlacing(), count: Int(VAProcDeinterlacingCount.rawValue))
+        var count = UInt32(caps.count)
+        guard vaQueryVideoProcFilterCaps(rawDisplay, context, VAProcFilterDeinterlacing, &caps, &count) == cva_VA_STATUS_SUCCESS() else {
+            return nil
+        }
+        let names = ["None", "Bob", "Weave", "MotionAdaptive", "MotionCompensated"]
+        return caps.prefix(Int(min(count, UInt32(caps.count)))).map {
+            let code = Int($0.type.rawValue)
+            return names.indices.contains(code) ? names[code] : "VAProcDeinterlacing(\(code))"
+        }
+    }
+
+    /// The HDR tone mappings the VPP context offers, as "<metadata> <directions>" per entry
+    /// (`HDR10 HDR-to-SDR`); nil when the query fails.
+    /// The corresponding C function is `vaQueryVideoProcFilterCaps`.
+    private func toneMappings(_ context: VAContextID) -> [String]? {
+        var caps = [VAProcFilterCapHighDynamicRange](repeating: VAProcFilterCapHighDynamicRange(), count: 8)
+        var count = UInt32(caps.count)
+        guard vaQueryVideoProcFilterCaps(rawDisplay, context, VAProcFilterHighDynamicRangeToneMapping, &caps, &count)
+                == cva_VA_STATUS_SUCCESS() else { return nil }
+        let metadata = ["None", "HDR10"]
+        let directions: [(UInt16, String)] = [(1, "HDR-to-HDR"), (2, "HDR-to-SDR"), (4, "HDR-to-EDR"), (8, "SDR-to-HDR")]
+        return caps.prefix(Int(min(count, UInt32(caps.count)))).flatMap { cap -> [String] in
+            let code = Int(cap.metadata_type.rawValue)
+            let kind = metadata.indices.contains(code) ? metadata[code] : "VAProcHighDynamicRangeMetadata(\(code))"
+            return directions.filter { cap.caps_flag & $0.0 != 0 }.map { "\(kind) \($0.1)" }
+        }
     }
 
     static func filterName(_ code: Int) -> String {

@@ -53,14 +53,17 @@ public struct SoftVAOptions: Sendable {
     public var failStatus: String?
     /// `SOFTVA_FAIL_ON`: which operations count and fail, e.g. "decode", "encode,vpp".
     public var failOn: String?
+    /// `SOFTVA_VPP_FILTERS`: the VPP filters offered, "deinterlacing" (the default) or "none".
+    public var vppFilters: String?
 
     public init(profile: String? = nil, countersPath: String? = nil, failAfter: Int? = nil,
-                failStatus: String? = nil, failOn: String? = nil) {
+                failStatus: String? = nil, failOn: String? = nil, vppFilters: String? = nil) {
         self.profile = profile
         self.countersPath = countersPath
         self.failAfter = failAfter
         self.failStatus = failStatus
         self.failOn = failOn
+        self.vppFilters = vppFilters
     }
 
     /// The variables, with `nil` for those to remove.
@@ -71,6 +74,7 @@ public struct SoftVAOptions: Sendable {
             "SOFTVA_FAIL_AFTER": failAfter.map(String.init),
             "SOFTVA_FAIL_STATUS": failStatus,
             "SOFTVA_FAIL_ON": failOn,
+            "SOFTVA_VPP_FILTERS": vppFilters,
         ]
     }
 }

@@ -67,6 +67,8 @@ struct ProbeText {
         lines += table([header] + rows).map { "  " + $0 }
         if let vpp = caps.videoProcessing {
             lines.append("  video processing: filters \(vpp.filters.isEmpty ? "none" : vpp.filters.joined(separator: ", "))")
+            if let methods = vpp.deinterlacing { lines.append("    deinterlacing: \(methods.isEmpty ? "none" : methods.joined(separator: ", "))") }
+            if let modes = vpp.toneMapping { lines.append("    tone mapping: \(modes.isEmpty ? "none" : modes.joined(separator: ", "))") }
         } else if caps.config(.none, .videoProc) != nil {
             lines.append("  video processing: yes (VAProfileNone/VAEntrypointVideoProc)")
         } else {

@@ -168,6 +168,35 @@ extension HardwareExportTests {
         }
     }
 
+    /// A video composition over an interlaced source (the stripes clip of `VPPDeinterlacingTests`
+    /// under the picture-in-picture and crossfade): on a device that deinterlaces by bob, every
+    /// picture of it is deinterlaced and drawn by the video processor with no copy to host memory;
+    /// on one that does not, the plan draws the composition in host memory and says why.
+    @Test func anInterlacedSourceIsDeinterlacedByTheVideoProcessorOrTheCompositionIsDrawnOnTheHost() async throws {
+        let dir = try TemporaryDirectory()
+        let (_, b) = try await Self.sources(in: dir)
+        let interlaced = URL(fileURLWithPath: try await HardwareExportTests.VPPDeinterlacingTests.interlacedClip("tff", in: dir))
+        let (composition, video) = try await Self.composition(interlaced, b)
+        let counters = dir.file("counters.txt")
+        let onDevice = try await HardwareExportTests.withDevice(SoftVAOptions(countersPath: counters)) { device in
+            try await Self.export(composition, video, device: device, to: URL(fileURLWithPath: dir.file("device.mp4")))
+        }
+        let driver = try SoftVACounters(path: counters)
+        print("softva interlaced composition: path \(onDevice.path), \(onDevice.pathReason); counters \(driver.values)")
+        #expect(onDevice.path == .hardware, "\(onDevice.pathReason)")
+        #expect(onDevice.pathReason.contains("interlaced pictures deinterlaced by the video processor"), "\(onDevice.pathReason)")
+        #expect(onDevice.hostTransfers == 0)
+        #expect(driver["vpp_deinterlaced"] == 25, "the interlaced source's 25 pictures deinterlaced on the device: \(driver.values)")
+        let onHost = try await HardwareExportTests.withDevice(SoftVAOptions(vppFilters: "none")) { device in
+            try await Self.export(composition, video, device: device, to: URL(fileURLWithPath: dir.file("host.mp4")))
+        }
+        #expect(onHost.path == .hybrid, "\(onHost.pathReason)")
+        #expect(onHost.pathReason.contains("source is interlaced and the libsoftva device's video processor does not deinterlace by bob"),
+                "\(onHost.pathReason)")
+        #expect(!onHost.warnings.contains { $0.hasPrefix("planned the") }, "the path ran as planned: \(onHost.warnings)")
+        #expect(try HardwareExportTests.frameCount(onDevice.outputURL.path) == 30 && HardwareExportTests.frameCount(onHost.outputURL.path) == 30)
+    }
+
     /// A 30° turn is beyond the video processor: those frames are drawn in software from
     /// downloaded pictures, the rest on the device, and the result says which and why.
     @Test func aFrameTheVideoProcessorCannotDrawIsDrawnInSoftwareAndSaidSo() async throws {

@@ -72,6 +72,117 @@ import Testing
         }
     }
 
+    // MARK: Interlaced and HDR sources (issue 14, classes 5 and 6)
+
+    /// `profile`'s capabilities with the video-processing filters its driver reports to a live
+    /// probe (a vainfo capture, and so a profile, has none): Intel iHD (media-driver's
+    /// media_libva_vp.c: deinterlacing by Bob and MotionAdaptive; HDR10 tone mapping
+    /// HDR-to-HDR, -SDR and -EDR on parts with FtrHDR, Gen11 and later), Mesa's radeonsi
+    /// (frontends/va/surface.c: deinterlacing by Bob, Weave and MotionAdaptive; no tone mapping).
+    static func probed(_ profile: String, deinterlacing: [String]?, toneMapping: [String]? = nil) throws -> DeviceCapabilities {
+        var caps = try capabilities(profile)
+        var filters: [String] = []
+        if deinterlacing != nil { filters.append("Deinterlacing") }
+        if toneMapping != nil { filters.append("HighDynamicRangeToneMapping") }
+        caps.videoProcessing = VideoProcessingCapabilities(filters: filters, deinterlacing: deinterlacing, toneMapping: toneMapping, pipeline: nil)
+        return caps
+    }
+
+    static let iHDToneMapping = ["HDR10 HDR-to-HDR", "HDR10 HDR-to-SDR", "HDR10 HDR-to-EDR"]
+
+    static func interlacedJob(_ source: String = "h264", bitDepth: Int = 8, toneMapsHDR: Bool = false, interlaced: Bool = true) -> HardwareJob {
+        var job = HardwareJob(sourceCodec: source, sourceBitDepth: bitDepth, sourceChroma: "4:2:0",
+                              sourceSize: PictureSize(width: 1920, height: 1080), targetCodec: .h264, targetBitDepth: 8,
+                              targetSize: PictureSize(width: 1280, height: 720))
+        job.deinterlaces = interlaced
+        job.toneMapsHDR = toneMapsHDR
+        return job
+    }
+
+    @Test func tigerLakeDeinterlacesOnItsVideoProcessor() throws {
+        let caps = try Self.probed("intel-ihd-tigerlake.profile", deinterlacing: ["Bob", "MotionAdaptive"], toneMapping: Self.iHDToneMapping)
+        let decision = try Self.interlacedJob().decide(policy: .auto, capabilities: caps, problem: nil)
+        #expect(decision.path == .hardware, "\(decision.reason)")
+        #expect(decision.deinterlacing == .device)
+        #expect(decision.toneMapping == nil)
+        #expect(decision.scalesOnDevice)
+        #expect(decision.reason.contains("VPP deinterlacing (bob, deinterlace_vaapi)"), "\(decision.reason)")
+    }
+
+    @Test func radeonDeinterlacesOnItsVideoProcessorToo() throws {
+        let caps = try Self.probed("amd-radeonsi-rdna2-rx6750xt.profile", deinterlacing: ["Bob", "Weave", "MotionAdaptive"])
+        let decision = try Self.interlacedJob().decide(policy: .auto, capabilities: caps, problem: nil)
+        #expect(decision.path == .hardware, "\(decision.reason)")
+        #expect(decision.deinterlacing == .device)
+    }
+
+    @Test func aProfileWithoutProbedFiltersDeinterlacesOnTheCPU() throws {
+        // A vainfo capture says nothing of filters: the decision does not guess them from the driver's name.
+        let decision = try Self.interlacedJob().decide(policy: .auto, capabilities: try Self.capabilities("intel-ihd-tigerlake.profile"), problem: nil)
+        #expect(decision.path == .hybrid, "\(decision.reason)")
+        #expect(decision.decodesOnDevice && decision.encodesOnDevice && !decision.scalesOnDevice)
+        #expect(decision.deinterlacing == .host)
+        #expect(decision.reason.contains("deinterlaced by bwdif on the CPU: the device's video processing filters are unknown (not probed)"), "\(decision.reason)")
+    }
+
+    @Test func aVideoProcessorWithoutDeinterlacingOrWithoutBobDeinterlacesOnTheCPU() throws {
+        let none = try Self.probed("amd-radeonsi-rdna3-rx7900xtx.profile", deinterlacing: nil)
+        let withoutFilter = try Self.interlacedJob().decide(policy: .auto, capabilities: none, problem: nil)
+        #expect(withoutFilter.path == .hybrid && withoutFilter.deinterlacing == .host)
+        #expect(withoutFilter.reason.contains("the device's video processor has no deinterlacing filter"), "\(withoutFilter.reason)")
+        let motionOnly = try Self.probed("amd-radeonsi-rdna3-rx7900xtx.profile", deinterlacing: ["MotionAdaptive"])
+        let withoutBob = try Self.interlacedJob().decide(policy: .auto, capabilities: motionOnly, problem: nil)
+        #expect(withoutBob.path == .hybrid && withoutBob.deinterlacing == .host)
+        #expect(withoutBob.reason.contains("only with MotionAdaptive"), "\(withoutBob.reason)")
+    }
+
+    @Test func progressiveSourcesAreUntouched() throws {
+        let caps = try Self.probed("intel-ihd-tigerlake.profile", deinterlacing: ["Bob", "MotionAdaptive"])
+        let decision = try Self.interlacedJob(interlaced: false).decide(policy: .auto, capabilities: caps, problem: nil)
+        #expect(decision.path == .hardware)
+        #expect(decision.deinterlacing == nil && decision.toneMapping == nil)
+        #expect(!decision.reason.contains("deinterlac"), "\(decision.reason)")
+    }
+
+    @Test func hdrToSDRIsToneMappedOnTheCPUEvenWhereTheDeviceOffersIt() throws {
+        // HEVC Main10 PQ into 8-bit H.264 on Tiger Lake: decoded and encoded on the device,
+        // tone-mapped by zscale/tonemap in host memory (VA tone mapping is not driven yet).
+        let caps = try Self.probed("intel-ihd-tigerlake.profile", deinterlacing: ["Bob", "MotionAdaptive"], toneMapping: Self.iHDToneMapping)
+        let decision = try Self.interlacedJob("hevc", bitDepth: 10, toneMapsHDR: true, interlaced: false)
+            .decide(policy: .auto, capabilities: caps, problem: nil)
+        #expect(decision.path == .hybrid, "\(decision.reason)")
+        #expect(decision.decodesOnDevice && decision.encodesOnDevice && !decision.scalesOnDevice)
+        #expect(decision.toneMapping == .host && decision.deinterlacing == nil)
+        #expect(decision.reason.contains("the device offers HDR10-to-SDR tone mapping, which VAFoundation does not drive yet"), "\(decision.reason)")
+        let radeon = try Self.probed("amd-radeonsi-rdna2-rx6750xt.profile", deinterlacing: ["Bob", "Weave", "MotionAdaptive"])
+        let onRadeon = try Self.interlacedJob("hevc", bitDepth: 10, toneMapsHDR: true, interlaced: false)
+            .decide(policy: .auto, capabilities: radeon, problem: nil)
+        #expect(onRadeon.toneMapping == .host)
+        #expect(onRadeon.reason.contains("has no HDR-to-SDR tone mapping"), "\(onRadeon.reason)")
+    }
+
+    @Test func interlacedHDRIsDeinterlacedWhereItIsToneMapped() throws {
+        let caps = try Self.probed("intel-ihd-tigerlake.profile", deinterlacing: ["Bob", "MotionAdaptive"], toneMapping: Self.iHDToneMapping)
+        let decision = try Self.interlacedJob("hevc", bitDepth: 10, toneMapsHDR: true).decide(policy: .auto, capabilities: caps, problem: nil)
+        #expect(decision.deinterlacing == .host && decision.toneMapping == .host)
+        #expect(decision.reason.contains("deinterlaced by bwdif there too"), "\(decision.reason)")
+    }
+
+    @Test func pathsWithPicturesInHostMemoryFilterThere() throws {
+        let caps = try Self.probed("intel-ihd-tigerlake.profile", deinterlacing: ["Bob", "MotionAdaptive"])
+        // Forced hybrid (software decode, upload, device encode): bwdif runs on the decoded pictures.
+        let hybrid = try Self.interlacedJob().decide(policy: .hybrid, capabilities: caps, problem: nil)
+        #expect(hybrid.path == .hybrid && !hybrid.decodesOnDevice && hybrid.deinterlacing == .host)
+        #expect(hybrid.reason.hasSuffix("; pictures deinterlaced by bwdif on the CPU"), "\(hybrid.reason)")
+        // NVIDIA decodes only: downloaded pictures are deinterlaced and encoded in software.
+        let nvidia = try Self.interlacedJob(toneMapsHDR: true).decide(policy: .auto, capabilities: try Self.capabilities("nvidia-vaapi-driver-direct.profile"), problem: nil)
+        #expect(nvidia.path == .hybrid && nvidia.decodesOnDevice && !nvidia.encodesOnDevice)
+        #expect(nvidia.deinterlacing == .host && nvidia.toneMapping == .host)
+        #expect(nvidia.reason.hasSuffix("; pictures deinterlaced by bwdif and tone-mapped by zscale and tonemap on the CPU"), "\(nvidia.reason)")
+        let off = try Self.interlacedJob().decide(policy: .off, capabilities: caps, problem: nil)
+        #expect(off.path == .software && off.deinterlacing == .host)
+    }
+
     @Test func nvidiaDecodesOnlyAndEncodesInSoftware() throws {
         let decision = try Self.job("h264", (1920, 1080), to: .h264, (1280, 720))
             .decide(policy: .auto, capabilities: try Self.capabilities("nvidia-vaapi-driver-direct.profile"), problem: nil)

@@ -243,8 +243,11 @@ extension ExportSession {
                                                             customCompositor: s.customVideoCompositor, policy: policy,
                                                             device: device, problem: problem)
                 } else {
-                    decision = try Self.hardwareJob(video, settings: videoSettings).decide(
-                        policy: policy, capabilities: device?.capabilities, problem: problem)
+                    var job = Self.hardwareJob(video, settings: videoSettings)
+                    // The writer makes progressive pictures only: an interlaced source is deinterlaced.
+                    job.deinterlaces = Self.isInterlaced(video)
+                    job.toneMapsHDR = Self.toneMapping(from: video, to: videoSettings) != nil
+                    decision = try job.decide(policy: policy, capabilities: device?.capabilities, problem: problem)
                 }
                 plan.hardware = decision
                 if decision.decodesOnDevice || decision.encodesOnDevice { plan.device = device }
@@ -335,6 +338,9 @@ extension ExportSession {
             "hybrid (forced)"
         } else if !vpp {
             "\(name) has no video processor"
+        } else if let interlaced = sources.first(where: isInterlaced), let device, !HardwareJob.deinterlacesOnVPP(device.capabilities) {
+            // The device compositor draws surfaces only; bwdif's pictures are in host memory.
+            "track \(interlaced.trackID)'s source is interlaced and \(name)'s video processor does not deinterlace by bob: its pictures are deinterlaced by bwdif in host memory"
         } else if let refused = decisions.first(where: { !$0.decodesOnDevice }) {
             refused.reason
         } else {
@@ -342,8 +348,11 @@ extension ExportSession {
         }
         let encoder = decisions.first?.encoder
         if hostOnly == nil, let encoder, decisions.allSatisfy({ $0.decodesOnDevice && $0.encodesOnDevice }) {
+            let interlaced = sources.contains(where: isInterlaced)
+            let deinterlacing = interlaced ? ", interlaced pictures deinterlaced by the video processor (bob, deinterlace_vaapi)" : ""
             return HardwareDecision(path: .hardware, decodesOnDevice: true, encodesOnDevice: true, encoder: encoder,
-                                    reason: "full hardware on \(name): \(sources.count) source\(sources.count == 1 ? "" : "s") decoded, the video composition drawn by the video processor, \(encoder); no frame copied to host memory")
+                                    reason: "full hardware on \(name): \(sources.count) source\(sources.count == 1 ? "" : "s") decoded\(deinterlacing), the video composition drawn by the video processor, \(encoder); no frame copied to host memory",
+                                    deinterlacing: interlaced ? .device : nil)
         }
         let why = hostOnly ?? decisions.first { $0.encoder == nil }?.reason ?? "the device cannot take every stage"
         if let encoder, decisions.allSatisfy(\.encodesOnDevice) {
@@ -366,6 +375,13 @@ extension ExportSession {
             targetCodec: settings.codec,
             targetBitDepth: settings.pixelFormat == .yuv420p10 || (settings.profile?.contains("10") ?? false) ? 10 : 8,
             targetSize: PictureSize(width: settings.width, height: settings.height))
+    }
+
+    /// True when `track` says it is interlaced: its field order names two fields per frame.
+    /// (The reader's filters also deinterlace pictures flagged interlaced in a stream that says
+    /// it is progressive; the plan cannot know of those.)
+    static func isInterlaced(_ track: AssetTrack) -> Bool {
+        ["tt", "bb", "tb", "bt"].contains(track.formatDescription.video?.fieldOrder ?? "progressive")
     }
 
     /// Why passthrough cannot copy `track` into a `fileType` file, nil when it can.

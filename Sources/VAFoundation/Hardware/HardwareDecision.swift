@@ -18,15 +18,28 @@ public enum HardwarePolicy: String, Sendable, Hashable, Codable, CaseIterable {
 
 /// Which stages of the video stream run on the device, and why (`ExportResult.path`).
 public struct HardwareDecision: Sendable, Hashable, Codable {
+    /// Where a picture filter runs.
+    public enum Place: String, Sendable, Hashable, Codable {
+        /// The device's video processor (`deinterlace_vaapi`).
+        case device
+        /// libavfilter on the CPU (bwdif; zscale and tonemap), on downloaded or software-decoded pictures.
+        case host
+    }
+
     public var path: ExportResult.Path
     public var decodesOnDevice: Bool
     public var encodesOnDevice: Bool
     /// Scaling and format conversion run on the device's video processor: only when the
-    /// pictures are on the device from decode to encode.
-    public var scalesOnDevice: Bool { decodesOnDevice && encodesOnDevice }
+    /// pictures stay on the device from decode to encode (no filter needs them in host memory).
+    public var scalesOnDevice: Bool { decodesOnDevice && encodesOnDevice && deinterlacing != .host && toneMapping != .host }
     /// The VA-API encoder (`h264_vaapi`) when encoding on the device.
     public var encoder: String?
     public var reason: String
+    /// Where interlaced pictures are deinterlaced (an export writes progressive video only); nil
+    /// for a progressive source.
+    public var deinterlacing: Place? = nil
+    /// Where HDR pictures are tone-mapped to SDR; nil when none are.
+    public var toneMapping: Place? = nil
 
     static func software(_ reason: String) -> HardwareDecision {
         HardwareDecision(path: .software, decodesOnDevice: false, encodesOnDevice: false, encoder: nil, reason: reason)
@@ -44,6 +57,76 @@ struct HardwareJob {
     var targetCodec: VideoCodec
     var targetBitDepth: Int
     var targetSize: PictureSize
+    /// The source is interlaced (its field order says two fields per frame) and the output is
+    /// progressive: the pictures are deinterlaced.
+    var deinterlaces = false
+    /// The source is HDR (PQ or HLG) and the output SDR: the pictures are tone-mapped
+    /// (`ExportSession.toneMapping(from:to:)`).
+    var toneMapsHDR = false
+
+    /// True where the device's video processor can deinterlace for the export: it offers bob
+    /// (the algorithm FFmpeg 5.1's `deinterlace_vaapi` runs one picture out per picture in; the
+    /// others need reference pictures the filter does not flush at the end) and this
+    /// libavfilter has `deinterlace_vaapi`.
+    static func deinterlacesOnVPP(_ capabilities: DeviceCapabilities) -> Bool {
+        capabilities.videoProcessing?.deinterlacesByBob == true && FilterGraph.hasFilter("deinterlace_vaapi")
+    }
+
+    /// Where the filters run when the pictures could stay on the device, and why a filter
+    /// cannot run there (nil when every filter can, or none is needed).
+    private func filterPlaces(_ capabilities: DeviceCapabilities) -> (deinterlacing: HardwareDecision.Place?,
+                                                                       toneMapping: HardwareDecision.Place?, hostReason: String?) {
+        var reasons: [String] = []
+        var toneMapping: HardwareDecision.Place?
+        if toneMapsHDR {
+            toneMapping = .host
+            if capabilities.videoProcessing?.toneMapsHDR10ToSDR == true {
+                reasons.append("HDR is tone-mapped to SDR by zscale and tonemap on the CPU: the device offers HDR10-to-SDR tone mapping, which VAFoundation does not drive yet (it needs the stream's HDR10 metadata and has not been checked on such a device)")
+            } else {
+                reasons.append("HDR is tone-mapped to SDR by zscale and tonemap on the CPU: the device's video processor has no HDR-to-SDR tone mapping")
+            }
+        }
+        var deinterlacing: HardwareDecision.Place?
+        if deinterlaces {
+            let vpp = capabilities.videoProcessing
+            if toneMapping == .host {
+                deinterlacing = .host
+                reasons.append("interlaced pictures are deinterlaced by bwdif there too, as they are in host memory for the tone mapping")
+            } else if Self.deinterlacesOnVPP(capabilities) {
+                deinterlacing = .device
+            } else {
+                deinterlacing = .host
+                let why = if vpp == nil {
+                    "the device's video processing filters are unknown (not probed)"
+                } else if vpp?.deinterlacing?.isEmpty ?? true {
+                    "the device's video processor has no deinterlacing filter"
+                } else if vpp?.deinterlacesByBob != true {
+                    "the device deinterlaces only with \(vpp?.deinterlacing?.joined(separator: ", ") ?? "") (reference pictures that FFmpeg 5.1's deinterlace_vaapi does not flush at the end), not bob"
+                } else {
+                    "this libavfilter has no deinterlace_vaapi"
+                }
+                reasons.append("interlaced pictures are deinterlaced by bwdif on the CPU: \(why)")
+            }
+        }
+        return (deinterlacing, toneMapping, reasons.isEmpty ? nil : reasons.joined(separator: "; "))
+    }
+
+    /// The filters in words for a path whose pictures are in host memory anyway.
+    private var hostFilterNote: String {
+        var notes: [String] = []
+        if deinterlaces { notes.append("deinterlaced by bwdif") }
+        if toneMapsHDR { notes.append("tone-mapped by zscale and tonemap") }
+        return notes.isEmpty ? "" : "; pictures \(notes.joined(separator: " and ")) on the CPU"
+    }
+
+    /// `decision` with the filters placed in host memory (a path whose pictures are there).
+    private func onHost(_ decision: HardwareDecision) -> HardwareDecision {
+        var decision = decision
+        decision.deinterlacing = deinterlaces ? .host : nil
+        decision.toneMapping = toneMapsHDR ? .host : nil
+        decision.reason += hostFilterNote
+        return decision
+    }
 
     /// The probe's codec family for an FFmpeg codec name.
     static func family(ofFFmpegCodec name: String) -> Codec? {
@@ -73,6 +156,12 @@ struct HardwareJob {
 
     /// Decides per `policy` from the device's capabilities (nil: no usable device, `problem` says why).
     func decide(policy: HardwarePolicy, capabilities: DeviceCapabilities?, problem: String?) throws(MediaError) -> HardwareDecision {
+        let decision = try place(policy: policy, capabilities: capabilities, problem: problem)
+        // Every path but the two that place the filters themselves has its pictures in host memory.
+        return decision.deinterlacing != nil || decision.toneMapping != nil ? decision : onHost(decision)
+    }
+
+    private func place(policy: HardwarePolicy, capabilities: DeviceCapabilities?, problem: String?) throws(MediaError) -> HardwareDecision {
         if policy == .off { return .software("hardware is off (--hw off)") }
         guard let capabilities else {
             let why = problem ?? "no VA-API device"
@@ -96,10 +185,19 @@ struct HardwareJob {
             }
             throw MediaError(.hardwareFailed, "--hw hybrid: \(device) can neither decode nor encode this stream (\(decode.why); \(encode.why))")
         case .auto, .require:
+            let filters = filterPlaces(capabilities)
+            if decode.ok, let encoder = encode.encoder, !needsVPP || vpp, let hostReason = filters.hostReason {
+                // The pictures go to host memory for a filter the device cannot run, and come back for the encoder.
+                return HardwareDecision(path: .hybrid, decodesOnDevice: true, encodesOnDevice: true, encoder: encoder,
+                                        reason: "hybrid: \(decode.name) decode on \(device), one download per frame, filtered and scaled on the CPU (\(hostReason)), one upload per frame, \(encoder)\(encode.note) on \(device)",
+                                        deinterlacing: filters.deinterlacing, toneMapping: filters.toneMapping)
+            }
             if decode.ok, let encoder = encode.encoder, !needsVPP || vpp {
+                let deinterlacing = filters.deinterlacing == .device ? ", VPP deinterlacing (bob, deinterlace_vaapi)" : ""
                 let scaling = needsVPP ? ", VPP scaling \(sourceSize) → \(targetSize)" : ""
                 return HardwareDecision(path: .hardware, decodesOnDevice: true, encodesOnDevice: true, encoder: encoder,
-                                        reason: "full hardware on \(device): \(decode.name) decode\(scaling), \(encoder)\(encode.note); no frame copied to host memory")
+                                        reason: "full hardware on \(device): \(decode.name) decode\(deinterlacing)\(scaling), \(encoder)\(encode.note); no frame copied to host memory",
+                                        deinterlacing: filters.deinterlacing)
             }
             if let encoder = encode.encoder {
                 let why = decode.ok ? "the device has no video processor to scale on" : decode.why

@@ -11,6 +11,8 @@ final class StageObservations: Sendable {
 
     struct Record: Sendable {
         var decode: Place?
+        /// Where interlaced pictures were deinterlaced (the device's video processor, or bwdif on the host).
+        var deinterlace: Place?
         var scale: Place?
         var encode: Place?
         /// Pictures a video composition drew on the device and in host memory, and why the
@@ -27,6 +29,7 @@ final class StageObservations: Sendable {
     var snapshot: Record { record.withLock { $0 } }
 
     func decoded(on place: Place) { record.withLock { if $0.decode == nil { $0.decode = place } } }
+    func deinterlaced(on place: Place) { record.withLock { if $0.deinterlace == nil || place == .host { $0.deinterlace = place } } }
     func scaled(on place: Place) { record.withLock { if $0.scale == nil || place == .host { $0.scale = place } } }
     func encoded(on place: Place) { record.withLock { if $0.encode == nil { $0.encode = place } } }
 
@@ -66,6 +69,7 @@ final class StageObservations: Sendable {
         let r = snapshot
         var parts: [String] = []
         if let d = r.decode { parts.append("decode on the \(d == .device ? "device" : "host")") }
+        if let d = r.deinterlace { parts.append(d == .device ? "deinterlace by the device's video processor" : "deinterlace (bwdif) on the host") }
         if let s = r.scale { parts.append("scale on the \(s == .device ? "device" : "host")") }
         if r.compositedOnDevice > 0 { parts.append("\(r.compositedOnDevice) pictures composited on the device") }
         if r.compositedOnHost > 0 {

@@ -2,7 +2,10 @@ import FFmpegSupport
 
 /// The libavfilter stage between a video decoder and the fitting: deinterlacing (bwdif) and
 /// HDR-to-SDR tone mapping (zscale and tonemap), on the CPU. Pictures that need neither pass
-/// straight through, surfaces included; those that need one are downloaded from the device first.
+/// straight through, surfaces included; those that need one are downloaded from the device first,
+/// except surfaces that only need deinterlacing where the device's video processor deinterlaces
+/// by bob (`deviceDeinterlaces`): those are deinterlaced there by `deinterlace_vaapi`, one
+/// picture out per picture in as bwdif's `send_frame` gives, and stay surfaces.
 ///
 /// The graph is chosen from the pictures themselves (a picture flagged interlaced, a transfer
 /// of PQ or HLG) and the stream's field order, and rebuilt, after draining the old one, when
@@ -19,14 +22,17 @@ final class PictureFilters {
     private var decoderEnded = false
     /// Set once a picture flagged interlaced has been seen: deinterlacing stays on from then.
     private var sawInterlacedFrame = false
+    /// Surfaces that need only deinterlacing are deinterlaced by the device's video processor.
+    let deviceDeinterlaces: Bool
 
     init(loop: DecodeLoop, stream: StreamInfo, attributes: PixelBufferAttributes, outputFormat: PixelFormatID,
-         observations: StageObservations?) {
+         observations: StageObservations?, deviceDeinterlaces: Bool = false) {
         self.loop = loop
         self.stream = stream
         self.attributes = attributes
         self.outputFormat = outputFormat
         self.observations = observations
+        self.deviceDeinterlaces = deviceDeinterlaces
     }
 
     /// The next picture, filtered where it needs it; nil at the end of the stream.
@@ -48,12 +54,18 @@ final class PictureFilters {
             }
             observations?.decoded(on: decoded.surfaceSoftwareFormat == nil ? .host : .device)
             if decoded.isInterlaced { sawInterlacedFrame = true }
+            if let description = deviceChain(for: decoded) {
+                observations?.deinterlaced(on: .device)
+                try push(decoded, description: description)
+                continue
+            }
             guard let description = chain(for: decoded) else {
                 try drain()
                 guard !ready.isEmpty else { return decoded }
                 ready.append(decoded)
                 continue
             }
+            if deinterlacing(for: decoded) != nil { observations?.deinterlaced(on: .host) }
             var host = decoded
             if decoded.surfaceSoftwareFormat != nil {
                 do { host = try decoded.transferToHost() } catch {
@@ -62,18 +74,41 @@ final class PictureFilters {
                 }
                 observations?.transferred(host)
             }
-            if let current = graph, current.description != description || current.width != host.width
-                || current.height != host.height || current.pixelFormat != host.pixelFormat {
-                try drain()
-            }
-            if graph == nil {
-                do {
-                    graph = try FilterGraph(description, width: host.width, height: host.height, pixelFormat: host.pixelFormat,
-                                            timeBase: stream.timeBase, pixelAspect: host.sampleAspectRatio)
-                } catch { throw failure(error, description) }
-            }
-            do { try graph!.push(host) } catch { throw failure(error, description) }
+            try push(host, description: description)
         }
+    }
+
+    /// Hands `picture` to the graph running `description`, first draining and replacing a graph
+    /// built for another chain, size or format. A surface goes to a graph over its own frames context.
+    private func push(_ picture: Frame, description: String) throws(MediaError) {
+        if let current = graph, current.description != description || current.width != picture.width
+            || current.height != picture.height || current.pixelFormat != picture.pixelFormat {
+            try drain()
+        }
+        if graph == nil {
+            do {
+                graph = picture.surfaceSoftwareFormat != nil
+                    ? try FilterGraph(description, surfacesLike: picture, timeBase: stream.timeBase)
+                    : try FilterGraph(description, width: picture.width, height: picture.height, pixelFormat: picture.pixelFormat,
+                                      timeBase: stream.timeBase, pixelAspect: picture.sampleAspectRatio)
+            } catch { throw failure(error, description) }
+        }
+        do { try graph!.push(picture) } catch { throw failure(error, description) }
+    }
+
+    /// `deinterlace_vaapi` for a surface that needs deinterlacing and nothing else, where the
+    /// device deinterlaces; nil otherwise. Bob, as the device's own algorithm that reads no
+    /// reference picture: FFmpeg 5.1's filter delays its output by the references an algorithm
+    /// needs and does not flush them at the end, so a motion-adaptive one would lose pictures.
+    /// `rate=frame` gives one picture per frame (the field the frame shows first); `auto=1`
+    /// passes pictures not flagged interlaced through, as bwdif's `deint=interlaced` does.
+    private func deviceChain(for frame: Frame) -> String? {
+        guard deviceDeinterlaces, frame.surfaceSoftwareFormat != nil, colorConversion(for: frame) == nil,
+              deinterlacing(for: frame) != nil else { return nil }
+        if sawInterlacedFrame { return "deinterlace_vaapi=mode=bob:rate=frame:auto=1" }
+        // The stream says interlaced and the pictures do not: its field order decides which field is kept.
+        frame.isTopFieldFirst = !(stream.fieldOrder == "bb" || stream.fieldOrder == "bt")
+        return "deinterlace_vaapi=mode=bob:rate=frame:auto=0"
     }
 
     /// The filters `frame` needs, nil for none.

@@ -319,8 +319,10 @@ final class VideoDecodePipeline: TrackPipeline {
         self.device = device
         self.timeBase = session.streams[track.streamIndex].timeBase
         self.range = TickRange(timeRange, timeBase: timeBase)
+        // Surfaces that stay on the device are deinterlaced there where its video processor can.
         self.filters = PictureFilters(loop: loop, stream: session.streams[track.streamIndex], attributes: attributes,
-                                      outputFormat: format, observations: observations)
+                                      outputFormat: format, observations: observations,
+                                      deviceDeinterlaces: wantsSurfaces && device.map { HardwareJob.deinterlacesOnVPP($0.capabilities) } == true)
     }
 
     func next() throws(MediaError) -> SampleBuffer? {

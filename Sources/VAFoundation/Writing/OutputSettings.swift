@@ -206,8 +206,10 @@ public struct PixelBufferAttributes: Sendable, Hashable, Codable {
     public var height: Int?
     public var scalingMode: ScalingMode
     /// Interlaced pictures (two fields woven into one frame) come out deinterlaced by bwdif, one
-    /// picture per frame, before they are fitted. False hands them out woven, as decoded, but
-    /// only at the source's size: a resized picture is always deinterlaced first.
+    /// picture per frame, before they are fitted; GPU surfaces (`.vaapiSurface`) on a device whose
+    /// video processor deinterlaces by bob are deinterlaced there (`deinterlace_vaapi`) instead.
+    /// False hands them out woven, as decoded, but only at the source's size: a resized picture
+    /// is always deinterlaced first.
     public var deinterlaces: Bool
     /// The colours pictures are converted to, nil to keep the source's. A PQ or HLG source read
     /// as BT.709 (the `bt709` transfer) is tone-mapped to SDR; other differences in primaries,
