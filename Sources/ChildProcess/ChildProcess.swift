@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import Glibc
-import Synchronization
+import MediaCore
 
 /// How a child process ended, what it printed and what it cost (from `wait4`'s rusage).
 public struct ChildProcessResult: Sendable {
@@ -72,7 +72,7 @@ public enum ChildProcess {
         let child = try spawn(executable, arguments, environment: environment, stdout: outPath, stderr: errPath)
 
         // The timer kills the child only while it has not been reaped, so a recycled pid is never hit.
-        let state = Mutex((exited: false, killed: false))
+        let state = Locked((exited: false, killed: false))
         DispatchQueue.global().asyncAfter(deadline: .now() + timeLimit) {
             state.withLock {
                 guard !$0.exited else { return }

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Dispatch
+import MediaCore
 import Synchronization
 
 /// Wakes whoever waits for a pooled buffer when one comes back, so pools never poll.
@@ -16,7 +17,7 @@ final class ReleaseSignal: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let condition: UnsafeMutablePointer<pthread_cond_t>
     private var count: UInt64 = 0
-    private let waiters = Mutex<[Int: CheckedContinuation<Bool, Never>]>([:])
+    private let waiters = Locked<[Int: CheckedContinuation<Bool, Never>]>([:])
     private let nextWaiter = Atomic<Int>(0)
 
     init() {

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 import Testing
 @testable import VAFoundation
 
@@ -907,7 +906,7 @@ import Testing
 
 /// A count shared between a test and the blocks it sends to dispatch queues.
 final class GuideCounter: Sendable {
-    private let count = Mutex(0)
+    private let count = Locked(0)
     /// Adds one; returns the new count.
     @discardableResult func increment() -> Int { count.withLock { $0 += 1; return $0 } }
     /// Takes one away.

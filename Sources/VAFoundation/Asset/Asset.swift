@@ -7,7 +7,7 @@ import Foundation
 /// let asset = Asset(url: URL(fileURLWithPath: "clip.mp4"))
 /// let (duration, tracks) = try await asset.load(.duration, .tracks)
 /// ```
-// @unchecked: open to `Composition`; its own stored properties are immutable, and subclasses keep their state behind a Mutex.
+// @unchecked: open to `Composition`; its own stored properties are immutable, and subclasses keep their state behind a `Locked`.
 public class Asset: @unchecked Sendable {
     /// How the asset inspects its file (`AVURLAsset`'s initialisation options).
     public struct Options: Sendable {

@@ -1,7 +1,6 @@
 import FFmpegSupport
 import HardwareAcceleration
 import Foundation
-import Synchronization
 
 /// The runner: one attempt wires the reader's outputs to the writer's inputs lane by lane;
 /// around it, cancellation, the retry without unreadable tracks and the software fallback.
@@ -574,13 +573,13 @@ extension ExportSession {
     /// Samples written and progress (0…1 of the range) per lane, shared by the lane tasks.
     private final class LaneTally: Sendable {
         /// A copying lane stopped short of the file-length limit.
-        let limitReached = Mutex(false)
-        let counts: Mutex<[Int]>
+        let limitReached = Locked(false)
+        let counts: Locked<[Int]>
         /// Bytes handed to the writer per lane (estimated from the bit rate for encoded lanes).
-        let bytes: Mutex<[Int64]>
+        let bytes: Locked<[Int64]>
         init(lanes: Int) {
-            bytes = Mutex([Int64](repeating: 0, count: lanes))
-            counts = Mutex([Int](repeating: 0, count: lanes))
+            bytes = Locked([Int64](repeating: 0, count: lanes))
+            counts = Locked([Int](repeating: 0, count: lanes))
         }
     }
 

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Keeps an export's lanes (one per track) within `window` of each other in media time.
 ///
@@ -16,11 +15,11 @@ final class LanePacer: Sendable {
     }
 
     private let window: MediaTime
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(lanes: Int, start: MediaTime, window: MediaTime) {
         self.window = window
-        state = Mutex(State(positions: Array(repeating: start, count: lanes), finished: Array(repeating: false, count: lanes)))
+        state = Locked(State(positions: Array(repeating: start, count: lanes), finished: Array(repeating: false, count: lanes)))
     }
 
     /// Returns once lane `i` is at most `window` ahead of every unfinished lane; throws

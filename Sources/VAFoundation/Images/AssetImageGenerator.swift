@@ -54,15 +54,15 @@ public final class AssetImageGenerator: Sendable {
         var videoComposition: VideoComposition?
         var device: VideoDevice?
     }
-    private let settings = Mutex(Settings())
+    private let settings = Locked(Settings())
     /// Requests from before the latest `cancelAllImageGeneration()` are cancelled.
     private let generation = Atomic<Int>(0)
     /// The decoder and its position, confined to `queue`.
     private let queue = DispatchQueue(label: "VAFoundation.AssetImageGenerator")
     /// One frame source per file and track read (a composition reads several), by "path#stream".
-    private let sources = Mutex<[String: FrameSourceBox]>([:])
+    private let sources = Locked<[String: FrameSourceBox]>([:])
     /// A file asset's tracks, once a blocking call inspected them.
-    private let inspectedTracks = Mutex<[AssetTrack]?>(nil)
+    private let inspectedTracks = Locked<[AssetTrack]?>(nil)
 
     public init(asset: Asset) {
         self.asset = asset

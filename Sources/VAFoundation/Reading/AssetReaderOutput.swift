@@ -26,7 +26,7 @@ public class AssetReaderOutput: @unchecked Sendable {
         var timePitchAlgorithm = AudioTimePitchAlgorithm.spectral
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Set while a thread is producing a sample: the decoders behind an output are confined to
     /// one consumer at a time, and a second one is refused instead of racing it.
     private let producing = Atomic<Bool>(false)
@@ -195,9 +195,9 @@ public final class AssetReaderTrackOutput: AssetReaderOutput, @unchecked Sendabl
     public let track: AssetTrack
     public let outputSettings: ReaderOutputSettings?
     private nonisolated(unsafe) var pipeline: TrackPipeline?
-    private let device = Mutex<VideoDevice?>(nil)
+    private let device = Locked<VideoDevice?>(nil)
     /// Where an export's stages record what they did (set by the export before reading starts).
-    let observations = Mutex<StageObservations?>(nil)
+    let observations = Locked<StageObservations?>(nil)
 
     /// Decode video on this VA-API device (set before `startReading()`). With
     /// `PixelBufferAttributes(pixelFormat: .vaapiSurface, …)` the pictures stay in GPU surfaces,

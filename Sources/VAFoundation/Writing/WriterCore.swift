@@ -2,7 +2,6 @@ import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
 
 /// The shared state of one writer: its status, the inputs' back-pressure bookkeeping and the
 /// serial queue that owns the encoders and the muxer. `AssetWriter` and its inputs hold it;
@@ -51,10 +50,10 @@ final class WriterCore: Sendable {
     }
 
     let queue: DispatchQueue
-    let state = Mutex(State())
+    let state = Locked(State())
     let destinationPath: String
     /// Told the written duration each time a packet reaches the file (on the writer's queue).
-    let writeObserver = Mutex<(@Sendable (Double) -> Void)?>(nil)
+    let writeObserver = Locked<(@Sendable (Double) -> Void)?>(nil)
 
     init(destinationPath: String) {
         self.destinationPath = destinationPath
