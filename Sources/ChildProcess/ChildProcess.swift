@@ -107,7 +107,7 @@ public enum ChildProcess {
     public static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
                            scratchDirectory: URL = FileManager.default.temporaryDirectory,
                            timeLimit: Double) async throws -> ChildProcessResult {
-        try await withCheckedThrowingContinuation { continuation in
+        try await withLockedThrowingContinuation { continuation in
             DispatchQueue.global(qos: .userInitiated).async {
                 continuation.resume(with: Result {
                     try run(executable, arguments, environment: environment, scratchDirectory: scratchDirectory, timeLimit: timeLimit)

@@ -530,7 +530,7 @@ import Testing
         try assetWriter.startWriting()
         try assetWriter.startSession(atSourceTime: .zero)
         let myInputSerialQueue = DispatchQueue(label: "guide input serial queue")
-        await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
+        await withLockedContinuation { (finished: LockedContinuation<Void, Never>) in
             assetWriterInput.requestMediaDataWhenReady(on: myInputSerialQueue) {
                 while assetWriterInput.isReadyForMoreMediaData {
                     if let nextSampleBuffer = copyNextSampleBufferToWrite() {
@@ -609,7 +609,7 @@ import Testing
 
         let serializationQueueDescription = "\(Self.self) serialization queue"
         let serializationQueue = DispatchQueue(label: serializationQueueDescription)
-        await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
+        await withLockedContinuation { (finished: LockedContinuation<Void, Never>) in
             assetWriterInput.requestMediaDataWhenReady(on: serializationQueue) {
                 while assetWriterInput.isReadyForMoreMediaData {
                     if let sampleBuffer = try? assetReaderOutput.copyNextSampleBuffer() {
@@ -661,7 +661,7 @@ import Testing
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<8 {
                 group.addTask {
-                    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                    await withLockedContinuation { (done: LockedContinuation<Void, Never>) in
                         reencoder.rwVideoSerializationQueue.async {
                             if running.increment() > 1 { overlaps.increment() }
                             usleep(2000)
@@ -961,7 +961,7 @@ final class GuideReencoder: @unchecked Sendable {
 
     /// `start(completion:)` as an async call: its completion's success and error.
     func run() async -> (success: Bool, error: MediaError?) {
-        await withCheckedContinuation { (done: CheckedContinuation<(success: Bool, error: MediaError?), Never>) in
+        await withLockedContinuation { (done: LockedContinuation<(success: Bool, error: MediaError?), Never>) in
             start { success, error in done.resume(returning: (success, error)) }
         }
     }

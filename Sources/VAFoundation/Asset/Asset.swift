@@ -86,7 +86,7 @@ public class Asset: @unchecked Sendable {
             if let task { return try await task.value }
             let (path, options) = (self.path, self.options)
             let task = Task {
-                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<AssetInspection, any Error>) in
+                try await withLockedThrowingContinuation { (continuation: LockedContinuation<AssetInspection, any Error>) in
                     DispatchQueue.global(qos: .userInitiated).async {
                         continuation.resume(with: Result { try AssetInspector.inspect(path: path, options: options) })
                     }

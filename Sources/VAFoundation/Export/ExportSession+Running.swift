@@ -611,7 +611,7 @@ actor ExportSlots {
     static let shared = ExportSlots(limit: max(1, ProcessInfo.processInfo.activeProcessorCount))
     private let limit: Int
     private var running = 0
-    private var waiters: [CheckedContinuation<Void, Never>] = []
+    private var waiters: [LockedContinuation<Void, Never>] = []
 
     init(limit: Int) { self.limit = limit }
 
@@ -621,7 +621,7 @@ actor ExportSlots {
             running += 1
             return
         }
-        await withCheckedContinuation { waiters.append($0) }
+        await withLockedContinuation { waiters.append($0) }
         if Task.isCancelled {
             release()
             throw CancellationError()

@@ -125,7 +125,7 @@ public final class AssetImageGenerator: Sendable {
     public func image(at time: MediaTime) async throws -> (image: Image, actualTime: MediaTime) {
         let started = generation.load(ordering: .acquiring)
         let track = try await videoTrack()
-        return try await withCheckedThrowingContinuation { continuation in
+        return try await withLockedThrowingContinuation { continuation in
             queue.async {
                 continuation.resume(with: Swift.Result { try self.generate(at: time, track: track, generation: started) })
             }
@@ -158,7 +158,7 @@ public final class AssetImageGenerator: Sendable {
                         result = .failure(requestedTime: time, error: MediaError(.cancelled, "image generation was cancelled", path: asset.displayPath))
                     } else {
                         do {
-                            let (image, actual) = try await withCheckedThrowingContinuation { c in
+                            let (image, actual) = try await withLockedThrowingContinuation { c in
                                 queue.async { c.resume(with: Swift.Result { try self.generate(at: time, track: track, generation: started) }) }
                             }
                             result = .success(requestedTime: time, image: image, actualTime: actual)

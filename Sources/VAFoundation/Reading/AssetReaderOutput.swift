@@ -138,7 +138,7 @@ public class AssetReaderOutput: @unchecked Sendable {
     /// samples, which are many and small. The span keeps a sparse track from making the
     /// shared demuxer queue far ahead for the others.
     func nextBatchAsync(maximumCount: Int, maximumSpan: MediaTime) async throws -> [SampleBuffer] {
-        try await withCheckedThrowingContinuation { continuation in
+        try await withLockedThrowingContinuation { continuation in
             queue.async {
                 continuation.resume(with: Result {
                     var batch: [SampleBuffer] = []
@@ -157,7 +157,7 @@ public class AssetReaderOutput: @unchecked Sendable {
 
     /// Runs `copyNextSampleBuffer` on the output's queue, off the cooperative pool.
     func nextAsync() async throws -> SampleBuffer? {
-        try await withCheckedThrowingContinuation { continuation in
+        try await withLockedThrowingContinuation { continuation in
             queue.async { continuation.resume(with: Result { try self.copyNextSampleBuffer() }) }
         }
     }

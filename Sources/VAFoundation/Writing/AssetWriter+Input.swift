@@ -142,7 +142,7 @@ public final class AssetWriterInput: Sendable {
         Task {
             while await core.waitUntilReady(index) {
                 let seen = core.changeCount
-                await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                await withLockedContinuation { (c: LockedContinuation<Void, Never>) in
                     queue.async {
                         block()
                         c.resume()
