@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The engine's tests under the sanitizers, since valgrind cannot run Swift binaries:
 #  - address (the default): AddressSanitizer over every VAFoundationTests suite (the engine,
-#    reader, writer, export, compositions, images) and the SoftVA device paths;
+#    reader, writer, export, compositions, images), the SoftVA device paths and MediaCore's locks;
 #  - thread: ThreadSanitizer over the same suites, which run the pipeline's threads, queues
 #    and tasks. TSan sees the engine's synchronisation because it locks with MediaCore's
 #    Locked (a pthread mutex, which TSan intercepts; Synchronization.Mutex's futex it cannot
@@ -19,7 +19,7 @@ which=${1:-address}
 # Leak reports are off: FFmpeg's and the Swift runtime's process-lifetime allocations are not findings.
 export ASAN_OPTIONS=detect_leaks=0:halt_on_error=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-suites='VAFoundationTests|HardwareExportTests|DeviceCompositionTests'
+suites='VAFoundationTests|HardwareExportTests|DeviceCompositionTests|LockedTests'
 if [ "$which" = address ] || [ "$which" = both ]; then
   swift build --build-tests --sanitize=address --scratch-path .build-asan
   bash Hardware/watchdog.sh 1800 swift test --skip-build --sanitize=address --scratch-path .build-asan \
