@@ -46,7 +46,7 @@ let package = Package(
         // `vaf bench`'s arithmetic and reports (PSNR/SSIM, statistics, table/JSON/CSV/SVG): no C.
         .target(name: "BenchKit"),
         // Runs child programs with posix_spawn, a time limit and rusage: for the bench and tests.
-        .target(name: "ChildProcess"),
+        .target(name: "ChildProcess", dependencies: ["MediaCore"]),
         .executableTarget(
             name: "vaf",
             dependencies: [

@@ -12,5 +12,8 @@ swift build --build-tests
 bash Hardware/docs.sh
 # A normal run takes minutes; a hung one is stopped after 30 with every thread's stack printed.
 bash Hardware/watchdog.sh 1800 swift test --skip-build
+# The engine's and the SoftVA device paths' suites again under AddressSanitizer and
+# ThreadSanitizer, each in its own build folder (about 25 minutes on 2 cores).
+bash Hardware/sanitizers.sh both
 # Two minutes of libFuzzer over asset inspection and track reading, under AddressSanitizer.
 bash Fuzz/run.sh 120

@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import Glibc
-import Synchronization
+import MediaCore
 
 /// How a child process ended, what it printed and what it cost (from `wait4`'s rusage).
 public struct ChildProcessResult: Sendable {
@@ -72,7 +72,7 @@ public enum ChildProcess {
         let child = try spawn(executable, arguments, environment: environment, stdout: outPath, stderr: errPath)
 
         // The timer kills the child only while it has not been reaped, so a recycled pid is never hit.
-        let state = Mutex((exited: false, killed: false))
+        let state = Locked((exited: false, killed: false))
         DispatchQueue.global().asyncAfter(deadline: .now() + timeLimit) {
             state.withLock {
                 guard !$0.exited else { return }
@@ -107,7 +107,7 @@ public enum ChildProcess {
     public static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
                            scratchDirectory: URL = FileManager.default.temporaryDirectory,
                            timeLimit: Double) async throws -> ChildProcessResult {
-        try await withCheckedThrowingContinuation { continuation in
+        try await withLockedThrowingContinuation { continuation in
             DispatchQueue.global(qos: .userInitiated).async {
                 continuation.resume(with: Result {
                     try run(executable, arguments, environment: environment, scratchDirectory: scratchDirectory, timeLimit: timeLimit)

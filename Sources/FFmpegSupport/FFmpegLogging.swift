@@ -1,5 +1,5 @@
 internal import CFFmpeg
-import Synchronization
+import MediaCore
 
 /// How much FFmpeg's own logging prints to stderr. Quiet (errors only from our own typed
 /// errors) unless a caller asks for more, e.g. `vaf --verbose`.
@@ -8,7 +8,7 @@ public enum FFmpegLogging {
         case quiet = -8, fatal = 8, error = 16, warning = 24, info = 32, verbose = 40, debug = 48
     }
 
-    private static let chosen = Mutex<Level?>(nil)
+    private static let chosen = Locked<Level?>(nil)
 
     /// Sets FFmpeg's log level for the process. The corresponding C function is `av_log_set_level`.
     public static func setLevel(_ level: Level) {

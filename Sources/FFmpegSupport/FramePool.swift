@@ -1,6 +1,6 @@
 internal import CFFmpeg
 import Dispatch
-import Synchronization
+import MediaCore
 
 /// Hands out video frames whose pixel memory comes back to the pool, instead of being freed,
 /// when the last reference to it is dropped (by the caller, an encoder, a scaler). At most
@@ -24,7 +24,7 @@ public final class FramePool: Sendable {
             var allocations = 0
             var closed = false
         }
-        let state = Mutex(State())
+        let state = Locked(State())
         let size: Int
         /// Signalled each time a block comes back, for callers waiting for one.
         let released = ReleaseSignal()

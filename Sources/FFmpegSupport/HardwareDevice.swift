@@ -1,5 +1,5 @@
 internal import CFFmpeg
-import Synchronization
+import MediaCore
 
 /// libavutil's handle on a VA-API device (`AVHWDeviceContext`), shared by decoders, filters and
 /// encoders so they exchange GPU surfaces without copying.
@@ -69,7 +69,7 @@ public enum HostTransferCounter {
 
 /// A thread-safe count of transfers and bytes.
 final class CounterStorage: Sendable {
-    private let state = Mutex((count: 0, bytes: 0))
+    private let state = Locked((count: 0, bytes: 0))
     func add(_ bytes: Int) { state.withLock { $0.count += 1; $0.bytes += bytes } }
     func read() -> (count: Int, bytes: Int) { state.withLock { $0 } }
 }

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Dispatch
+import MediaCore
 import Synchronization
 
 /// Wakes whoever waits for a pooled buffer when one comes back, so pools never poll.
@@ -16,7 +17,7 @@ final class ReleaseSignal: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let condition: UnsafeMutablePointer<pthread_cond_t>
     private var count: UInt64 = 0
-    private let waiters = Mutex<[Int: CheckedContinuation<Bool, Never>]>([:])
+    private let waiters = Locked<[Int: LockedContinuation<Bool, Never>]>([:])
     private let nextWaiter = Atomic<Int>(0)
 
     init() {
@@ -50,7 +51,7 @@ final class ReleaseSignal: @unchecked Sendable {
         count &+= 1
         pthread_cond_broadcast(condition)
         pthread_mutex_unlock(mutex)
-        let woken = waiters.withLock { w -> [CheckedContinuation<Bool, Never>] in
+        let woken = waiters.withLock { w -> [LockedContinuation<Bool, Never>] in
             defer { w = [:] }
             return Array(w.values)
         }
@@ -73,7 +74,7 @@ final class ReleaseSignal: @unchecked Sendable {
     func next(after seen: UInt64, deadline: DispatchTime) async -> Bool {
         let id = nextWaiter.add(1, ordering: .relaxed).newValue
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+            await withLockedContinuation { (c: LockedContinuation<Bool, Never>) in
                 let parked = waiters.withLock { w -> Bool in
                     // Checked under the waiters' lock: a signal or cancellation after it finds this waiter parked.
                     if generation != seen || Task.isCancelled { return false }

@@ -2,6 +2,7 @@ internal import CVA
 #if canImport(Glibc)
 import Glibc
 #endif
+import MediaCore
 import Synchronization
 
 /// An initialised VA-API display on a DRM render node or an X11 display: owns the display and the
@@ -133,7 +134,7 @@ public final class VADevice {
 /// Collects the messages libva hands its error and info callbacks, so they reach the diagnosis
 /// instead of stderr; `LibvaLogging.level` says which are also printed on stderr.
 final class LibvaLog: Sendable {
-    private let kept = Mutex<[String]>([])
+    private let kept = Locked<[String]>([])
 
     var lines: [String] { kept.withLock { $0 } }
 

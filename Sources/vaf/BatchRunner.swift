@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 import Foundation
 import VAFoundation
 
@@ -469,7 +468,7 @@ struct BatchRunner {
     /// `task`'s value once it ends, with the first stopping signal received meanwhile, which
     /// cancels it (shared with `vaf render`).
     static func cancellingOnSignals<T: Sendable>(_ task: Task<T, Never>) async -> (T, Int32?) {
-        let received = Mutex<Int32?>(nil)
+        let received = Locked<Int32?>(nil)
         let sources = stoppingSignals.map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())

@@ -40,7 +40,7 @@ enum BenchQuality {
         try sourceReader.startReading()
         // A quarter of a source frame absorbs timescale rounding between the two files.
         let tolerance = sourceTrack.minFrameDuration.isNumeric ? sourceTrack.minFrameDuration.seconds / 4 : 0.004
-        return try await withCheckedThrowingContinuation { continuation in
+        return try await withLockedThrowingContinuation { continuation in
             DispatchQueue.global(qos: .utility).async {
                 continuation.resume(with: Result {
                     try compare(outputFrames, against: sourceFrames, width: width, height: height, tolerance: tolerance)

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import VAFoundation
 
 /// What a batch recorded about the outputs it completed, so a re-run resumes only those made
@@ -20,7 +19,7 @@ final class ResumeJournal: Sendable {
     }
 
     let directory: URL
-    private let entries: Mutex<[String: Entry]>
+    private let entries: Locked<[String: Entry]>
 
     /// The journal of `directory`, with what earlier runs recorded (none when it has no journal).
     init(directory: String) {
@@ -31,7 +30,7 @@ final class ResumeJournal: Sendable {
                 if let entry = try? JSONDecoder().decode(Entry.self, from: Data(line.utf8)) { found[entry.output] = entry }
             }
         }
-        entries = Mutex(found)
+        entries = Locked(found)
     }
 
     /// What a run should do with an output that already exists.

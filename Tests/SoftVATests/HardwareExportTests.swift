@@ -1,6 +1,5 @@
 import FFmpegSupport
 import Foundation
-import Synchronization
 import Testing
 @testable import VAFoundation
 import VATestSupport
@@ -200,7 +199,7 @@ import VATestSupport
         let source = URL(fileURLWithPath: dir.file("source.mov"))
         try await Self.writeMJPEGSource(to: source)
         let options = SoftVAOptions(failAfter: 12, failStatus: "VA_STATUS_ERROR_HW_BUSY", failOn: failingStage)
-        let videoReads = Mutex(0)
+        let videoReads = Locked(0)
         let probe = StageProbe { step throws(MediaError) in
             if case .sampleRead(.video, _, _) = step { videoReads.withLock { $0 += 1 } }
         }
@@ -236,7 +235,7 @@ import VATestSupport
         _ = try runChecked(Tools.ffmpeg, ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30", "-t", "4",
                                           "-c:v", "libx264", "-bf", "2", "-pix_fmt", "yuv420p", source])
         let options = SoftVAOptions(failAfter: 75, failStatus: "VA_STATUS_ERROR_HW_BUSY", failOn: "encode")
-        let videoReads = Mutex(0)
+        let videoReads = Locked(0)
         let probe = StageProbe { step throws(MediaError) in
             if case .sampleRead(.video, _, _) = step { videoReads.withLock { $0 += 1 } }
         }

@@ -1,6 +1,5 @@
 import Foundation
 import Testing
-import Synchronization
 @testable import VAFoundation
 import FFmpegSupport
 
@@ -399,8 +398,8 @@ import FFmpegSupport
         try writer.add(input)
         try writer.startWriting()
         try writer.startSession(atSourceTime: .zero)
-        let next = Mutex(0)
-        let calls = Mutex(0)
+        let next = Locked(0)
+        let calls = Locked(0)
         let done = AsyncStream<Void>.makeStream()
         input.requestMediaDataWhenReady(on: DispatchQueue(label: "test.pull")) {
             calls.withLock { $0 += 1 }

@@ -1,6 +1,5 @@
 import FFmpegSupport
 import Foundation
-import Synchronization
 import Testing
 @testable import VAFoundation
 
@@ -144,11 +143,11 @@ struct ExportSessionTests {
         // Cancelled from the reader's own thread once frames flow (the export's test seam), not
         // by a task polling the progress, which a starved cooperative pool runs too late.
         let session = ExportSession(asset: Asset(url: clip), preset: .preset640x480)
-        let exportTask = Mutex<Task<ExportResult, Error>?>(nil)
+        let exportTask = Locked<Task<ExportResult, Error>?>(nil)
         session.stageProbe = StageProbe { step throws(MediaError) in
             if case .sampleRead(.video, 5, _) = step { exportTask.withLock { $0 }?.cancel() }
         }
-        let start = Mutex(false)
+        let start = Locked(false)
         let task = Task {
             while !start.withLock({ $0 }) { await Task.yield() }
             return try await session.export(to: url, as: .mp4)

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 import Testing
 @testable import VAFoundation
 
@@ -531,7 +530,7 @@ import Testing
         try assetWriter.startWriting()
         try assetWriter.startSession(atSourceTime: .zero)
         let myInputSerialQueue = DispatchQueue(label: "guide input serial queue")
-        await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
+        await withLockedContinuation { (finished: LockedContinuation<Void, Never>) in
             assetWriterInput.requestMediaDataWhenReady(on: myInputSerialQueue) {
                 while assetWriterInput.isReadyForMoreMediaData {
                     if let nextSampleBuffer = copyNextSampleBufferToWrite() {
@@ -610,7 +609,7 @@ import Testing
 
         let serializationQueueDescription = "\(Self.self) serialization queue"
         let serializationQueue = DispatchQueue(label: serializationQueueDescription)
-        await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
+        await withLockedContinuation { (finished: LockedContinuation<Void, Never>) in
             assetWriterInput.requestMediaDataWhenReady(on: serializationQueue) {
                 while assetWriterInput.isReadyForMoreMediaData {
                     if let sampleBuffer = try? assetReaderOutput.copyNextSampleBuffer() {
@@ -662,7 +661,7 @@ import Testing
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<8 {
                 group.addTask {
-                    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                    await withLockedContinuation { (done: LockedContinuation<Void, Never>) in
                         reencoder.rwVideoSerializationQueue.async {
                             if running.increment() > 1 { overlaps.increment() }
                             usleep(2000)
@@ -907,7 +906,7 @@ import Testing
 
 /// A count shared between a test and the blocks it sends to dispatch queues.
 final class GuideCounter: Sendable {
-    private let count = Mutex(0)
+    private let count = Locked(0)
     /// Adds one; returns the new count.
     @discardableResult func increment() -> Int { count.withLock { $0 += 1; return $0 } }
     /// Takes one away.
@@ -962,7 +961,7 @@ final class GuideReencoder: @unchecked Sendable {
 
     /// `start(completion:)` as an async call: its completion's success and error.
     func run() async -> (success: Bool, error: MediaError?) {
-        await withCheckedContinuation { (done: CheckedContinuation<(success: Bool, error: MediaError?), Never>) in
+        await withLockedContinuation { (done: LockedContinuation<(success: Bool, error: MediaError?), Never>) in
             start { success, error in done.resume(returning: (success, error)) }
         }
     }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import VAFoundation
 
@@ -13,7 +12,7 @@ import Testing
     /// Starts `body`; after 100 ms, whether it is still waiting (a busy machine may not have
     /// started it yet, which reads as waiting too: the completion checks are the real test).
     static func isStillWaiting(_ body: @escaping @Sendable () async throws -> Void) async throws -> (Bool, Task<Void, any Error>) {
-        final class Flag: Sendable { let isSet = Mutex(false) }
+        final class Flag: Sendable { let isSet = Locked(false) }
         let returned = Flag()
         let task = Task {
             try await body()

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import VAFoundation
 
@@ -39,7 +38,7 @@ struct PipelineSeamTests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let session = ExportSession(asset: Asset(url: clip), preset: preset)
         let injected = "injected failure at \(point.rawValue)"
-        let reached = Mutex(false)
+        let reached = Locked(false)
         session.stageProbe = StageProbe { step throws(MediaError) in
             guard point.matches(step) else { return }
             reached.withLock { $0 = true }
@@ -61,8 +60,8 @@ struct PipelineSeamTests {
     func cancellingAtEachPointLeavesNoFileAndNoStageBehind(preset: ExportPreset, point: Point) async throws {
         let dir = try TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let exportTask = Mutex<Task<Void, Error>?>(nil)
-        let reached = Mutex(false)
+        let exportTask = Locked<Task<Void, Error>?>(nil)
+        let reached = Locked(false)
         let probe = StageProbe { step throws(MediaError) in
             guard point.matches(step) else { return }
             reached.withLock { $0 = true }
@@ -73,7 +72,7 @@ struct PipelineSeamTests {
             session.stageProbe = probe
             let url = dir.appendingPathComponent("out.mp4")
             // The task is published before the export can reach any point.
-            let start = Mutex(false)
+            let start = Locked(false)
             let task = Task {
                 while !start.withLock({ $0 }) { await Task.yield() }
                 _ = try await session.export(to: url, as: .mp4)
@@ -125,8 +124,8 @@ struct PipelineSeamTests {
         let dir = try TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let session = ExportSession(asset: Asset(url: clip), preset: preset)
-        let latest = Mutex([MediaType: MediaTime]())
-        let worst = Mutex(MediaTime.zero)
+        let latest = Locked([MediaType: MediaTime]())
+        let worst = Locked(MediaTime.zero)
         session.stageProbe = StageProbe { step throws(MediaError) in
             guard case .sampleWritten(let type, _, let time) = step, time.isNumeric else { return }
             latest.withLock { l in
@@ -161,7 +160,7 @@ struct PipelineSeamTests {
         }
         try reader.add(output)
         try reader.startReading()
-        let firstGotASample = Mutex(false)
+        let firstGotASample = Locked(false)
         DispatchQueue.global().async {
             let sample = try? output.copyNextSampleBuffer()
             firstGotASample.withLock { $0 = sample != nil }

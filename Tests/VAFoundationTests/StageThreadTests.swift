@@ -2,8 +2,8 @@ import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
 import Testing
+import MediaCore
 @testable import VAFoundation
 
 /// The stage thread every FFmpeg context of a stage is confined to, and the bounded channel
@@ -12,9 +12,9 @@ struct StageThreadTests {
     @Test func jobsRunInOrderOnOneThreadThatIsTheStagesOwn() {
         let stage = StageThread(name: "test.stage")
         #expect(!stage.isCurrent, "the test's thread is not the stage's")
-        let seen = Mutex<[Int]>([])
-        let threads = Mutex<Set<pthread_t>>([])
-        let onStage = Mutex<[Bool]>([])
+        let seen = Locked<[Int]>([])
+        let threads = Locked<Set<pthread_t>>([])
+        let onStage = Locked<[Bool]>([])
         for i in 0..<200 {
             stage.async {
                 seen.withLock { $0.append(i) }

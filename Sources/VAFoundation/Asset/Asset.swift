@@ -7,7 +7,7 @@ import Foundation
 /// let asset = Asset(url: URL(fileURLWithPath: "clip.mp4"))
 /// let (duration, tracks) = try await asset.load(.duration, .tracks)
 /// ```
-// @unchecked: open to `Composition`; its own stored properties are immutable, and subclasses keep their state behind a Mutex.
+// @unchecked: open to `Composition`; its own stored properties are immutable, and subclasses keep their state behind a `Locked`.
 public class Asset: @unchecked Sendable {
     /// How the asset inspects its file (`AVURLAsset`'s initialisation options).
     public struct Options: Sendable {
@@ -90,7 +90,7 @@ public class Asset: @unchecked Sendable {
             if let task { return try await task.value }
             let (path, options, handoff) = (self.path, self.options, self.handoff)
             let task = Task {
-                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<AssetInspection, any Error>) in
+                try await withLockedThrowingContinuation { (continuation: LockedContinuation<AssetInspection, any Error>) in
                     DispatchQueue.global(qos: .userInitiated).async {
                         continuation.resume(with: Result { try AssetInspector.inspect(path: path, options: options, handoff: handoff) })
                     }

@@ -109,11 +109,13 @@ enum AssetInspector {
             Chapter(title: c.title,
                     timeRange: MediaTimeRange(start: time(c.start, c.timeBase), duration: time(c.end - c.start, c.timeBase)))
         }
-        if !scanned { handoff?.keep(demuxer) }
-        return AssetInspection(
+        let inspection = AssetInspection(
             containerFormat: ContainerFormat(name: demuxer.formatName, longName: demuxer.formatLongName),
             duration: duration, fileSize: fileSize, bitRate: Int(demuxer.bitRate), tracks: tracks,
             metadata: MetadataItem.items(demuxer.metadata), chapters: chapters, warnings: warnings)
+        // Handed on last: from here the inspection no longer touches it.
+        if !scanned { handoff?.keep(demuxer) }
+        return inspection
     }
 
     // MARK: Errors

@@ -1,5 +1,4 @@
 import FFmpegSupport
-import Synchronization
 
 /// A bounded set of same-sized pictures that are handed out again once every user is done
 /// with them (`CVPixelBufferPool`'s role), so a frame loop does not allocate per frame.
@@ -25,7 +24,7 @@ public final class PixelBufferPool: Sendable {
     public let maximumBufferCount: Int
     public let backing: Backing
     private let frames: FramePool?
-    private let customCount = Mutex(0)
+    private let customCount = Locked(0)
 
     /// A pool of `width`×`height` pictures in `pixelFormat`, at most `maximumBufferCount` of them.
     public init(width: Int, height: Int, pixelFormat: PixelFormat, maximumBufferCount: Int = 8,

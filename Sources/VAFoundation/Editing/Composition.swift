@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// One track of a composition (`AVCompositionTrack`): its segments, each a stretch of a source
 /// file's track or an empty stretch, tiling the track's timeline from zero.
@@ -53,10 +52,10 @@ public class Composition: Asset, @unchecked Sendable {
         var naturalSize: Size = .zero
     }
 
-    let store: Mutex<State>
+    let store: Locked<State>
 
     init(state: State) {
-        store = Mutex(state)
+        store = Locked(state)
         super.init(describedBy: URL(string: "composition:")!)
     }
 

@@ -1,7 +1,6 @@
 import FFmpegSupport
 import HardwareAcceleration
 import Foundation
-import Synchronization
 
 /// The planner: which tracks an export copies, encodes or leaves out, with which settings,
 /// encoders and hardware path, decided from the asset's tracks and the session's settings

@@ -1,7 +1,6 @@
 import FFmpegSupport
 import HardwareAcceleration
 import Foundation
-import Synchronization
 
 /// The runner: one attempt wires the reader's outputs to the writer's inputs lane by lane;
 /// around it, cancellation, the retry without unreadable tracks and the software fallback.
@@ -570,13 +569,13 @@ extension ExportSession {
     /// Samples written and progress (0…1 of the range) per lane, shared by the lane tasks.
     private final class LaneTally: Sendable {
         /// A copying lane stopped short of the file-length limit.
-        let limitReached = Mutex(false)
-        let counts: Mutex<[Int]>
+        let limitReached = Locked(false)
+        let counts: Locked<[Int]>
         /// Bytes handed to the writer per lane (estimated from the bit rate for encoded lanes).
-        let bytes: Mutex<[Int64]>
+        let bytes: Locked<[Int64]>
         init(lanes: Int) {
-            bytes = Mutex([Int64](repeating: 0, count: lanes))
-            counts = Mutex([Int](repeating: 0, count: lanes))
+            bytes = Locked([Int64](repeating: 0, count: lanes))
+            counts = Locked([Int](repeating: 0, count: lanes))
         }
     }
 
@@ -602,7 +601,7 @@ actor ExportSlots {
     static let shared = ExportSlots(limit: max(1, ProcessInfo.processInfo.activeProcessorCount))
     private let limit: Int
     private var running = 0
-    private var waiters: [CheckedContinuation<Void, Never>] = []
+    private var waiters: [LockedContinuation<Void, Never>] = []
 
     init(limit: Int) { self.limit = limit }
 
@@ -612,7 +611,7 @@ actor ExportSlots {
             running += 1
             return
         }
-        await withCheckedContinuation { waiters.append($0) }
+        await withLockedContinuation { waiters.append($0) }
         if Task.isCancelled {
             release()
             throw CancellationError()

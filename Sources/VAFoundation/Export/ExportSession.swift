@@ -1,7 +1,6 @@
 import FFmpegSupport
 import HardwareAcceleration
 import Foundation
-import Synchronization
 
 /// Exports an asset to a new file with a preset (`AVAssetExportSession`): passthrough (remux)
 /// or re-encode, trimmed to a time range, with a frame-rate policy, overrides of the preset's
@@ -27,7 +26,7 @@ public final class ExportSession: Sendable {
 
     public let asset: Asset
     public let preset: ExportPreset
-    private let probe = Mutex<StageProbe?>(nil)
+    private let probe = Locked<StageProbe?>(nil)
     public var presetName: String { preset.name }
 
     struct Settings {
@@ -69,8 +68,8 @@ public final class ExportSession: Sendable {
         var resumption: (at: MediaTime, framesKept: Int, cause: String)?
     }
 
-    let settings = Mutex(Settings())
-    let run = Mutex(Run())
+    let settings = Locked(Settings())
+    let run = Locked(Run())
 
     public init(asset: Asset, preset: ExportPreset) {
         self.asset = asset
@@ -239,7 +238,7 @@ public final class ExportSession: Sendable {
         var nextID = 0
     }
 
-    private let observers = Mutex(Observers())
+    private let observers = Locked(Observers())
 
     /// Gives every `states()` stream the current state when it changed and its interval has
     /// passed (a change of phase always passes); ends the streams once the export ended.

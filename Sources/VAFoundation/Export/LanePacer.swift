@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Keeps an export's lanes (one per track) within `window` of each other in media time.
 ///
@@ -12,15 +11,15 @@ final class LanePacer: Sendable {
         /// Latest end time handed over per lane (presentation time + duration).
         var positions: [MediaTime]
         var finished: [Bool]
-        var waiters: [CheckedContinuation<Bool, Never>] = []
+        var waiters: [LockedContinuation<Bool, Never>] = []
     }
 
     private let window: MediaTime
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(lanes: Int, start: MediaTime, window: MediaTime) {
         self.window = window
-        state = Mutex(State(positions: Array(repeating: start, count: lanes), finished: Array(repeating: false, count: lanes)))
+        state = Locked(State(positions: Array(repeating: start, count: lanes), finished: Array(repeating: false, count: lanes)))
     }
 
     /// Returns once lane `i` is at most `window` ahead of every unfinished lane; throws
@@ -29,7 +28,7 @@ final class LanePacer: Sendable {
         while true {
             try Task.checkCancellation()
             let mayGo = await withTaskCancellationHandler {
-                await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+                await withLockedContinuation { (c: LockedContinuation<Bool, Never>) in
                     let now = state.withLock { s -> Bool? in
                         // Checked under the lock: a cancellation after it finds this waiter parked.
                         if Self.isWithinWindow(i, s, window) { return true }
@@ -49,7 +48,7 @@ final class LanePacer: Sendable {
     /// Records that lane `i` handed over media up to `end`; returns the position every lane has reached.
     @discardableResult
     func advance(_ i: Int, to end: MediaTime) -> MediaTime {
-        let (reached, waiters) = state.withLock { s -> (MediaTime, [CheckedContinuation<Bool, Never>]) in
+        let (reached, waiters) = state.withLock { s -> (MediaTime, [LockedContinuation<Bool, Never>]) in
             if end > s.positions[i] { s.positions[i] = end }
             defer { s.waiters = [] }
             return (s.positions.min() ?? end, s.waiters)
@@ -70,7 +69,7 @@ final class LanePacer: Sendable {
     }
 
     private func wakeAll() {
-        let waiters = state.withLock { s -> [CheckedContinuation<Bool, Never>] in
+        let waiters = state.withLock { s -> [LockedContinuation<Bool, Never>] in
             defer { s.waiters = [] }
             return s.waiters
         }

@@ -1,5 +1,4 @@
 import FFmpegSupport
-import Synchronization
 
 /// What the video stages of one export actually did, recorded by the stages as they run:
 /// where pictures were decoded, scaled and encoded, and every copy between GPU surfaces and
@@ -24,7 +23,7 @@ final class StageObservations: Sendable {
         var transferBytes = 0
     }
 
-    private let record = Mutex(Record())
+    private let record = Locked(Record())
 
     var snapshot: Record { record.withLock { $0 } }
 

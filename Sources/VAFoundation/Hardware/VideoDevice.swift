@@ -1,6 +1,5 @@
 import FFmpegSupport
 import HardwareAcceleration
-import Synchronization
 
 /// A VA-API device shared by every export in the process: one VADisplay, its probed
 /// capabilities, and libavutil's device context over it. Each export opens its own decoder,
@@ -48,7 +47,7 @@ public final class VideoDevice: @unchecked Sendable {
     package var displayOwner: AnyObject { display }
 
 
-    private static let opened = Mutex([String: Result<VideoDevice, MediaError>]())
+    private static let opened = Locked([String: Result<VideoDevice, MediaError>]())
 
     /// The process's device for `spec` (nil: the first render node), opened once and shared;
     /// a failure to open is remembered too, so a batch does not retry it per file.

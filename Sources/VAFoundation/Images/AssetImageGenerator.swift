@@ -54,15 +54,15 @@ public final class AssetImageGenerator: Sendable {
         var videoComposition: VideoComposition?
         var device: VideoDevice?
     }
-    private let settings = Mutex(Settings())
+    private let settings = Locked(Settings())
     /// Requests from before the latest `cancelAllImageGeneration()` are cancelled.
     private let generation = Atomic<Int>(0)
     /// The generator's own thread: the decoder and its position are confined to it.
     private let stage = StageThread(name: "VAFoundation.images")
     /// One frame source per file and track read (a composition reads several), by "path#stream".
-    private let sources = Mutex<[String: FrameSourceBox]>([:])
+    private let sources = Locked<[String: FrameSourceBox]>([:])
     /// A file asset's tracks, once a blocking call inspected them.
-    private let inspectedTracks = Mutex<[AssetTrack]?>(nil)
+    private let inspectedTracks = Locked<[AssetTrack]?>(nil)
 
     public init(asset: Asset) {
         self.asset = asset
@@ -125,7 +125,7 @@ public final class AssetImageGenerator: Sendable {
     public func image(at time: MediaTime) async throws -> (image: Image, actualTime: MediaTime) {
         let started = generation.load(ordering: .acquiring)
         let track = try await videoTrack()
-        return try await withCheckedThrowingContinuation { continuation in
+        return try await withLockedThrowingContinuation { continuation in
             stage.async {
                 continuation.resume(with: Swift.Result { try self.generate(at: time, track: track, generation: started) })
             }
@@ -158,7 +158,7 @@ public final class AssetImageGenerator: Sendable {
                         result = .failure(requestedTime: time, error: MediaError(.cancelled, "image generation was cancelled", path: asset.displayPath))
                     } else {
                         do {
-                            let (image, actual) = try await withCheckedThrowingContinuation { c in
+                            let (image, actual) = try await withLockedThrowingContinuation { c in
                                 stage.async { c.resume(with: Swift.Result { try self.generate(at: time, track: track, generation: started) }) }
                             }
                             result = .success(requestedTime: time, image: image, actualTime: actual)

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// The export's embedded test seam: attached to an `ExportSession`, it is told of every step
 /// of every stage, on that stage's own thread, and may fail the step (by throwing) or slow it
@@ -19,7 +18,7 @@ final class StageProbe: Sendable {
     }
 
     private let onStep: @Sendable (Step) throws(MediaError) -> Void
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private struct State {
         var stages: [WeakStage] = []

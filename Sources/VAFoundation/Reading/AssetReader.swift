@@ -1,6 +1,5 @@
 import FFmpegSupport
 import Foundation
-import Synchronization
 
 /// Reads samples out of an asset (`AVAssetReader`'s role): compressed as stored, or decoded
 /// into pictures and PCM audio, through the outputs added to it.
@@ -13,7 +12,7 @@ public final class AssetReader: Sendable {
     public enum Status: Sendable, Equatable { case unknown, reading, completed, failed, cancelled }
 
     public let asset: Asset
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     // @unchecked: reached only through `state`'s mutex.
     private struct State: @unchecked Sendable {
@@ -138,7 +137,7 @@ final class DemuxSession: Sendable {
 
     let path: String
     let streams: [StreamInfo]
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// Reads `wanted` of `path` over `timeRange`, from `opened` when given (a demuxer of that
     /// file at the start of its data, e.g. the asset's inspection's), else from a new one.
@@ -160,7 +159,7 @@ final class DemuxSession: Sendable {
             // pipelines drop what lies before the range.
             try? demuxer.seek(stream: anchor, toKeyframeAtOrBefore: target)
         }
-        state = Mutex(State(demuxer: demuxer, queues: Dictionary(uniqueKeysWithValues: wanted.map { ($0, PacketQueue()) })))
+        state = Locked(State(demuxer: demuxer, queues: Dictionary(uniqueKeysWithValues: wanted.map { ($0, PacketQueue()) })))
     }
 
     /// What `nextPacket` found.

@@ -26,7 +26,7 @@ public class AssetReaderOutput: @unchecked Sendable {
         var timePitchAlgorithm = AudioTimePitchAlgorithm.spectral
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Set while a thread is producing a sample: the decoders behind an output are confined to
     /// one consumer at a time, and a second one is refused instead of racing it.
     private let producing = Atomic<Bool>(false)
@@ -138,7 +138,7 @@ public class AssetReaderOutput: @unchecked Sendable {
     /// samples, which are many and small. The span keeps a sparse track from making the
     /// shared demuxer queue far ahead for the others.
     func nextBatchAsync(maximumCount: Int, maximumSpan: MediaTime) async throws -> [SampleBuffer] {
-        try await withCheckedThrowingContinuation { continuation in
+        try await withLockedThrowingContinuation { continuation in
             stage.async {
                 continuation.resume(with: Result {
                     var batch: [SampleBuffer] = []
@@ -157,7 +157,7 @@ public class AssetReaderOutput: @unchecked Sendable {
 
     /// Runs `copyNextSampleBuffer` on the output's thread, off the cooperative pool.
     func nextAsync() async throws -> SampleBuffer? {
-        try await withCheckedThrowingContinuation { continuation in
+        try await withLockedThrowingContinuation { continuation in
             stage.async { continuation.resume(with: Result { try self.copyNextSampleBuffer() }) }
         }
     }
@@ -195,9 +195,9 @@ public final class AssetReaderTrackOutput: AssetReaderOutput, @unchecked Sendabl
     public let track: AssetTrack
     public let outputSettings: ReaderOutputSettings?
     private nonisolated(unsafe) var pipeline: TrackPipeline?
-    private let device = Mutex<VideoDevice?>(nil)
+    private let device = Locked<VideoDevice?>(nil)
     /// Where an export's stages record what they did (set by the export before reading starts).
-    let observations = Mutex<StageObservations?>(nil)
+    let observations = Locked<StageObservations?>(nil)
 
     /// Decode video on this VA-API device (set before `startReading()`). With
     /// `PixelBufferAttributes(pixelFormat: .vaapiSurface, …)` the pictures stay in GPU surfaces,

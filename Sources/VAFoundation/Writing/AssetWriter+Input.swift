@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 
 /// One track being written (`AVAssetWriterInput`'s role): it encodes the samples appended to
 /// it with its output settings, or passes compressed samples through when it has none.
@@ -31,7 +30,7 @@ public final class AssetWriterInput: Sendable {
         var observations: StageObservations?
         var resumable = false
     }
-    private let properties = Mutex(Properties())
+    private let properties = Locked(Properties())
 
     /// The export may resume this video input in software after its device fails: the writer
     /// holds each group of pictures back until the next keyframe, so the open one can be
@@ -46,7 +45,7 @@ public final class AssetWriterInput: Sendable {
         get { properties.withLock { $0.observations } }
         set { properties.withLock { $0.observations = newValue } }
     }
-    private let attachment = Mutex<(core: WriterCore, index: Int)?>(nil)
+    private let attachment = Locked<(core: WriterCore, index: Int)?>(nil)
 
     /// An input for `mediaType`. Throws `invalidArgument` when the settings are for another media type.
     public init(mediaType: MediaType, outputSettings: OutputSettings?, sourceFormatHint: FormatDescription? = nil) throws(MediaError) {
@@ -143,7 +142,7 @@ public final class AssetWriterInput: Sendable {
         Task {
             while await core.waitUntilReady(index) {
                 let seen = core.changeCount
-                await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                await withLockedContinuation { (c: LockedContinuation<Void, Never>) in
                     queue.async {
                         block()
                         c.resume()

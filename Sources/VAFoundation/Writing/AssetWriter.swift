@@ -1,6 +1,5 @@
 import Foundation
 import FFmpegSupport
-import Synchronization
 
 /// Writes media samples into a new file (`AVAssetWriter`'s role): encodes pictures and audio
 /// with FFmpeg's software encoders, or passes compressed samples through, and muxes them into
@@ -31,9 +30,9 @@ public final class AssetWriter: Sendable {
         var expectedContent: ExpectedContent?
         var probe: StageProbe?
     }
-    private let options = Mutex(Options())
+    private let options = Locked(Options())
     /// The hidden partial file being written, once `startWriting` has run.
-    private let partialFile = Mutex<URL?>(nil)
+    private let partialFile = Locked<URL?>(nil)
     let core: WriterCore
 
     /// A writer for `url`. Throws `outputExists` if the file exists and `overwritesExistingFile`

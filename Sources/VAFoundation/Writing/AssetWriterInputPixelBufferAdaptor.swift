@@ -1,5 +1,4 @@
 import FFmpegSupport
-import Synchronization
 
 /// Appends bare pictures to a video input and vends recycled pictures to draw into
 /// (`AVAssetWriterInputPixelBufferAdaptor`'s role). Thread-safe.
@@ -10,7 +9,7 @@ public final class AssetWriterInputPixelBufferAdaptor: Sendable {
     /// How many pictures the pool may allocate: enough for the queued samples, the encoder
     /// and the caller's own.
     public static let poolCapacity = PipelineBounds.adaptorPictures
-    private let pool = Mutex<PixelBufferPool?>(nil)
+    private let pool = Locked<PixelBufferPool?>(nil)
 
     /// An adaptor for `input`, which must be a video input not yet writing. Throws
     /// `invalidArgument` when no width/height is given and the input has no settings to take them from.

@@ -2,7 +2,6 @@ import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
 
 /// The shared state of one writer: its status, the inputs' back-pressure bookkeeping and the
 /// thread that owns the encoders and the muxer. `AssetWriter` and its inputs hold it;
@@ -41,17 +40,17 @@ final class WriterCore: Sendable {
         var engine: WriterEngine?
         var inputs: [InputState] = []
         var sessionStart = MediaTime.invalid
-        var waiters: [CheckedContinuation<Decision, Never>] = []
+        var waiters: [LockedContinuation<Decision, Never>] = []
         /// Counts wake-ups, so a waiter can tell whether something changed since it looked.
         var changes: UInt64 = 0
     }
 
     /// The writer's thread: the encoders and the muxer live on it.
     let stage: StageThread
-    let state = Mutex(State())
+    let state = Locked(State())
     let destinationPath: String
     /// Told the written duration each time a packet reaches the file (on the writer's thread).
-    let writeObserver = Mutex<(@Sendable (Double) -> Void)?>(nil)
+    let writeObserver = Locked<(@Sendable (Double) -> Void)?>(nil)
 
     init(destinationPath: String) {
         self.destinationPath = destinationPath
@@ -137,7 +136,7 @@ final class WriterCore: Sendable {
         while true {
             if Task.isCancelled { throw MediaError(.cancelled, "input \(i): the appending task was cancelled", path: destinationPath) }
             let decision = await withTaskCancellationHandler {
-                await withCheckedContinuation { (c: CheckedContinuation<Decision, Never>) in
+                await withLockedContinuation { (c: LockedContinuation<Decision, Never>) in
                     let now = state.withLock { s -> Decision? in
                         let d = decide(i, time, count: samples.count, bytes: bytes, &s)
                         // Checked under the lock: a cancellation after it finds this waiter parked.
@@ -167,7 +166,7 @@ final class WriterCore: Sendable {
         while true {
             if Task.isCancelled { return false }
             let decision = await withTaskCancellationHandler {
-                await withCheckedContinuation { (c: CheckedContinuation<Decision, Never>) in
+                await withLockedContinuation { (c: LockedContinuation<Decision, Never>) in
                     let now = state.withLock { s -> Decision? in
                         guard s.status == .writing, i < s.inputs.count, !s.inputs[i].finished else {
                             return .failed(MediaError(.invalidState, "input \(i) takes no more samples", path: destinationPath))
@@ -196,7 +195,7 @@ final class WriterCore: Sendable {
     /// finished, the status) since the count was `seen`, or the task is cancelled.
     func waitForChange(since seen: UInt64) async {
         _ = await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<Decision, Never>) in
+            await withLockedContinuation { (c: LockedContinuation<Decision, Never>) in
                 let parked = state.withLock { s -> Bool in
                     // Checked under the lock: a change or cancellation after it finds this waiter parked.
                     guard s.status == .writing, s.changes == seen, !Task.isCancelled else { return false }
@@ -245,7 +244,7 @@ final class WriterCore: Sendable {
             }
             return engine
         }
-        let outcome: Result<Void, any Error> = await withCheckedContinuation { c in
+        let outcome: Result<Void, any Error> = await withLockedContinuation { c in
             stage.async { [self] in
                 c.resume(returning: Result { try body(WriterThreadSink(core: self, engine: engine)) })
             }
@@ -263,7 +262,7 @@ final class WriterCore: Sendable {
             }
             return engine
         }
-        let outcome: Result<(resumeAt: MediaTime, framesKept: Int), MediaError> = await withCheckedContinuation { c in
+        let outcome: Result<(resumeAt: MediaTime, framesKept: Int), MediaError> = await withLockedContinuation { c in
             stage.async {
                 c.resume(returning: Result { () throws(MediaError) in try engine.resumeInSoftware(input: i) })
             }
@@ -291,7 +290,7 @@ final class WriterCore: Sendable {
     }
 
     private func wakeWaiters() {
-        let waiters = state.withLock { s -> [CheckedContinuation<Decision, Never>] in
+        let waiters = state.withLock { s -> [LockedContinuation<Decision, Never>] in
             s.changes &+= 1
             defer { s.waiters = [] }
             return s.waiters
@@ -382,7 +381,7 @@ final class WriterCore: Sendable {
             return engine
         }
         wakeWaiters()
-        let result: Result<Void, MediaError> = await withCheckedContinuation { c in
+        let result: Result<Void, MediaError> = await withLockedContinuation { c in
             stage.async { [self] in
                 do throws(MediaError) {
                     try engine.finish()

@@ -1,6 +1,5 @@
 import Foundation
 import FFmpegSupport
-import Synchronization
 
 /// What one input was configured with when writing started.
 struct WriterInputConfiguration: Sendable {
@@ -112,7 +111,7 @@ final class WriterEngine: @unchecked Sendable {
 
     /// Seconds of media (after the session start) each input has handed to the muxer, and
     /// whether it is finished; readable from any thread.
-    let written = Mutex([Int: (seconds: Double, finished: Bool)]())
+    let written = Locked([Int: (seconds: Double, finished: Bool)]())
 
     /// The writer's true progress: how far the slowest unfinished input has reached the file.
     var writtenSeconds: Double {
