@@ -85,7 +85,10 @@ extension HardwareExportTests {
     /// FFmpeg 5.1's `deinterlace_vaapi` (bob, one picture per frame) on pictures SoftVA decoded
     /// gives, bit for bit, the bob of the pictures libavcodec decodes in software: the top field
     /// kept for a top-field-first clip, the bottom one for a bottom-field-first clip.
-    @Test("deinterlace_vaapi=mode=bob on SoftVA is bob of the kept field", arguments: ["tff", "bff"])
+    @Test("deinterlace_vaapi=mode=bob on SoftVA is bob of the kept field",
+          .disabled(if: ProcessInfo.processInfo.environment["VAF_SANITIZED_BUILD"] != nil,
+                    "the stock ffmpeg cannot load a sanitizer-built SoftVA driver (its __asan_*/__tsan_* symbols are undefined there)"),
+          arguments: ["tff", "bff"])
     func deinterlaceVAAPIIsBob(order: String) async throws {
         let dir = try TemporaryDirectory()
         let clip = try await Self.interlacedClip(order, in: dir)
