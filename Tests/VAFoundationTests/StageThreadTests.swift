@@ -47,6 +47,30 @@ struct StageThreadTests {
         #expect(box.items == [1, 2, 3])
     }
 
+    /// What a job captured goes when that job has run, not when the jobs queued with it have:
+    /// the writer's thread would otherwise hold a picture it encoded while it encodes the next.
+    @Test func whatAJobCapturedIsReleasedBeforeTheNextJobRuns() {
+        final class Picture: Sendable {
+            let released: Locked<Bool>
+            init(released: Locked<Bool>) { self.released = released }
+            deinit { released.withLock { $0 = true } }
+        }
+        let stage = StageThread(name: "test.capture")
+        let gate = DispatchSemaphore(value: 0)
+        let released = Locked(false)
+        let releasedBeforeNextJob = Locked<Bool?>(nil)
+        stage.async { gate.wait() }
+        do {
+            let picture = Picture(released: released)
+            stage.async { _ = picture }
+        }
+        // Queued with the first job while the thread waits at the gate: one batch.
+        stage.async { releasedBeforeNextJob.withLock { $0 = released.withLock { $0 } } }
+        gate.signal()
+        stage.sync {}
+        #expect(releasedBeforeNextJob.withLock { $0 } == true, "the first job's capture was gone when the second job ran")
+    }
+
     @Test func jobsQueuedBeforeTheStageIsReleasedStillRun() {
         let ran = DispatchSemaphore(value: 0)
         let gate = DispatchSemaphore(value: 0)

@@ -123,13 +123,18 @@ private final class JobQueue: @unchecked Sendable {
     func run() {
         Thread.current.name = threadName
         while true {
-            let batch: [@Sendable () -> Void] = mutex.locked {
+            var batch: [(@Sendable () -> Void)?] = mutex.locked {
                 while pending.isEmpty && !closed { pthread_cond_wait(condition, mutex.pointer) }
                 defer { pending = [] }
                 return pending
             }
             if batch.isEmpty { return }
-            for job in batch { job() }
+            for index in batch.indices {
+                // Taken out before it runs: what a job captured (a picture handed to the writer)
+                // goes with it, not when the whole batch is done.
+                let job = batch[index].take()
+                job?()
+            }
         }
     }
 }

@@ -210,12 +210,15 @@ final class WriterCore: Sendable {
     }
 
     /// Hands booked samples (`bytes` of host memory) to the writer's thread; their booking is
-    /// released once they are written.
+    /// released once they are written. The job lets go of them before it releases the booking,
+    /// so the pictures are back in their pools before the appender may hand over more.
     private func submit(_ samples: [SampleBuffer], bytes: Int, input i: Int, engine: WriterEngine) {
         wakeWaiters()
+        let count = samples.count
+        let handed = Locked(samples)
         stage.async { [self] in
             do {
-                for sample in samples { try engine.process(sample, input: i) }
+                try Self.process(handed.withLock { s in defer { s = [] }; return s }, input: i, engine: engine)
             } catch {
                 if engine.awaitsResume(i) {
                     // The writer goes on; the input's appender resumes it in software.
@@ -226,11 +229,16 @@ final class WriterCore: Sendable {
                 }
             }
             state.withLock { s in
-                s.inputs[i].queued -= samples.count
+                s.inputs[i].queued -= count
                 s.inputs[i].queuedBytes -= bytes
             }
             wakeWaiters()
         }
+    }
+
+    /// Writes `samples` in order; they are released when it returns.
+    private static func process(_ samples: consuming [SampleBuffer], input i: Int, engine: WriterEngine) throws {
+        for sample in samples { try engine.process(sample, input: i) }
     }
 
     /// Runs `body` on the writer's thread, feeding the engine through `sink` with no booking
