@@ -111,10 +111,11 @@ final class WriterCore: Sendable {
 
     /// Queues `sample` if input `i` is ready; false when it is not (back-pressure).
     func appendImmediately(_ sample: SampleBuffer, input i: Int) throws(MediaError) -> Bool {
-        let decision = state.withLock { decide(i, sample.presentationTimeStamp, count: 1, bytes: sample.hostByteCount, &$0) }
+        let bytes = sample.hostByteCount
+        let decision = state.withLock { decide(i, sample.presentationTimeStamp, count: 1, bytes: bytes, &$0) }
         switch decision {
         case .submit(let engine):
-            submit([sample], bytes: sample.hostByteCount, input: i, engine: engine)
+            submit([sample], bytes: bytes, input: i, engine: engine)
             return true
         case .notReady, .retry: return false
         case .failed(let error): throw error
