@@ -500,7 +500,7 @@ struct TimelineBuilder {
                     report.clips.append(.init(name: clip.name, trackName: track.name, url: url, sourceRange: clip.isEnabled ? range : nil,
                                               targetRange: MediaTimeRange(start: position, duration: length), isEnabled: clip.isEnabled))
                     if let transition = pending, let from = outgoing {
-                        let second = try secondary ?? {
+                        let second = secondary ?? {
                             guard let made = composition.addMutableTrack(withMediaType: track.mediaType) else {
                                 preconditionFailure("a fresh composition track ID is always free")
                             }
