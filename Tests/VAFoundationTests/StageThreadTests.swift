@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -28,6 +29,13 @@ struct StageThreadTests {
         #expect(seen.withLock { $0 } == Array(0..<200), "jobs run in the order given")
         #expect(threads.withLock { $0.count } == 1, "every job ran on one thread")
         #expect(onStage.withLock { $0.allSatisfy { $0 } }, "isCurrent holds on the stage's thread")
+    }
+
+    @Test func theOSThreadCarriesTheStagesName() throws {
+        // What `top -H` and `perf` show, and what the codec threads the stage starts inherit.
+        let stage = StageThread(name: "vaf.test-name")
+        let name = try stage.sync { try String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8) }
+        #expect(name.trimmingCharacters(in: .newlines) == "vaf.test-name")
     }
 
     @Test func syncReturnsTheJobsValueAndRethrowsItsError() {

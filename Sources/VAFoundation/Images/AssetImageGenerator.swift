@@ -58,7 +58,7 @@ public final class AssetImageGenerator: Sendable {
     /// Requests from before the latest `cancelAllImageGeneration()` are cancelled.
     private let generation = Atomic<Int>(0)
     /// The generator's own thread: the decoder and its position are confined to it.
-    private let stage = StageThread(name: "VAFoundation.images")
+    private let stage = StageThread(name: "vaf.images")
     /// One frame source per file and track read (a composition reads several), by "path#stream".
     private let sources = Locked<[String: FrameSourceBox]>([:])
     /// A file asset's tracks, once a blocking call inspected them.

@@ -15,10 +15,13 @@ import Glibc
 /// stage thread is released and its queued jobs have run.
 final class StageThread: Sendable {
     private let jobs: JobQueue
-    /// The thread's name, for diagnostics ("VAFoundation.writer").
+    /// The thread's name, for diagnostics ("vaf.writer"); it also names the OS thread, as `top -H`
+    /// and `perf` show it, and the codec threads it starts (x264's, libavcodec's) inherit it.
     let name: String
 
+    /// A stage thread named `name`, at most 15 bytes (Linux's limit for a thread's name).
     init(name: String) {
+        precondition(name.utf8.count <= 15, "a stage thread's name has at most 15 bytes: \(name)")
         self.name = name
         jobs = JobQueue(threadName: name)
         let context = Unmanaged.passRetained(jobs).toOpaque()

@@ -31,7 +31,7 @@ public class AssetReaderOutput: @unchecked Sendable {
     /// one consumer at a time, and a second one is refused instead of racing it.
     private let producing = Atomic<Bool>(false)
     /// The output's own thread: the blocking work of `copyNextSampleBuffer` for async consumers.
-    private let stage = StageThread(name: "VAFoundation.reader")
+    private let stage = StageThread(name: "vaf.reader")
 
     init(mediaType: MediaType) {
         self.mediaType = mediaType

@@ -54,7 +54,7 @@ final class WriterCore: Sendable {
 
     init(destinationPath: String) {
         self.destinationPath = destinationPath
-        stage = StageThread(name: "VAFoundation.writer")
+        stage = StageThread(name: "vaf.writer")
     }
 
     var status: AssetWriter.Status { state.withLock { $0.status } }
