@@ -42,6 +42,11 @@ public struct PixelFormatID: RawRepresentable, Sendable, Hashable, CustomStringC
         guard let descriptor = av_pix_fmt_desc_get(avValue) else { return false }
         return descriptor.pointee.flags & UInt64(AV_PIX_FMT_FLAG_HWACCEL) != 0
     }
+    /// True for RGB formats (packed or planar, with or without alpha).
+    public var isRGB: Bool {
+        guard let descriptor = av_pix_fmt_desc_get(avValue) else { return false }
+        return descriptor.pointee.flags & UInt64(AV_PIX_FMT_FLAG_RGB) != 0
+    }
 }
 
 /// An FFmpeg audio sample format (`AVSampleFormat`).

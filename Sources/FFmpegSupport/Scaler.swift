@@ -35,7 +35,11 @@ public final class Scaler {
         let options: [(String, Int64)] = [
             ("srcw", Int64(sourceWidth)), ("srch", Int64(sourceHeight)), ("src_format", Int64(sourceFormat.rawValue)),
             ("dstw", Int64(outputWidth)), ("dsth", Int64(outputHeight)), ("dst_format", Int64(outputFormat.rawValue)),
-            ("sws_flags", Int64(filter.flags | (Self.involvesRGB(sourceFormat, outputFormat) ? SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT : 0))),
+            // Converting between RGB and YUV is where exact rounding and full-resolution chroma
+            // show (thumbnails, RGB pictures appended). Resizing YUV to YUV uses the filter alone,
+            // as FFmpeg's `scale` filter does: the accurate paths cost about 12 % more scaling
+            // time there (1080p→720p) for no visible gain.
+            ("sws_flags", Int64(filter.flags | (sourceFormat.isRGB || outputFormat.isRGB ? SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT : 0))),
             ("src_range", sourceFull ? 1 : 0), ("dst_range", outputFull ? 1 : 0),
         ]
         for (name, value) in options where av_opt_set_int(UnsafeMutableRawPointer(context), name, value, 0) < 0 {
@@ -54,17 +58,6 @@ public final class Scaler {
     }
 
     deinit { sws_freeContext(context) }
-
-    /// Whether either side is RGB: converting between RGB and YUV is where exact rounding and
-    /// full-resolution chroma show (thumbnails, RGB pictures appended). Resizing YUV to YUV uses
-    /// the filter alone, as FFmpeg's `scale` filter does: the accurate paths cost about 12 % more
-    /// scaling time there (1080p→720p) for no visible gain.
-    static func involvesRGB(_ formats: PixelFormatID...) -> Bool {
-        formats.contains { format in
-            guard let descriptor = av_pix_fmt_desc_get(format.avValue) else { return false }
-            return descriptor.pointee.flags & UInt64(AV_PIX_FMT_FLAG_RGB) != 0
-        }
-    }
 
     /// Scales `source` (which must match the source size and format) into the rectangle
     /// `x, y, outputWidth × outputHeight` of `destination`, leaving the rest of it untouched.
