@@ -15,7 +15,7 @@ runs=${3:-2}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-swift build -c release --product vaf --static-swift-stdlib >&2
+bash Hardware/build-release.sh
 vaf=.build/release/vaf
 mkdir -p "$work/in"
 for i in $(seq -w 1 "$clips"); do

@@ -15,7 +15,7 @@ work=$(mktemp -d)
 xvfb=
 trap '[ -n "$xvfb" ] && kill "$xvfb" 2>/dev/null; rm -rf "$work"' EXIT
 
-swift build -c release --product vaf --static-swift-stdlib >&2
+bash Hardware/build-release.sh
 swift build -c release --product softva_drv_video >&2
 vaf=$PWD/.build/release/vaf
 display=:$((90 + RANDOM % 400))

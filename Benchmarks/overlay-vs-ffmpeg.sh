@@ -16,7 +16,7 @@ seconds=${2:-10}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-swift build -c release --product vaf --static-swift-stdlib >&2
+bash Hardware/build-release.sh
 ours=$PWD/.build/release/vaf
 source="$work/source_1080p30.mp4"
 watermark="$work/wm.png"

@@ -17,7 +17,7 @@ runs=${2:-3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-swift build -c release --product vaf --static-swift-stdlib >&2
+bash Hardware/build-release.sh
 vaf=$PWD/.build/release/vaf
 
 echo "# $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -r), $(ffmpeg -version | head -1 | cut -d' ' -f1-3)"

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash Hardware/setup.sh
 export PATH="$PATH:/opt/swift/usr/bin"
-swift build -c release --product vaf --static-swift-stdlib >&2
+bash Hardware/build-release.sh
 if [ $# -eq 0 ]; then
   set -- Tests/VAFoundationTests/Fixtures/h264_aac_iphone6_rot90_gps_metadata.mov
 fi
