@@ -59,6 +59,10 @@ public final class Decoder {
     /// driver refused the stream).
     public var usesDevice: Bool { hardware != nil }
 
+    /// The threads the decoder runs on: the count asked for, or FFmpeg's default once resolved
+    /// by `avcodec_open2`.
+    public var threadCount: Int { Int(context.pointee.thread_count) }
+
     /// The decoder's name in FFmpeg ("h264", "libdav1d").
     public var name: String { String(cString: context.pointee.codec.pointee.name) }
     public var pixelFormat: PixelFormatID { PixelFormatID(rawValue: context.pointee.pix_fmt.rawValue) }

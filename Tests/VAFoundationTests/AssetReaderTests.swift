@@ -138,6 +138,41 @@ import Testing
         #expect(picture.frame.isWritable, "a copy owns its buffers alone")
     }
 
+    @Test func theDecoderRunsOnTheThreadsAskedForAndDecodesTheSamePictures() async throws {
+        // The export gives a decoder beside x264 fewer threads than FFmpeg's default; frame
+        // threading changes when pictures come out, never what they hold.
+        func decode(threads: Int) async throws -> (inUse: Int?, pictures: [UInt64]) {
+            let (_, outputs) = try await openReader(clip) { asset in
+                let output = try AssetReaderTrackOutput(track: try await asset.loadTracks(withMediaType: .video)[0],
+                                                        outputSettings: .video(PixelBufferAttributes(pixelFormat: .yuv420p)))
+                output.decoderThreadCount = threads
+                return [output]
+            }
+            let output = try #require(outputs[0] as? AssetReaderTrackOutput)
+            let pictures = try drain(output).map { sample in
+                try #require(sample.imageBuffer).withUnsafePlanes { planes in
+                    planes.reduce(0) { hash, plane in
+                        hash ^ checksum(UnsafeRawBufferPointer(start: plane.baseAddress, count: plane.bytesPerRow * plane.height))
+                    }
+                }
+            }
+            return (output.decoderThreadsInUse, pictures)
+        }
+        let one = try await decode(threads: 1)
+        let two = try await decode(threads: 2)
+        #expect(one.inUse == 1 && two.inUse == 2)
+        #expect(one.pictures.count == 90)
+        #expect(one.pictures == two.pictures)
+    }
+
+    @Test func aDecoderBesideASoftwareEncoderGetsAQuarterOfTheCoresAndAtLeastTwo() {
+        #expect([1, 2, 4, 8, 16, 64].map { PipelineBounds.decoderThreadsBesideHostEncoder(cores: $0) } == [2, 2, 2, 2, 4, 16])
+        let x264 = VideoSettings(codec: .h264, width: 1280, height: 720)
+        let jpeg = VideoSettings(codec: .mjpeg, width: 1280, height: 720)
+        #expect(ExportSession.decoderThreads(besideSoftwareEncoderFor: x264) == PipelineBounds.decoderThreadsBesideHostEncoder())
+        #expect(ExportSession.decoderThreads(besideSoftwareEncoderFor: jpeg) == 0, "FFmpeg's default beside an encoder that does not fill the cores")
+    }
+
     @Test func audioMixOutputSumsTracksWithTheirVolumes() async throws {
         let asset = Asset(url: TestFiles.fixture("ac3_51_plus_aac_stereo_two_tracks.mp4"))
         let tracks = try await asset.loadTracks(withMediaType: .audio)

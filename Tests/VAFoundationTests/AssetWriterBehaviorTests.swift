@@ -58,11 +58,12 @@ import FFmpegSupport
 
     @Test func poolIsBoundedAndReusesReleasedBuffers() throws {
         let pool = try PixelBufferPool(width: 32, height: 32, pixelFormat: .yuv420p, maximumBufferCount: 2)
-        var first: PixelBuffer? = try pool.makePixelBuffer()
-        let second = try pool.makePixelBuffer()
-        #expect(pool.buffersInUse == 2)
-        #expect(throws: MediaError.self) { try pool.makePixelBuffer() }
-        first = nil
+        var second: PixelBuffer?
+        try withExtendedLifetime(try pool.makePixelBuffer()) { _ in
+            second = try pool.makePixelBuffer()
+            #expect(pool.buffersInUse == 2)
+            #expect(throws: MediaError.self) { try pool.makePixelBuffer() }
+        }
         // Dropping a buffer hands it back: one in use, and the next one comes without an allocation.
         #expect(pool.buffersInUse == 1)
         let third = try pool.makePixelBuffer()

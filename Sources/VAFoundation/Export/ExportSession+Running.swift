@@ -238,7 +238,11 @@ extension ExportSession {
                 output = compositing
             } else {
                 let trackOutput = try AssetReaderTrackOutput(track: video, outputSettings: .video(attributes))
-                if hardware?.decodesOnDevice == true { trackOutput.hardwareDevice = plan.device }
+                if hardware?.decodesOnDevice == true {
+                    trackOutput.hardwareDevice = plan.device
+                } else if hardware?.encodesOnDevice != true {
+                    trackOutput.decoderThreadCount = Self.decoderThreads(besideSoftwareEncoderFor: videoSettings)
+                }
                 trackOutput.observations.withLock { $0 = observations }
                 output = trackOutput
             }
@@ -488,6 +492,7 @@ extension ExportSession {
         let output = try AssetReaderTrackOutput(track: lane.track, outputSettings: .video(PixelBufferAttributes(
             pixelFormat: settings.pixelFormat ?? .yuv420p, width: settings.width, height: settings.height, scalingMode: settings.scalingMode,
             colorProperties: Self.toneMapping(from: lane.track, to: settings))))
+        output.decoderThreadCount = Self.decoderThreads(besideSoftwareEncoderFor: settings)
         output.probe = stageProbe
         try reader.add(output)
         let cause = failure.message + (failure.underlying.map { " (\($0))" } ?? "")
@@ -636,5 +641,12 @@ extension ExportSession {
               let target = settings.colorProperties, target.transfer != nil,
               !ColorProperties.isHDR(transfer: target.transfer) else { return nil }
         return target
+    }
+
+    /// The threads a host decoder gets beside the software encoder of `settings`: fewer than
+    /// FFmpeg's default where that encoder spreads over every core (x264, x265), FFmpeg's
+    /// default (0) where it does not.
+    static func decoderThreads(besideSoftwareEncoderFor settings: VideoSettings) -> Int {
+        settings.codec == .h264 || settings.codec == .hevc ? PipelineBounds.decoderThreadsBesideHostEncoder() : 0
     }
 }

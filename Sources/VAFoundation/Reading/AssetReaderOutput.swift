@@ -24,6 +24,7 @@ public class AssetReaderOutput: @unchecked Sendable {
         var produced = 0
         var recoversFromDeviceFailures = false
         var timePitchAlgorithm = AudioTimePitchAlgorithm.spectral
+        var decoderThreadCount = 0
     }
 
     private let state = Locked(State())
@@ -56,6 +57,14 @@ public class AssetReaderOutput: @unchecked Sendable {
     var recoversFromDeviceFailures: Bool {
         get { state.withLock { $0.recoversFromDeviceFailures } }
         set { state.withLock { $0.recoversFromDeviceFailures = newValue } }
+    }
+
+    /// Threads each video decoder behind this output may use; 0 lets FFmpeg choose (a frame
+    /// thread per core, plus one). The export lowers it beside a software encoder
+    /// (`PipelineBounds.decoderThreadsBesideHostEncoder`). Set before reading starts.
+    var decoderThreadCount: Int {
+        get { state.withLock { $0.decoderThreadCount } }
+        set { state.withLock { $0.decoderThreadCount = newValue } }
     }
 
     /// The export's test seam, told of each sample produced (set before reading starts).
@@ -227,7 +236,8 @@ public final class AssetReaderTrackOutput: AssetReaderOutput, @unchecked Sendabl
         case nil: pipeline = PassthroughPipeline(session: session, track: track, timeRange: timeRange)
         case .video(let attributes):
             pipeline = try VideoDecodePipeline(session: session, track: track, attributes: attributes, timeRange: timeRange,
-                                               device: hardwareDevice, observations: observations.withLock { $0 })
+                                               device: hardwareDevice, observations: observations.withLock { $0 },
+                                               decoderThreads: decoderThreadCount)
         case .audio(let pcm): pipeline = try AudioDecodePipeline(session: session, track: track, pcm: pcm, timeRange: timeRange)
         }
     }
@@ -251,6 +261,10 @@ public final class AssetReaderTrackOutput: AssetReaderOutput, @unchecked Sendabl
     /// The damaged packets decoding skipped (and concealed), in words; nil when none. Read it
     /// once reading is done (the pipeline is its consumer's), before `releaseResources()`.
     var damageReport: String? { pipeline?.damageReport }
+
+    /// The threads the video decoder runs on once reading started (FFmpeg's count, after its
+    /// default was resolved); nil for other outputs.
+    var decoderThreadsInUse: Int? { (pipeline as? VideoDecodePipeline)?.loop.decoder.threadCount }
 
     override func dropPipeline() {
         pipeline?.stop()

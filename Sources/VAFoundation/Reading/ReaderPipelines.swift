@@ -293,7 +293,7 @@ final class VideoDecodePipeline: TrackPipeline {
     static let hostFramePoolCapacity = PipelineBounds.readerHostFrames
 
     init(session: DemuxSession, track: AssetTrack, attributes: PixelBufferAttributes, timeRange: MediaTimeRange,
-         device: VideoDevice? = nil, observations: StageObservations? = nil) throws(MediaError) {
+         device: VideoDevice? = nil, observations: StageObservations? = nil, decoderThreads: Int = 0) throws(MediaError) {
         self.observations = observations
         wantsSurfaces = attributes.pixelFormat == .vaapiSurface
         let deep = (track.formatDescription.video?.bitDepth ?? 8) > 8
@@ -312,7 +312,7 @@ final class VideoDecodePipeline: TrackPipeline {
         if let w = attributes.width, let h = attributes.height, w <= 0 || h <= 0 {
             throw MediaError(.invalidArgument, "output size \(w)x\(h) is not positive", path: session.path)
         }
-        self.loop = try DecodeLoop(session: session, stream: track.streamIndex, hardware: device?.hardware)
+        self.loop = try DecodeLoop(session: session, stream: track.streamIndex, hardware: device?.hardware, threadCount: decoderThreads)
         self.track = track
         self.attributes = attributes
         self.targetFormat = format
