@@ -1,3 +1,4 @@
+import FFmpegSupport
 import Foundation
 import Testing
 @testable import VAFoundation
@@ -129,5 +130,24 @@ import Testing
         async let b = asset.load(.tracks)
         let (duration, tracks) = try await (a, b)
         #expect(duration.seconds > 3 && tracks.count == 1)
+    }
+}
+
+/// The demuxers inspections keep for the first reader of each file.
+@Suite struct DemuxerHandoffTests {
+    @Test func aTakenDemuxerNeverPushesOutOneStillWaiting() throws {
+        let registry = DemuxerHandoff.Registry(limit: 4)
+        let path = TestFiles.fixture("testsrc_320x240_30fps_3s.mp4").path
+        let handoffs = (0..<6).map { _ in DemuxerHandoff(registry: registry) }
+        for handoff in handoffs.prefix(4) { handoff.keep(try Demuxer(path: path, probingStreams: false)) }
+        // Two readers take theirs; two more files are inspected.
+        #expect(handoffs[1].take() != nil && handoffs[2].take() != nil)
+        for handoff in handoffs.suffix(2) { handoff.keep(try Demuxer(path: path, probingStreams: false)) }
+        #expect(handoffs.map(\.isHolding) == [true, false, false, true, true, true], "four wait, none pushed out")
+        // A fifth waiting one pushes out the oldest waiting.
+        let seventh = DemuxerHandoff(registry: registry)
+        seventh.keep(try Demuxer(path: path, probingStreams: false))
+        #expect(!handoffs[0].isHolding && seventh.isHolding)
+        #expect(handoffs[0].take() == nil)
     }
 }

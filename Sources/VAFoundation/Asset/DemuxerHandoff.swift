@@ -12,6 +12,7 @@ import MediaCore
 /// is never taken closes when it is pushed out or its asset goes.
 final class DemuxerHandoff: Sendable {
     private let slot = Locked<Owned?>(nil)
+    private let registry: Registry
 
     /// The demuxer while it waits in the slot.
     // @unchecked: it has one owner at a time (the inspection until `keep`, then the one caller `take` hands it to).
@@ -19,13 +20,16 @@ final class DemuxerHandoff: Sendable {
 
     /// Kept demuxers in the process at most.
     static let processLimit = 4
-    private static let registry = Registry()
+    /// The process's registry: the handoffs of every asset.
+    static let processRegistry = Registry(limit: processLimit)
+
+    init(registry: Registry = DemuxerHandoff.processRegistry) { self.registry = registry }
 
     /// Keeps `demuxer` for the next `take`; pushes out the oldest kept one past the limit.
     func keep(_ demuxer: Demuxer) {
         let owned = Owned(demuxer: demuxer)
         slot.withLock { $0 = owned }
-        for pushedOut in Self.registry.add(self) { _ = pushedOut.take() }
+        for pushedOut in registry.add(self) { _ = pushedOut.take() }
     }
 
     /// The kept demuxer, once; nil when there is none (never kept, pushed out, or taken).
@@ -33,17 +37,29 @@ final class DemuxerHandoff: Sendable {
         slot.withLock { $0.take() }?.demuxer
     }
 
-    /// The handoffs that kept a demuxer, oldest first, held weakly.
-    private final class Registry: Sendable {
+    /// Whether a demuxer waits in the slot.
+    var isHolding: Bool { slot.withLock { $0 != nil } }
+
+    /// The handoffs holding a kept demuxer, oldest first, held weakly: one whose demuxer was
+    /// taken (or whose asset went) leaves at the next `add`, so it never counts against the
+    /// limit nor pushes out a demuxer still waiting. Its lock is taken before a slot's, never
+    /// the other way round.
+    final class Registry: Sendable {
         private struct Entry: Sendable { weak var handoff: DemuxerHandoff? }
         private let entries = Locked<[Entry]>([])
+        private let limit: Int
+
+        init(limit: Int) { self.limit = limit }
 
         /// Records `handoff` as the newest; returns those pushed out past the limit.
         func add(_ handoff: DemuxerHandoff) -> [DemuxerHandoff] {
             entries.withLock { entries in
-                entries.removeAll { $0.handoff == nil || $0.handoff === handoff }
+                entries.removeAll { entry in
+                    guard let kept = entry.handoff, kept !== handoff else { return true }
+                    return !kept.isHolding
+                }
                 entries.append(Entry(handoff: handoff))
-                let excess = max(0, entries.count - DemuxerHandoff.processLimit)
+                let excess = max(0, entries.count - limit)
                 defer { entries.removeFirst(excess) }
                 return entries.prefix(excess).compactMap(\.handoff)
             }
