@@ -12,45 +12,18 @@ import Synchronization
 /// whose continuation the next signal, the deadline or cancellation resumes. A waiter checks
 /// the pool, reads `generation`, checks again and only then waits for a later generation, so
 /// a release between its check and its wait is never missed.
-final class ReleaseSignal: @unchecked Sendable {
-    // @unchecked: the pthread mutex and condition are used only through pthread calls, which lock.
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private let condition: UnsafeMutablePointer<pthread_cond_t>
-    private var count: UInt64 = 0
+final class ReleaseSignal: Sendable {
+    /// Releases signalled so far: waiting threads sleep on its condition.
+    private let count = ConditionLocked<UInt64>(0)
     private let waiters = Locked<[Int: LockedContinuation<Bool, Never>]>([:])
     private let nextWaiter = Atomic<Int>(0)
 
-    init() {
-        mutex = .allocate(capacity: 1)
-        condition = .allocate(capacity: 1)
-        pthread_mutex_init(mutex, nil)
-        var attributes = pthread_condattr_t()
-        pthread_condattr_init(&attributes)
-        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        pthread_cond_init(condition, &attributes)
-        pthread_condattr_destroy(&attributes)
-    }
-
-    deinit {
-        pthread_cond_destroy(condition)
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-        condition.deallocate()
-    }
-
     /// How many releases were signalled so far.
-    var generation: UInt64 {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return count
-    }
+    var generation: UInt64 { count.withLock { $0 } }
 
     /// A buffer came back: wake every waiting thread and task.
     func signal() {
-        pthread_mutex_lock(mutex)
-        count &+= 1
-        pthread_cond_broadcast(condition)
-        pthread_mutex_unlock(mutex)
+        count.withLockWakingWaiters { $0 &+= 1 }
         let woken = waiters.withLock { w -> [LockedContinuation<Bool, Never>] in
             defer { w = [:] }
             return Array(w.values)
@@ -61,13 +34,7 @@ final class ReleaseSignal: @unchecked Sendable {
     /// Blocks the calling thread until a release after `seen`, or the deadline (monotonic
     /// seconds); false when the deadline passed first.
     func wait(after seen: UInt64, until deadline: timespec) -> Bool {
-        var deadline = deadline
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        while count == seen {
-            if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT { return count != seen }
-        }
-        return true
+        count.withLock(when: { $0 != seen }, deadline: deadline) { _, released in released }
     }
 
     /// Suspends the task until a release after `seen`, the deadline (then false), or cancellation (false).

@@ -79,6 +79,30 @@ struct StageThreadTests {
         #expect(releasedBeforeNextJob.withLock { $0 } == true, "the first job's capture was gone when the second job ran")
     }
 
+    @Test func aJobsThenRunsOnceWhatTheJobCapturedIsReleased() {
+        final class Picture: Sendable {
+            let released: Locked<Bool>
+            init(released: Locked<Bool>) { self.released = released }
+            deinit { released.withLock { $0 = true } }
+        }
+        let stage = StageThread(name: "test.then")
+        let released = Locked(false)
+        let seenByJob = Locked<Bool?>(nil), seenByThen = Locked<Bool?>(nil)
+        let onStage = Locked(false)
+        do {
+            let picture = Picture(released: released)
+            stage.async({ seenByJob.withLock { $0 = picture.released.withLock { $0 } } },
+                        then: {
+                            seenByThen.withLock { $0 = released.withLock { $0 } }
+                            onStage.withLock { $0 = stage.isCurrent }
+                        })
+        }
+        stage.sync {}
+        #expect(seenByJob.withLock { $0 } == false, "the job ran with its picture")
+        #expect(seenByThen.withLock { $0 } == true, "the picture was gone when `then` ran")
+        #expect(onStage.withLock { $0 }, "`then` runs on the stage's thread")
+    }
+
     @Test func jobsQueuedBeforeTheStageIsReleasedStillRun() {
         let ran = DispatchSemaphore(value: 0)
         let gate = DispatchSemaphore(value: 0)

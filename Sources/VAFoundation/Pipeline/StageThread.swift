@@ -1,4 +1,6 @@
 import Foundation
+import MediaCore
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -33,7 +35,6 @@ final class StageThread: Sendable {
         }, context)
         precondition(created == 0, "cannot start the \(name) thread: pthread_create returned \(created)")
         pthread_detach(thread)
-        jobs.setThread(thread)
     }
 
     deinit { jobs.close() }
@@ -46,8 +47,12 @@ final class StageThread: Sendable {
         precondition(isCurrent, "\(name): called off the stage's thread", file: file, line: line)
     }
 
-    /// Runs `job` on the stage's thread after the jobs already queued.
-    func async(_ job: @escaping @Sendable () -> Void) { jobs.push(job) }
+    /// Runs `job` on the stage's thread after the jobs already queued, then `then` once `job`
+    /// and everything it captured are released (a writer books a picture as queued until the
+    /// picture is gone, not only encoded).
+    func async(_ job: @escaping @Sendable () -> Void, then: (@Sendable () -> Void)? = nil) {
+        jobs.push(Job(work: job, then: then))
+    }
 
     /// Runs `job` on the stage's thread after the jobs already queued, and waits for it, as
     /// `DispatchQueue.sync` does. Must not be called from the stage's own thread (it would
@@ -57,7 +62,7 @@ final class StageThread: Sendable {
         let result = withoutActuallyEscaping(job) { job -> Result<T, E> in
             let handed = BlockedCaller(job)
             let done = Completion<Result<T, E>>()
-            jobs.push { done.complete(handed.run()) }
+            jobs.push(Job(work: { done.complete(handed.run()) }))
             return done.wait()
         }
         return try result.get()
@@ -80,120 +85,73 @@ private final class BlockedCaller<T, E: Error>: @unchecked Sendable {
     }
 }
 
-/// The job list and the condition the stage's thread sleeps on.
-// @unchecked: every stored property is read and written only with `mutex` held.
-private final class JobQueue: @unchecked Sendable {
-    private let mutex = PThreadMutex()
-    private let condition: UnsafeMutablePointer<pthread_cond_t>
-    private var pending: [@Sendable () -> Void] = []
-    private var closed = false
-    private var thread: pthread_t?
+/// A job and what runs once it is released.
+private struct Job: Sendable {
+    let work: @Sendable () -> Void
+    var then: (@Sendable () -> Void)? = nil
+}
+
+/// The job list the stage's thread sleeps on until a job comes.
+private final class JobQueue: Sendable {
+    private struct Jobs {
+        var pending: [Job] = []
+        var closed = false
+    }
+
+    private let jobs = ConditionLocked(Jobs())
+    /// The stage's thread (`pthread_t`), stored by the thread itself before it runs any job;
+    /// 0 until then. Read without a lock on every confinement check.
+    private let thread = Atomic<UInt>(0)
     private let threadName: String
 
-    init(threadName: String) {
-        self.threadName = threadName
-        condition = .allocate(capacity: 1)
-        pthread_cond_init(condition, nil)
-    }
+    init(threadName: String) { self.threadName = threadName }
 
-    deinit {
-        pthread_cond_destroy(condition)
-        condition.deallocate()
-    }
+    var isCurrentThread: Bool { thread.load(ordering: .acquiring) == UInt(pthread_self()) }
 
-    func setThread(_ thread: pthread_t) { mutex.locked { self.thread = thread } }
-
-    var isCurrentThread: Bool {
-        mutex.locked { thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
-    }
-
-    func push(_ job: @escaping @Sendable () -> Void) {
-        mutex.locked {
-            precondition(!closed, "a job was queued on a stage thread that has ended")
-            pending.append(job)
-            pthread_cond_signal(condition)
+    func push(_ job: Job) {
+        jobs.withLockWakingWaiters {
+            precondition(!$0.closed, "a job was queued on a stage thread that has ended")
+            $0.pending.append(job)
         }
     }
 
-    func close() {
-        mutex.locked {
-            closed = true
-            pthread_cond_signal(condition)
-        }
-    }
+    func close() { jobs.withLockWakingWaiters { $0.closed = true } }
 
     /// The thread's body: runs jobs until closed and drained.
     func run() {
+        thread.store(UInt(pthread_self()), ordering: .releasing)
         Thread.current.name = threadName
         while true {
-            var batch: [(@Sendable () -> Void)?] = mutex.locked {
-                while pending.isEmpty && !closed { pthread_cond_wait(condition, mutex.pointer) }
-                defer { pending = [] }
-                return pending
+            var batch: [Job?] = jobs.withLock(when: { !$0.pending.isEmpty || $0.closed }) { jobs in
+                defer { jobs.pending = [] }
+                return jobs.pending.map { $0 }
             }
             if batch.isEmpty { return }
             for index in batch.indices {
-                // Taken out before it runs: what a job captured (a picture handed to the writer)
-                // goes with it, not when the whole batch is done.
-                let job = batch[index].take()
-                job?()
+                // Taken out before it runs, and dropped before its `then`: what a job captured
+                // (a picture handed to the writer) goes with it, not when the whole batch is done.
+                var job = batch[index].take()
+                job?.work()
+                let then = job?.then
+                job = nil
+                then?()
             }
         }
     }
 }
 
 /// One result handed from the stage's thread to a caller blocked in `sync`.
-// @unchecked: `value` is written once and read after, both with `mutex` held, by the caller that made it.
-private final class Completion<T>: @unchecked Sendable {
-    private let mutex = PThreadMutex()
-    private let condition: UnsafeMutablePointer<pthread_cond_t>
-    private var value: T?
+private final class Completion<T>: Sendable {
+    // @unchecked: the result is made on the stage's thread and read once by the caller blocked in `sync`, which made this completion.
+    private struct Handed: @unchecked Sendable { var value: T? }
+    private let result = ConditionLocked(Handed(value: nil))
 
-    init() {
-        condition = .allocate(capacity: 1)
-        pthread_cond_init(condition, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(condition)
-        condition.deallocate()
-    }
-
-    func complete(_ result: T) {
-        mutex.locked {
-            value = result
-            pthread_cond_signal(condition)
-        }
-    }
+    func complete(_ value: T) { result.withLockWakingWaiters { $0 = Handed(value: value) } }
 
     func wait() -> T {
-        mutex.locked {
-            while true {
-                if let value { return value }
-                pthread_cond_wait(condition, mutex.pointer)
-            }
+        result.withLock(when: { $0.value != nil }) { handed in
+            guard let value = handed.value.take() else { preconditionFailure("a caller was woken without its job's result") }
+            return value
         }
-    }
-}
-
-/// A heap-allocated pthread mutex (it must not move), for the condition variables above.
-// @unchecked: the mutex is only used through pthread calls, which synchronise.
-private final class PThreadMutex: @unchecked Sendable {
-    let pointer: UnsafeMutablePointer<pthread_mutex_t>
-
-    init() {
-        pointer = .allocate(capacity: 1)
-        pthread_mutex_init(pointer, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(pointer)
-        pointer.deallocate()
-    }
-
-    func locked<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(pointer)
-        defer { pthread_mutex_unlock(pointer) }
-        return try body()
     }
 }

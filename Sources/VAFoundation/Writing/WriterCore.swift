@@ -216,10 +216,11 @@ final class WriterCore: Sendable {
     private func submit(_ samples: [SampleBuffer], bytes: Int, input i: Int, engine: WriterEngine) {
         wakeWaiters()
         let count = samples.count
-        let handed = Locked(samples)
-        stage.async { [self] in
+        // The booking is released once the job and the samples it captured are gone, so a
+        // picture is back in the reader's pool before the input may take the next one.
+        stage.async({ [self] in
             do {
-                try Self.process(handed.withLock { s in defer { s = [] }; return s }, input: i, engine: engine)
+                for sample in samples { try engine.process(sample, input: i) }
             } catch {
                 if engine.awaitsResume(i) {
                     // The writer goes on; the input's appender resumes it in software.
@@ -229,17 +230,13 @@ final class WriterCore: Sendable {
                     fail(error, engine: engine)
                 }
             }
+        }, then: { [self] in
             state.withLock { s in
                 s.inputs[i].queued -= count
                 s.inputs[i].queuedBytes -= bytes
             }
             wakeWaiters()
-        }
-    }
-
-    /// Writes `samples` in order; they are released when it returns.
-    private static func process(_ samples: consuming [SampleBuffer], input i: Int, engine: WriterEngine) throws {
-        for sample in samples { try engine.process(sample, input: i) }
+        })
     }
 
     /// Runs `body` on the writer's thread, feeding the engine through `sink` with no booking
