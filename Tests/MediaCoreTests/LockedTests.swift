@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Dispatch
 import MediaCore
 import Testing
@@ -36,5 +39,28 @@ struct LockedTests {
                 DispatchQueue.global().async { continuation.resume(throwing: Failed()) }
             }
         }
+    }
+}
+
+/// The one primitive threads block on: a value behind a lock, with a condition.
+struct ConditionLockedTests {
+    @Test func aWaiterSleepsUntilAnotherThreadMakesItsConditionTrue() {
+        let queue = ConditionLocked<[Int]>([])
+        DispatchQueue.global().async {
+            for i in 0..<100 { queue.withLockWakingWaiters { $0.append(i) } }
+        }
+        let all = queue.withLock(when: { $0.count == 100 }) { $0 }
+        #expect(all == Array(0..<100))
+    }
+
+    @Test func aTimedWaitEndsAtItsDeadlineWhenNothingComes() {
+        let flag = ConditionLocked(false)
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let deadline = timespec(tv_sec: now.tv_sec + (now.tv_nsec >= 950_000_000 ? 1 : 0),
+                                tv_nsec: (now.tv_nsec + 50_000_000) % 1_000_000_000)
+        #expect(flag.withLock(when: { $0 }, deadline: deadline) { _, ready in ready } == false)
+        flag.withLockWakingWaiters { $0 = true }
+        #expect(flag.withLock(when: { $0 }, deadline: deadline) { _, ready in ready } == true, "ready at once, deadline or not")
     }
 }
