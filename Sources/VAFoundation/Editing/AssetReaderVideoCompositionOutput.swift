@@ -62,7 +62,7 @@ public final class AssetReaderVideoCompositionOutput: AssetReaderOutput, @unchec
         let inputs = try videoTracks.map { track throws(MediaError) -> VideoCompositionPipeline.Input in
             let attributes = PixelBufferAttributes(pixelFormat: device == nil ? Self.workingFormat(of: track) : .vaapiSurface)
             let pipeline = try VideoDecodePipeline(session: session, track: track, attributes: attributes, timeRange: timeRange,
-                                                   device: device, observations: observations)
+                                                   device: device, observations: observations, decoderThreads: decoderThreadCount)
             return .init(trackID: track.trackID, pipeline: pipeline, isShowing: { $0 < track.timeRange.end })
         }
         pipeline = try VideoCompositionPipeline(inputs: inputs, composition: composition, compositor: compositor(),
@@ -79,7 +79,8 @@ public final class AssetReaderVideoCompositionOutput: AssetReaderOutput, @unchec
             }
             let attributes = PixelBufferAttributes(pixelFormat: device == nil ? Self.workingFormat(of: track) : .vaapiSurface)
             let pipeline = try CompositionTrackPipeline(track: compositionTrack, media: .video(attributes), timeRange: timeRange,
-                                                        picturesEmptySegments: false, device: device, observations: observations)
+                                                        picturesEmptySegments: false, device: device, observations: observations,
+                                                        decoderThreads: decoderThreadCount)
             // A track shows nothing during its empty segments: the layers below (or the background) show.
             return .init(trackID: track.trackID, pipeline: pipeline, isShowing: { compositionTrack.segment(forTrackTime: $0)?.isEmpty == false })
         }

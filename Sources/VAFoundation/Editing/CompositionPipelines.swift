@@ -40,13 +40,16 @@ final class CompositionTrackPipeline: TrackPipeline {
     /// Video: the device segments are decoded on, and what to tell of it.
     private let device: VideoDevice?
     private let observations: StageObservations?
+    /// Video: the threads each segment's decoder may use (0: FFmpeg's default).
+    private let decoderThreads: Int
 
     /// A pipeline for `track` over `timeRange` of the composition. With a `device`, video
     /// segments are decoded there and their pictures stay in GPU surfaces (`.vaapiSurface`),
     /// for a compositor that shows nothing in empty segments.
     init(track: CompositionTrack, media: Media, timeRange: MediaTimeRange, picturesEmptySegments: Bool = true,
-         device: VideoDevice? = nil, observations: StageObservations? = nil) throws(MediaError) {
+         device: VideoDevice? = nil, observations: StageObservations? = nil, decoderThreads: Int = 0) throws(MediaError) {
         self.track = track
+        self.decoderThreads = decoderThreads
         self.picturesEmptySegments = picturesEmptySegments
         self.device = device
         self.observations = observations
@@ -125,7 +128,7 @@ final class CompositionTrackPipeline: TrackPipeline {
         switch media {
         case .video(let attributes):
             opened = (session, try VideoDecodePipeline(session: session, track: sourceTrack, attributes: attributes, timeRange: range,
-                                                       device: device, observations: observations), nil)
+                                                       device: device, observations: observations, decoderThreads: decoderThreads), nil)
         case .audio(let pcm, let algorithm):
             // Only a scaled segment is stretched; the filter takes its speed as a number.
             let stretch = range.duration == segment.targetRange.duration ? nil

@@ -233,7 +233,11 @@ extension ExportSession {
                 let compositing = try AssetReaderVideoCompositionOutput(videoTracks: videoTracks)
                 compositing.videoComposition = composition
                 compositing.customVideoCompositor = s.customVideoCompositor
-                if hardware?.decodesOnDevice == true { compositing.hardwareDevice = plan.device }
+                if hardware?.decodesOnDevice == true {
+                    compositing.hardwareDevice = plan.device
+                } else if hardware?.encodesOnDevice != true {
+                    compositing.decoderThreadCount = Self.decoderThreads(besideSoftwareEncoderFor: videoSettings)
+                }
                 compositing.observations = observations
                 output = compositing
             } else {

@@ -250,7 +250,8 @@ public final class AssetReaderTrackOutput: AssetReaderOutput, @unchecked Sendabl
         case nil:
             throw MediaError(.unsupported, "a composition track is read decoded: give the output video or audio settings", path: "composition")
         case .video(let attributes):
-            pipeline = try CompositionTrackPipeline(track: compositionTrack, media: .video(attributes), timeRange: timeRange)
+            pipeline = try CompositionTrackPipeline(track: compositionTrack, media: .video(attributes), timeRange: timeRange,
+                                                    decoderThreads: decoderThreadCount)
         case .audio(let pcm):
             pipeline = try CompositionTrackPipeline(track: compositionTrack, media: .audio(pcm, audioTimePitchAlgorithm), timeRange: timeRange)
         }
