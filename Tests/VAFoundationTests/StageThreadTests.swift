@@ -10,6 +10,13 @@ import MediaCore
 /// The stage thread every FFmpeg context of a stage is confined to, and the bounded channel
 /// into the writer's thread.
 struct StageThreadTests {
+    /// Stands for a picture a job captures: says when it is released.
+    final class Picture: Sendable {
+        let released: Locked<Bool>
+        init(released: Locked<Bool>) { self.released = released }
+        deinit { released.withLock { $0 = true } }
+    }
+
     @Test func jobsRunInOrderOnOneThreadThatIsTheStagesOwn() {
         let stage = StageThread(name: "test.stage")
         #expect(!stage.isCurrent, "the test's thread is not the stage's")
@@ -58,11 +65,6 @@ struct StageThreadTests {
     /// What a job captured goes when that job has run, not when the jobs queued with it have:
     /// the writer's thread would otherwise hold a picture it encoded while it encodes the next.
     @Test func whatAJobCapturedIsReleasedBeforeTheNextJobRuns() {
-        final class Picture: Sendable {
-            let released: Locked<Bool>
-            init(released: Locked<Bool>) { self.released = released }
-            deinit { released.withLock { $0 = true } }
-        }
         let stage = StageThread(name: "test.capture")
         let gate = DispatchSemaphore(value: 0)
         let released = Locked(false)
@@ -80,11 +82,6 @@ struct StageThreadTests {
     }
 
     @Test func aJobsThenRunsOnceWhatTheJobCapturedIsReleased() {
-        final class Picture: Sendable {
-            let released: Locked<Bool>
-            init(released: Locked<Bool>) { self.released = released }
-            deinit { released.withLock { $0 = true } }
-        }
         let stage = StageThread(name: "test.then")
         let released = Locked(false)
         let seenByJob = Locked<Bool?>(nil), seenByThen = Locked<Bool?>(nil)
