@@ -166,11 +166,27 @@ import Testing
     }
 
     @Test func aDecoderBesideASoftwareEncoderGetsAQuarterOfTheCoresAndAtLeastTwo() {
-        #expect([1, 2, 4, 8, 16, 64].map { PipelineBounds.decoderThreadsBesideHostEncoder(cores: $0) } == [2, 2, 2, 2, 4, 16])
+        for codec in [VideoCodec.h264, .hevc] {
+            #expect([1, 2, 4, 8, 16, 64].map { PipelineBounds.decoderThreads(besideHostEncoderOf: codec, cores: $0) } == [2, 2, 2, 2, 4, 16])
+        }
+        #expect(PipelineBounds.decoderThreads(besideHostEncoderOf: .mjpeg, cores: 16) == 0,
+                "FFmpeg's default beside an encoder that does not fill the cores")
+    }
+
+    @Test func theExportPlacesADecoderOnTheDeviceOrBesideTheHostEncoder() async throws {
+        let videoTrack = try await Asset(url: clip).loadTracks(withMediaType: .video)[0]
         let x264 = VideoSettings(codec: .h264, width: 1280, height: 720)
-        let jpeg = VideoSettings(codec: .mjpeg, width: 1280, height: 720)
-        #expect(ExportSession.decoderThreads(besideSoftwareEncoderFor: x264) == PipelineBounds.decoderThreadsBesideHostEncoder())
-        #expect(ExportSession.decoderThreads(besideSoftwareEncoderFor: jpeg) == 0, "FFmpeg's default beside an encoder that does not fill the cores")
+        func threads(_ hardware: HardwareDecision?) throws -> Int {
+            let output = try AssetReaderTrackOutput(track: videoTrack, outputSettings: .video(PixelBufferAttributes(pixelFormat: .yuv420p)))
+            ExportSession.placeDecoding(of: output, hardware: hardware, device: nil, encodingTo: x264)
+            return output.decoderThreadCount
+        }
+        let hybrid = HardwareDecision(path: .hybrid, decodesOnDevice: true, encodesOnDevice: false, encoder: nil, reason: "test")
+        let uploads = HardwareDecision(path: .hybrid, decodesOnDevice: false, encodesOnDevice: true, encoder: "h264_vaapi", reason: "test")
+        #expect(try threads(nil) == PipelineBounds.decoderThreads(besideHostEncoderOf: .h264))
+        #expect(try threads(.software("no device")) == PipelineBounds.decoderThreads(besideHostEncoderOf: .h264))
+        #expect(try threads(hybrid) == 0, "a device decoder keeps FFmpeg's default")
+        #expect(try threads(uploads) == 0, "beside a device encoder the host decoder keeps FFmpeg's default")
     }
 
     @Test func audioMixOutputSumsTracksWithTheirVolumes() async throws {

@@ -4,7 +4,7 @@ import FFmpegSupport
 /// every `frameDuration` step of the video composition, the picture each track shows then
 /// goes to the compositor with the instruction in effect, and its result comes out.
 // @unchecked: `videoComposition`, `customVideoCompositor` are set before reading starts and `pipeline`, `scaler` are used by the output's one consumer, serialised by its thread.
-public final class AssetReaderVideoCompositionOutput: AssetReaderOutput, @unchecked Sendable {
+public final class AssetReaderVideoCompositionOutput: AssetReaderOutput, VideoDecodingOutput, @unchecked Sendable {
     public let videoTracks: [AssetTrack]
     /// The pixel format and size of the pictures that come out (`videoSettings`); nil keeps
     /// the compositor's working format at the render size.

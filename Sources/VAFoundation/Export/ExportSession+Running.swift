@@ -233,20 +233,12 @@ extension ExportSession {
                 let compositing = try AssetReaderVideoCompositionOutput(videoTracks: videoTracks)
                 compositing.videoComposition = composition
                 compositing.customVideoCompositor = s.customVideoCompositor
-                if hardware?.decodesOnDevice == true {
-                    compositing.hardwareDevice = plan.device
-                } else if hardware?.encodesOnDevice != true {
-                    compositing.decoderThreadCount = Self.decoderThreads(besideSoftwareEncoderFor: videoSettings)
-                }
+                Self.placeDecoding(of: compositing, hardware: hardware, device: plan.device, encodingTo: videoSettings)
                 compositing.observations = observations
                 output = compositing
             } else {
                 let trackOutput = try AssetReaderTrackOutput(track: video, outputSettings: .video(attributes))
-                if hardware?.decodesOnDevice == true {
-                    trackOutput.hardwareDevice = plan.device
-                } else if hardware?.encodesOnDevice != true {
-                    trackOutput.decoderThreadCount = Self.decoderThreads(besideSoftwareEncoderFor: videoSettings)
-                }
+                Self.placeDecoding(of: trackOutput, hardware: hardware, device: plan.device, encodingTo: videoSettings)
                 trackOutput.observations.withLock { $0 = observations }
                 output = trackOutput
             }
@@ -496,7 +488,7 @@ extension ExportSession {
         let output = try AssetReaderTrackOutput(track: lane.track, outputSettings: .video(PixelBufferAttributes(
             pixelFormat: settings.pixelFormat ?? .yuv420p, width: settings.width, height: settings.height, scalingMode: settings.scalingMode,
             colorProperties: Self.toneMapping(from: lane.track, to: settings))))
-        output.decoderThreadCount = Self.decoderThreads(besideSoftwareEncoderFor: settings)
+        output.decoderThreadCount = PipelineBounds.decoderThreads(besideHostEncoderOf: settings.codec)
         output.probe = stageProbe
         try reader.add(output)
         let cause = failure.message + (failure.underlying.map { " (\($0))" } ?? "")
@@ -647,10 +639,14 @@ extension ExportSession {
         return target
     }
 
-    /// The threads a host decoder gets beside the software encoder of `settings`: fewer than
-    /// FFmpeg's default where that encoder spreads over every core (x264, x265), FFmpeg's
-    /// default (0) where it does not.
-    static func decoderThreads(besideSoftwareEncoderFor settings: VideoSettings) -> Int {
-        settings.codec == .h264 || settings.codec == .hevc ? PipelineBounds.decoderThreadsBesideHostEncoder() : 0
+    /// Decodes `output`'s video on `device` where the plan decodes there; on the host beside a
+    /// software encoder, with the threads `PipelineBounds` gives a decoder there.
+    static func placeDecoding(of output: some VideoDecodingOutput, hardware: HardwareDecision?, device: VideoDevice?,
+                              encodingTo settings: VideoSettings) {
+        if hardware?.decodesOnDevice == true {
+            output.hardwareDevice = device
+        } else if hardware?.encodesOnDevice != true {
+            output.decoderThreadCount = PipelineBounds.decoderThreads(besideHostEncoderOf: settings.codec)
+        }
     }
 }

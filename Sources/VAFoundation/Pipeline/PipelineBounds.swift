@@ -71,16 +71,18 @@ enum PipelineBounds {
 
     // MARK: Threads
 
-    /// Decoder threads for a video track whose pictures a software encoder that spreads over
-    /// every core (x264, x265) takes on the same host (each decoder of a composition alike).
-    /// The encoder alone keeps the cores busy (x264 runs 1.5 threads per core and a look-ahead
-    /// thread) and the decoder runs beside it on the reader's own thread, so FFmpeg's default
-    /// (a frame thread per core, plus one) only adds a held picture and a codec context per
-    /// thread: on 2 cores a 1080p→720p transcode peaked 7 MB lower with 2 threads than with 3,
-    /// at the same speed within the spread. Decoding is about a sixth of such a transcode's
-    /// CPU, so a quarter of the cores keeps pace where there are more of them.
-    static func decoderThreadsBesideHostEncoder(cores: Int = ProcessInfo.processInfo.activeProcessorCount) -> Int {
-        max(2, cores / 4)
+    /// Decoder threads for a video track whose pictures go to a software encoder of `codec` on
+    /// the same host (each decoder of a composition alike); 0 leaves FFmpeg's default.
+    /// x264 and x265 alone keep the cores busy (1.5 threads per core and a look-ahead thread)
+    /// and the decoder runs beside them on the reader's own thread, so FFmpeg's default (a frame
+    /// thread per core, plus one) only adds a held picture and a codec context per thread: on 2
+    /// cores a 1080p→720p transcode peaked 7 MB lower with 2 threads than with 3, at the same
+    /// speed within the spread. Decoding is about a sixth of such a transcode's CPU, so a
+    /// quarter of the cores, at least 2, keeps pace where there are more of them. Encoders that
+    /// do not fill the cores keep FFmpeg's default.
+    static func decoderThreads(besideHostEncoderOf codec: VideoCodec,
+                               cores: Int = ProcessInfo.processInfo.activeProcessorCount) -> Int {
+        codec == .h264 || codec == .hevc ? max(2, cores / 4) : 0
     }
 
     /// Pictures a pixel-buffer adaptor's pool may allocate: the writer's queued pictures, the

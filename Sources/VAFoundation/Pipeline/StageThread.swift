@@ -94,7 +94,8 @@ private struct Job: Sendable {
 /// The job list the stage's thread sleeps on until a job comes.
 private final class JobQueue: Sendable {
     private struct Jobs {
-        var pending: [Job] = []
+        /// Optional so the thread can take each job out of its batch before running it.
+        var pending: [Job?] = []
         var closed = false
     }
 
@@ -122,9 +123,9 @@ private final class JobQueue: Sendable {
         thread.store(UInt(pthread_self()), ordering: .releasing)
         Thread.current.name = threadName
         while true {
-            var batch: [Job?] = jobs.withLock(when: { !$0.pending.isEmpty || $0.closed }) { jobs in
+            var batch = jobs.withLock(when: { !$0.pending.isEmpty || $0.closed }) { jobs in
                 defer { jobs.pending = [] }
-                return jobs.pending.map { $0 }
+                return jobs.pending
             }
             if batch.isEmpty { return }
             for index in batch.indices {

@@ -61,7 +61,7 @@ public class AssetReaderOutput: @unchecked Sendable {
 
     /// Threads each video decoder behind this output may use; 0 lets FFmpeg choose (a frame
     /// thread per core, plus one). The export lowers it beside a software encoder
-    /// (`PipelineBounds.decoderThreadsBesideHostEncoder`). Set before reading starts.
+    /// (`PipelineBounds.decoderThreads(besideHostEncoderOf:)`). Set before reading starts.
     var decoderThreadCount: Int {
         get { state.withLock { $0.decoderThreadCount } }
         set { state.withLock { $0.decoderThreadCount = newValue } }
@@ -197,10 +197,16 @@ public enum ReaderOutputSettings: Sendable, Hashable {
     case audio(LinearPCMSettings)
 }
 
+/// An output that decodes video, on a VA-API device or on the host: the export places its
+/// decoding (`ExportSession.placeDecoding`) the same way for a track and for a video composition.
+protocol VideoDecodingOutput: AssetReaderOutput {
+    var hardwareDevice: VideoDevice? { get set }
+}
+
 /// The samples of one track (`AVAssetReaderTrackOutput`): compressed as stored when
 /// `outputSettings` is nil, else decoded and converted.
 // @unchecked: `pipeline` is set by `prepare` before reading and then used by the output's one consumer, serialised by its thread.
-public final class AssetReaderTrackOutput: AssetReaderOutput, @unchecked Sendable {
+public final class AssetReaderTrackOutput: AssetReaderOutput, VideoDecodingOutput, @unchecked Sendable {
     public let track: AssetTrack
     public let outputSettings: ReaderOutputSettings?
     private nonisolated(unsafe) var pipeline: TrackPipeline?
