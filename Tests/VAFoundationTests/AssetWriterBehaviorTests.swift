@@ -56,6 +56,39 @@ import FFmpegSupport
         #expect(stream["nb_read_frames"] as? String == "300")
     }
 
+    /// An export tells each input the source track it carries; the input's errors then name
+    /// that file and track, not the output and an input number.
+    @Test func anInputCarryingASourceTrackNamesItInItsErrors() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let writer = try AssetWriter(url: dir.appendingPathComponent("out.mp4"), fileType: .mp4)
+        let input = try AssetWriterInput(videoSettings: VideoSettings(codec: .h264, width: 64, height: 64))
+        input.source = .init(path: "/media/camera.mov", track: "track 1 (video)")
+        let adaptor = try AssetWriterInputPixelBufferAdaptor(assetWriterInput: input,
+                                                             sourcePixelBufferAttributes: PixelBufferAttributes(pixelFormat: .yuv420p))
+        try writer.add(input)
+        try writer.startWriting()
+        try writer.startSession(atSourceTime: .zero)
+        let pool = try #require(adaptor.pixelBufferPool)
+        var thrown: MediaError?
+        do {
+            for i in 0..<2 {
+                let buffer = try await pool.waitForPixelBuffer()
+                _ = try WriterTestSupport.pattern(width: 64, height: 64, index: i, into: buffer)
+                // The same time twice: video times must increase.
+                try await adaptor.append(buffer, withPresentationTime: MediaTime(value: 1, timescale: 30))
+            }
+            try await writer.finishWriting()
+        } catch let error as MediaError {
+            thrown = error
+        }
+        let error = try #require(thrown ?? writer.error, "a picture at the previous one's time is refused")
+        #expect(error.path == "/media/camera.mov")
+        #expect(error.message.contains("writing track 1 (video): presentation time"), "\(error)")
+        #expect(!error.message.contains("input 0"), "\(error)")
+        #expect(try contents(dir).isEmpty, "no file, not even a partial one")
+    }
+
     @Test func poolIsBoundedAndReusesReleasedBuffers() throws {
         let pool = try PixelBufferPool(width: 32, height: 32, pixelFormat: .yuv420p, maximumBufferCount: 2)
         var second: PixelBuffer?

@@ -277,6 +277,7 @@ extension ExportSession {
         }
         for lane in lanes {
             lane.output.probe = probe
+            lane.input.source = .init(path: asset.displayPath, track: "track \(lane.track.trackID) (\(lane.track.mediaType))")
             guard writer.canAdd(lane.input) else {
                 throw MediaError(.unsupported, "a \(fileType) file cannot hold track \(lane.track.trackID) as configured", path: url.path)
             }

@@ -29,8 +29,16 @@ public final class AssetWriterInput: Sendable {
         var hardwareDevice: VideoDevice?
         var observations: StageObservations?
         var resumable = false
+        var source: WriterInputConfiguration.Source?
     }
     private let properties = Locked(Properties())
+
+    /// The source file and track this input carries (set by the export before writing starts):
+    /// the input's errors name them instead of the output and an input number.
+    var source: WriterInputConfiguration.Source? {
+        get { properties.withLock { $0.source } }
+        set { properties.withLock { $0.source = newValue } }
+    }
 
     /// The export may resume this video input in software after its device fails: the writer
     /// holds each group of pictures back until the next keyframe, so the open one can be
@@ -193,7 +201,7 @@ public final class AssetWriterInput: Sendable {
         return WriterInputConfiguration(mediaType: mediaType, settings: outputSettings, sourceFormatHint: sourceFormatHint,
                                         transform: p.transform, languageCode: p.languageCode, mediaTimeScale: p.mediaTimeScale,
                                         expectsMediaDataInRealTime: p.expectsMediaDataInRealTime, hardwareDevice: p.hardwareDevice, resumable: p.resumable,
-                                        observations: p.observations)
+                                        observations: p.observations, source: p.source)
     }
 
     private func writer() throws(MediaError) -> (core: WriterCore, index: Int) {

@@ -17,6 +17,15 @@ struct WriterInputConfiguration: Sendable {
     var resumable = false
     /// Told where the video stage encoded and scaled, and of each surface/host copy.
     var observations: StageObservations?
+    /// What the input carries, when its caller knows (an export): the file and the track.
+    var source: Source?
+
+    /// A source file's track, as errors name it.
+    struct Source: Sendable {
+        var path: String
+        /// "track 1 (video)".
+        var track: String
+    }
 }
 
 /// What the writer was configured with when writing started.
@@ -109,6 +118,15 @@ final class WriterEngine: @unchecked Sendable {
     /// Traps unless called on the writer's thread: the engine's FFmpeg contexts live there.
     private func checkConfinement() { stage.preconditionIsCurrent() }
 
+    /// How an error about input `i` names it: the source track it writes when the caller said
+    /// (an export), else its index.
+    private func subject(_ i: Int) -> String {
+        pipelines[i].configuration.source.map { "writing \($0.track)" } ?? "input \(i)"
+    }
+
+    /// The file an error about input `i` names: its source when the caller said, else the output.
+    private func errorPath(_ i: Int) -> String { pipelines[i].configuration.source?.path ?? path }
+
     /// Seconds of media (after the session start) each input has handed to the muxer, and
     /// whether it is finished; readable from any thread.
     let written = Locked([Int: (seconds: Double, finished: Bool)]())
@@ -185,20 +203,20 @@ final class WriterEngine: @unchecked Sendable {
     private func checkCompatible(_ encoderName: String, input: Int, mediaType: MediaType) throws(MediaError) {
         guard let codec = Encoder.codec(ofEncoder: encoderName) else { return }
         if let reason = WriterCodecs.incompatibility(of: codec, in: configuration.fileType, mediaType: mediaType) {
-            throw MediaError(.unsupported, "input \(input): \(reason)", path: path)
+            throw MediaError(.unsupported, "\(subject(input)): \(reason)", path: errorPath(input))
         }
     }
 
     private func openEncoder(_ name: String, _ c: Encoder.Configuration, input: Int) throws(MediaError) -> Encoder {
         do { return try Encoder(name: name, configuration: c) } catch {
             let code: MediaError.Code = error.code == .invalidArgument ? .invalidArgument : .encodeFailed
-            throw MediaError(code, "input \(input): \(name) refused the output settings", path: path, underlying: error)
+            throw MediaError(code, "\(subject(input)): \(name) refused the output settings", path: errorPath(input), underlying: error)
         }
     }
 
     private func parameters(of encoder: Encoder, input: Int) throws(MediaError) -> CodecParameters {
         do { return try encoder.codecParameters() } catch {
-            throw MediaError(.encodeFailed, "input \(input): cannot read \(encoder.name)'s stream parameters", path: path, underlying: error)
+            throw MediaError(.encodeFailed, "\(subject(input)): cannot read \(encoder.name)'s stream parameters", path: errorPath(input), underlying: error)
         }
     }
 
@@ -264,7 +282,7 @@ final class WriterEngine: @unchecked Sendable {
                 }
                 let t = ticks(start, pipeline.timeBase)
                 if let last = pipeline.lastPTS, t <= last {
-                    throw MediaError(.invalidArgument, "input \(i): presentation time \(pts.seconds) s is not after the previous picture's; video times must increase", path: path)
+                    throw MediaError(.invalidArgument, "\(subject(i)): presentation time \(pts.seconds) s is not after the previous picture's; video times must increase", path: errorPath(i))
                 }
                 pipeline.lastPTS = t
                 // Phone files often give every sample a one-tick placeholder duration (1/600 s): a
@@ -288,16 +306,16 @@ final class WriterEngine: @unchecked Sendable {
             }
         } catch let error as FFmpegError {
             let code: MediaError.Code = error.function.hasPrefix("av_interleaved") || error.function.hasPrefix("avformat") ? .writeFailed : .encodeFailed
-            let failure = MediaError(code, "input \(i): \(pipeline.encoderName.map { "\($0) failed" } ?? "writing failed") at \(pts.seconds) s", path: path, underlying: error)
+            let failure = MediaError(code, "\(subject(i)): \(pipeline.encoderName.map { "\($0) failed" } ?? "writing failed") at \(pts.seconds) s", path: code == .writeFailed ? path : errorPath(i), underlying: error)
             if code == .encodeFailed && pipeline.configuration.resumable && pipeline.configuration.hardwareDevice != nil {
                 pipeline.deviceFailed = true
-                throw MediaError(.hardwareFailed, failure.message, path: path, underlying: error)
+                throw MediaError(.hardwareFailed, failure.message, path: failure.path, underlying: error)
             }
             throw failure
         } catch let error as MediaError {
             throw error
         } catch {
-            throw MediaError(.encodeFailed, "input \(i): \(error)", path: path)
+            throw MediaError(.encodeFailed, "\(subject(i)): \(error)", path: errorPath(i))
         }
     }
 
@@ -310,7 +328,7 @@ final class WriterEngine: @unchecked Sendable {
                 throw MediaError(.invalidArgument, "input \(i): the compressed sample carries no codec parameters to pass through", path: path)
             }
             if let reason = WriterCodecs.incompatibility(of: parameters.codec, in: configuration.fileType, mediaType: pipeline.configuration.mediaType) {
-                throw MediaError(.unsupported, "input \(i): \(reason)", path: path)
+                throw MediaError(.unsupported, "\(subject(i)): \(reason)", path: errorPath(i))
             }
             pipeline.parameters = parameters
             let scale = pipeline.configuration.mediaTimeScale > 0 ? pipeline.configuration.mediaTimeScale
@@ -387,7 +405,7 @@ final class WriterEngine: @unchecked Sendable {
         } catch let error as MediaError {
             throw error
         } catch {
-            throw MediaError(.encodeFailed, "input \(i): flushing \(pipeline.encoderName ?? "the input") failed", path: path,
+            throw MediaError(.encodeFailed, "\(subject(i)): flushing \(pipeline.encoderName ?? "the input") failed", path: errorPath(i),
                              underlying: error as? FFmpegError)
         }
     }
