@@ -37,6 +37,35 @@ import Testing
         #expect(loop.damageReport == "3 frames decoded from damaged data (concealed) at 0.40 s, 0.87 s, 1.37 s", "\(loop.damageReport ?? "none")")
     }
 
+    /// A fuzzed file whose decoder hands out a picture at the previous one's time (its
+    /// reordering confused by the damage): the picture is dropped with a warning, as ffmpeg
+    /// drops it, instead of failing the export at the writer (Tests/vafTests/Corpus). Its
+    /// damaged audio packets leave their time as silence.
+    @Test func aPictureDecodedOutOfOrderIsDroppedWithAWarning() async throws {
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("vafTests/Corpus/h264_fuzzed_picture_out_of_order.mp4")
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let output = dir.appendingPathComponent("out.mp4")
+        let result = try await ExportSession(asset: Asset(url: source), preset: .preset640x480).export(to: output, as: .mp4)
+        #expect(result.warnings.contains { $0.hasPrefix("track 1 (video):") && $0.hasSuffix("1 picture out of order dropped (damaged stream) at 0.30 s") },
+                "\(result.warnings)")
+        // The decoder gives 29 pictures, the one at 0.30 s twice: 28 are written, in order.
+        let probe = try #require(which("ffprobe"))
+        let times = String(decoding: try run(probe, ["-v", "error", "-select_streams", "v", "-show_entries", "packet=pts",
+                                                     "-of", "csv=p=0", output.path]).stdout, as: UTF8.self)
+            .split(separator: "\n").compactMap { Int($0) }.sorted()
+        #expect(times.count == 28)
+        #expect(Set(times).count == times.count, "no two pictures share a time")
+        // Its 3 damaged AAC packets are skipped and their time kept as silence, so the audio
+        // after them stays in sync: 45 packets' length (1.045 s, as ffmpeg's conversion), not 42.
+        #expect(result.warnings.contains { $0.hasPrefix("track 2 (audio): 3 damaged packets skipped") }, "\(result.warnings)")
+        let audio = Double(String(decoding: try run(probe, ["-v", "error", "-select_streams", "a", "-show_entries", "stream=duration",
+                                                            "-of", "csv=p=0", output.path]).stdout, as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        #expect(abs(audio - 45 * 1024 / 44100.0) < 0.02, "\(audio) s of audio")
+    }
+
     @Test func aStreamOfDamageFailsWithTheCounts() async throws {
         let media = try #require(TestFiles.sharedMedia, "CI always has ../shared/media")
         let dir = try TestFiles.temporaryDirectory()

@@ -267,7 +267,14 @@ final class DecodeLoop {
 /// decoder in host memory; surface output then vends host NV12/P010 for the writer to upload.
 final class VideoDecodePipeline: TrackPipeline {
     let loop: DecodeLoop
-    var damageReport: String? { loop.damageReport }
+    var damageReport: String? {
+        let dropped = outOfOrder.isEmpty ? nil
+            : "\(outOfOrder.count) picture\(outOfOrder.count == 1 ? "" : "s") out of order dropped (damaged stream) at "
+                + outOfOrder.prefix(5).map { String(format: "%.2f s", time($0, timeBase).seconds) }.joined(separator: ", ")
+                + (outOfOrder.count > 5 ? ", …" : "")
+        let parts = [loop.damageReport, dropped].compactMap { $0 }
+        return parts.isEmpty ? nil : parts.joined(separator: "; ")
+    }
     let track: AssetTrack
     let attributes: PixelBufferAttributes
     /// The host format pictures are converted to (NV12 or P010 when surfaces were asked for).
@@ -285,6 +292,11 @@ final class VideoDecodePipeline: TrackPipeline {
     /// Host frames converted pictures are written into, recycled once their consumer lets go.
     private var outputFrames: FramePool?
     private var lastEnd: Int64?
+    /// The presentation time of the latest picture vended: pictures come out in presentation
+    /// order, so one at or before it (a damaged stream confusing the decoder's reordering) is
+    /// dropped and its time kept here, as ffmpeg drops it.
+    private var lastVended: Int64?
+    private var outOfOrder: [Int64] = []
     /// Surfaces the reader's video processor renders into: enough for the writer's queue, a
     /// VA encoder's look-ahead and a frame-rate converter's held picture.
     static let surfacePoolCapacity = PipelineBounds.readerSurfaces
@@ -330,6 +342,10 @@ final class VideoDecodePipeline: TrackPipeline {
             let pts = frame.bestEffortTimestamp ?? frame.pts ?? lastEnd ?? 0
             let fallback = track.minFrameDuration.isNumeric ? track.minFrameDuration.convertScale(timeBase.denominator).value / Int64(max(timeBase.numerator, 1)) : 1
             let duration = frame.duration > 0 ? frame.duration : max(fallback, 1)
+            if let last = lastVended, pts <= last {
+                outOfOrder.append(pts)
+                continue
+            }
             lastEnd = pts + duration
             if let end = range.end, pts >= end {
                 loop.stop()
@@ -337,6 +353,7 @@ final class VideoDecodePipeline: TrackPipeline {
             }
             // Keep the frame on screen at the range start and every later one.
             guard pts + duration > range.start else { continue }
+            lastVended = pts
             let picture = try convert(frame)
             return SampleBuffer(content: .pixelBuffer(picture), packet: nil, codecParameters: nil,
                                 presentationTimeStamp: time(pts, timeBase), decodeTimeStamp: .invalid,
@@ -468,6 +485,13 @@ final class AudioDecodePipeline: TrackPipeline {
     /// Position of the next output sample, in samples at the output rate.
     private var nextSample: Int64?
     private var drained = false
+    /// Where the latest decoded block ends on the stream's clock, and its length in samples.
+    private var inputEnd: (time: MediaTime, samples: Int)?
+    /// Damaged packets the decoder had skipped by the latest decoded block.
+    private var damageSeen = 0
+    /// A decoded block waiting while the silence that takes the place of damaged packets
+    /// before it is converted.
+    private var heldInput: Frame?
 
     init(session: DemuxSession, track: AssetTrack, pcm: LinearPCMSettings, timeRange: MediaTimeRange) throws(MediaError) {
         guard let format = SampleFormatID(name: pcm.sampleFormat.rawValue) else {
@@ -497,7 +521,17 @@ final class AudioDecodePipeline: TrackPipeline {
     private func nextConverted() throws(MediaError) -> (Frame, Int64)? {
         while true {
             if drained { return nil }
-            let input = try loop.nextFrame()
+            var input: Frame?
+            if let held = heldInput {
+                input = held
+                heldInput = nil
+            } else {
+                input = try loop.nextFrame()
+                if let decoded = input, let silence = try silence(replacingDamageBefore: decoded) {
+                    heldInput = decoded
+                    input = silence
+                }
+            }
             if input == nil && resampler == nil { return nil }
             do {
                 if let input, resampler == nil {
@@ -521,6 +555,33 @@ final class AudioDecodePipeline: TrackPipeline {
                 throw MediaError(.decodeFailed, "cannot convert \(track.formatDescription.codec) audio to \(pcm.sampleFormat)",
                                  path: loop.path, underlying: error)
             }
+        }
+    }
+
+    /// Silence in `decoded`'s format for the time the damaged packets skipped just before it
+    /// took, so the audio after them keeps its time (ffmpeg keeps their hole in the timeline);
+    /// nil when none were skipped or they left no gap. The gap is taken from the timestamps,
+    /// at most the length of a block per skipped packet: a damaged timestamp adds no more.
+    private func silence(replacingDamageBefore decoded: Frame) throws(MediaError) -> Frame? {
+        let skipped = loop.damagedPackets.count - damageSeen
+        damageSeen = loop.damagedPackets.count
+        let rate = Int32(clamping: max(decoded.sampleRate, 1))
+        let start = (decoded.bestEffortTimestamp ?? decoded.pts).map { time($0, timeBase) } ?? inputEnd?.time
+        defer {
+            if let start { inputEnd = (start + MediaTime(value: Int64(decoded.sampleCount), timescale: rate), decoded.sampleCount) }
+        }
+        guard skipped > 0, let start, let previous = inputEnd else { return nil }
+        let gap = (start - previous.time).convertScale(rate, rounding: .roundHalfAwayFromZero).value
+        // Within 2 ms: timestamps rounded by the container, not a hole.
+        guard gap > Int64(rate / 500) else { return nil }
+        let count = Int(min(gap, Int64(skipped * max(previous.samples, 1))))
+        do {
+            let format = AudioSampleFormat(rawValue: decoded.sampleFormat.name ?? "none")
+            return try AudioBuffer(sampleCount: count, format: format, sampleRate: decoded.sampleRate,
+                                   channelCount: decoded.channelCount, channelLayout: decoded.channelLayout).frame
+        } catch {
+            throw MediaError(.decodeFailed, "cannot make \(count) samples of silence for damaged \(track.formatDescription.codec) packets",
+                             path: loop.path, underlying: error as? MediaError)
         }
     }
 
