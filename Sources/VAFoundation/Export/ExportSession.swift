@@ -290,10 +290,11 @@ public final class ExportSession: Sendable {
 
     /// `cancelExport` for a task-cancellation handler, which must not block: the runtime holds
     /// the task's status lock while it runs, and the writer's queue may be resuming that very
-    /// task (finishWriting), so waiting there for the queue deadlocks. The writer is cancelled
-    /// from another thread instead.
+    /// task (finishWriting), so waiting there for the queue deadlocks. The writer is marked
+    /// cancelled at once (a file it is creating meanwhile is deleted as it opens), and the
+    /// partial file's deletion is queued on its thread; the export's error path waits for it.
     func cancelExportWithoutWaiting() {
-        if let writer = markCancelled() { DispatchQueue.global().async { writer.cancelWriting() } }
+        markCancelled()?.cancelWritingWithoutWaiting()
     }
 
     /// Flags the export cancelled and stops its reader; returns the writer, still to be cancelled.

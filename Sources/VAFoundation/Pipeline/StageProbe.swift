@@ -8,6 +8,8 @@ final class StageProbe: Sendable {
     enum Step: Sendable, Equatable {
         /// The reader opened the file and prepared its decoders (on the export's task).
         case sourceOpened
+        /// The writer created its temporary file, before opening the encoders (on the writer's thread).
+        case outputCreated
         /// A reader output produced its `index`th sample (0-based), on the output's thread.
         case sampleRead(MediaType, index: Int, time: MediaTime)
         /// The writer's engine took its `index`th sample of an input, to encode or copy, on

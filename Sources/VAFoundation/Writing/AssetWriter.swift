@@ -226,6 +226,10 @@ public final class AssetWriter: Sendable {
     /// nothing once the writer completed or failed.
     public func cancelWriting() { core.cancel() }
 
+    /// `cancelWriting` without waiting for the partial file's deletion (queued on the writer's
+    /// thread); a later `cancelWriting` waits for it. For cancellation handlers, which must not block.
+    func cancelWritingWithoutWaiting() { core.markCancelled() }
+
     /// `.name.vaf-partial-PID-XXXXXX.ext` in the destination's directory: the writing process's
     /// ID in the name lets a later run tell a file it may remove (its writer is gone) from one
     /// still being written.

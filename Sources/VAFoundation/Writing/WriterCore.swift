@@ -322,7 +322,10 @@ final class WriterCore: Sendable {
             }
             return .success(())
         }
-        state.withLock { s in
+        let cancelledWhileOpening = state.withLock { s -> Bool in
+            // A cancel that came while the engine opened wins, and leaves the deletion of what
+            // the engine created to this thread.
+            if s.status == .cancelled { return true }
             switch outcome {
             case .success: s.status = .writing
             case .failure(let error):
@@ -330,6 +333,11 @@ final class WriterCore: Sendable {
                 s.error = error
                 s.engine = nil
             }
+            return false
+        }
+        if cancelledWhileOpening {
+            stage.sync { engine.abandon() }
+            throw MediaError(.cancelled, "writing was cancelled while the output was created", path: destinationPath)
         }
         if case .failure(let error) = outcome { throw error }
     }
@@ -414,16 +422,25 @@ final class WriterCore: Sendable {
 
     /// Stops writing and deletes the partial output; waits for queued work to stop.
     func cancel() {
+        markCancelled()
+        // Returns once the partial file is deleted, also when another thread cancelled first.
+        stage.sync {}
+    }
+
+    /// Cancels without waiting: the status is cancelled when this returns (so a `start` under
+    /// way deletes what it created), and the partial file's deletion is queued on the writer's
+    /// thread. Callable from any thread, the writer's own included.
+    func markCancelled() {
         state.withLock { s in
             guard s.status == .writing || s.status == .unknown else { return }
+            // While `start` opens the engine (status unknown), `start` deletes what it created;
+            // once writing, the deletion is queued under the lock, so a later cancel's wait
+            // comes after it.
+            if s.status == .writing, let engine = s.engine { stage.async { engine.abandon() } }
             s.status = .cancelled
-            // Queued under the lock, so a later cancel's wait below comes after it.
-            if let engine = s.engine { stage.async { engine.abandon() } }
             s.engine = nil
         }
         wakeWaiters()
-        // Returns once the partial file is deleted, also when another thread cancelled first.
-        stage.sync {}
     }
 
     /// Records a failure (on the writer's thread) and deletes the partial output.

@@ -159,6 +159,7 @@ final class WriterEngine: @unchecked Sendable {
             throw MediaError(code, "cannot create the output beside \(name)", path: path, underlying: error)
         }
         self.muxer = muxer
+        try configuration.probe?.step(.outputCreated)
         for (i, input) in inputs.enumerated() {
             let pipeline = Pipeline(input)
             pipelines.append(pipeline)
