@@ -66,6 +66,26 @@ import Testing
         #expect(abs(audio - 45 * 1024 / 44100.0) < 0.02, "\(audio) s of audio")
     }
 
+    /// A track not one packet of which decodes is as unreadable as one without packets: the
+    /// export is written without it, with a warning, as ffmpeg writes the other tracks.
+    @Test(.disabled(if: ffmpegPath == nil, "ffmpeg makes the damaged file (Hardware/setup.sh installs it)"))
+    func aVideoTrackThatDecodesNowhereIsLeftOutWithAWarning() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = dir.appendingPathComponent("noisy.mp4")
+        // Every byte of every H.264 packet damaged (the `noise` bitstream filter); the audio intact.
+        let made = try run(try #require(ffmpegPath), ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30:duration=1",
+                                                      "-f", "lavfi", "-i", "sine=duration=1", "-c:v", "libx264", "-bsf:v", "noise=amount=1",
+                                                      "-c:a", "aac", "-shortest", source.path])
+        try #require(made.status == 0)
+        let output = dir.appendingPathComponent("out.mp4")
+        let result = try await ExportSession(asset: Asset(url: source), preset: .preset640x480).export(to: output, as: .mp4)
+        #expect(result.droppedTracks.map(\.trackID) == [1], "\(result.droppedTracks)")
+        #expect(result.warnings.contains { $0.hasPrefix("track 1 (video): no sample of it could be read") }, "\(result.warnings)")
+        let tracks = try await Asset(url: output).load(.tracks)
+        #expect(tracks.map(\.mediaType) == [.audio])
+    }
+
     @Test func aStreamOfDamageFailsWithTheCounts() async throws {
         let media = try #require(TestFiles.sharedMedia, "CI always has ../shared/media")
         let dir = try TestFiles.temporaryDirectory()

@@ -423,6 +423,13 @@ extension ExportSession {
                                 converter = converter.map { FrameRateConverter(resuming: $0, at: resumed.at) }
                                 tally.counts.withLock { $0[i] = resumed.framesKept }
                                 continue
+                            } catch let failure as MediaError where failure.code == .decodeFailed && !Self.isDeviceFailure(failure, of: output)
+                                        && tally.counts.withLock({ $0[i] }) == 0 {
+                                // Not one packet of the track decodes: it is as unreadable as a
+                                // track without packets, and is left out the same way (ffmpeg
+                                // writes the other tracks).
+                                throw TrackYieldedNothing(trackID: lane.track.trackID, mediaType: lane.track.mediaType,
+                                                          otherLanes: laneCount - 1, error: failure)
                             }
                         }
                         let last = batch[batch.count - 1]
