@@ -511,8 +511,11 @@ final class WriterEngine: @unchecked Sendable {
         // so a picture held long (variable-rate video, a composition's last frame) keeps its length.
         // On the decode timeline, shifted back by the reorder delay, that end is where the
         // last packet's duration must reach.
+        // Never past that end when shown: with gaps in variable-rate video the last packet's
+        // reorder offset can exceed the first one's, and the file would last a picture longer.
         if let end = pipeline.pictureEnd, let dts = last.dts ?? last.pts {
-            let reach = end - (pipeline.reorderDelay ?? 0) - dts
+            var reach = end - (pipeline.reorderDelay ?? 0) - dts
+            if let pts = last.pts { reach = min(reach, end - pts) }
             if reach > last.duration { last.duration = reach }
         }
         try deliver(last, pipeline)
@@ -563,6 +566,15 @@ final class WriterEngine: @unchecked Sendable {
             written.withLock { $0[stream] = (max($0[stream]?.seconds ?? 0, seconds), $0[stream]?.finished ?? false) }
         }
         packet.rescaleTimestamps(from: pipeline.timeBase, to: muxer.timeBase(ofStream: stream))
+        // Muxers refuse a packet decoded after it is shown. Copied packets of damaged files
+        // carry such times (a transport stream's corrupt timestamp): both become the median of
+        // the two and the earliest next decode time, as ffmpeg guesses.
+        if let pts = packet.pts, let dts = packet.dts, dts > pts {
+            let next = (pipeline.lastWrittenDTS ?? pts - 1) + 1
+            let median = max(min(pts, dts), min(max(pts, dts), next))
+            (packet.pts, packet.dts) = (median, median)
+            pipeline.dtsRepairs += 1
+        }
         // Muxers refuse decode times that do not increase. Copied packets can carry such times
         // (a mended jump in a transport stream, rounding between time bases): move the decode
         // time just past the previous one and keep the picture shown no earlier, as ffmpeg does.
