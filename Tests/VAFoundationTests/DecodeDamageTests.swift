@@ -86,6 +86,26 @@ import Testing
         #expect(tracks.map(\.mediaType) == [.audio])
     }
 
+    /// A fuzzed transport stream one of whose packets is decoded after it is shown (a corrupt
+    /// DTS) is copied as ffmpeg copies it: the packet takes the median of its two times and the
+    /// next decode time, instead of the muxer refusing it (Tests/vafTests/Corpus).
+    @Test func aCopiedPacketDecodedAfterItIsShownGetsOneTimeAsFFmpegGivesIt() async throws {
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("vafTests/Corpus/mpeg2_ts_fuzzed_dts_after_pts.ts")
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let output = dir.appendingPathComponent("out.mp4")
+        _ = try await ExportSession(asset: Asset(url: source), preset: .passthrough).export(to: output, as: .mp4)
+        let probe = try #require(which("ffprobe"))
+        let packets = String(decoding: try run(probe, ["-v", "error", "-show_entries", "packet=stream_index,pts,dts",
+                                                       "-of", "csv=p=0", output.path]).stdout, as: UTF8.self)
+            .split(separator: "\n").map { $0.split(separator: ",").compactMap { Int64($0) } }.filter { $0.count == 3 }
+        // ffmpeg -c copy writes the same 13 pictures and 21 audio packets.
+        #expect(packets.filter { $0[0] == 0 }.count == 13)
+        #expect(packets.filter { $0[0] == 1 }.count == 21)
+        #expect(packets.allSatisfy { $0[2] <= $0[1] }, "every packet is decoded no later than it is shown")
+    }
+
     @Test func aStreamOfDamageFailsWithTheCounts() async throws {
         let media = try #require(TestFiles.sharedMedia, "CI always has ../shared/media")
         let dir = try TestFiles.temporaryDirectory()
