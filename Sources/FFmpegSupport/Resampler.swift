@@ -8,6 +8,11 @@ public final class Resampler {
     public let outputFormat: SampleFormatID
     public let outputChannelCount: Int
     private var outputLayout: AVChannelLayout
+    /// The rate, format and channel count of the frames it takes: swr_convert reads a frame's
+    /// planes by these, so a frame that differs is refused (`accepts`), never read.
+    public let sourceSampleRate: Int
+    public let sourceFormat: SampleFormatID
+    public let sourceChannelCount: Int
 
     /// A resampler from the layout, format and rate of `source` frames to the given output.
     /// `outputLayout` is FFmpeg's text ("stereo"); nil takes the default for `outputChannelCount`.
@@ -31,7 +36,15 @@ public final class Resampler {
         self.outputSampleRate = outputSampleRate
         self.outputFormat = outputFormat
         self.outputChannelCount = outputChannelCount
+        self.sourceSampleRate = sourceSampleRate
+        self.sourceFormat = sourceFormat
+        self.sourceChannelCount = sourceChannelCount
         try check(swr_init(context), "swr_init")
+    }
+
+    /// Whether `frame` has the rate, format and channel count this resampler was made for.
+    public func accepts(_ frame: Frame) -> Bool {
+        frame.sampleRate == sourceSampleRate && frame.sampleFormat == sourceFormat && frame.channelCount == sourceChannelCount
     }
 
     deinit {
@@ -52,6 +65,10 @@ public final class Resampler {
     /// converted samples, or nil when none are ready. Timestamps are not touched.
     /// The corresponding C function is `swr_convert_frame`.
     public func convert(_ source: Frame?) throws(FFmpegError) -> Frame? {
+        if let source, !accepts(source) {
+            // A stream whose parameters change mid-way (a damaged header): the caller makes a new resampler.
+            throw FFmpegError(code: .invalidArgument, function: "swr_convert (a \(source.sampleRate) Hz \(source.channelCount)-channel frame into a resampler made for \(sourceSampleRate) Hz, \(sourceChannelCount) channels)")
+        }
         let output = Frame()
         output.pointer.pointee.format = outputFormat.rawValue
         output.pointer.pointee.sample_rate = Int32(outputSampleRate)

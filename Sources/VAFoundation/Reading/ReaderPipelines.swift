@@ -490,8 +490,10 @@ final class AudioDecodePipeline: TrackPipeline {
     /// Damaged packets the decoder had skipped by the latest decoded block.
     private var damageSeen = 0
     /// A decoded block waiting while the silence that takes the place of damaged packets
-    /// before it is converted.
+    /// before it is converted, or while the resampler made for other parameters is drained.
     private var heldInput: Frame?
+    /// The rate, channel count and layout of the converted audio, fixed by the first block.
+    private var outputShape: (rate: Int, channels: Int, layout: String?)?
 
     init(session: DemuxSession, track: AssetTrack, pcm: LinearPCMSettings, timeRange: MediaTimeRange) throws(MediaError) {
         guard let format = SampleFormatID(name: pcm.sampleFormat.rawValue) else {
@@ -505,7 +507,7 @@ final class AudioDecodePipeline: TrackPipeline {
         self.range = timeRange
     }
 
-    var outputRate: Int { resampler?.outputSampleRate ?? pcm.sampleRate ?? track.formatDescription.audio?.sampleRate ?? 48000 }
+    var outputRate: Int { outputShape?.rate ?? pcm.sampleRate ?? track.formatDescription.audio?.sampleRate ?? 48000 }
 
     func stop() { loop.stop() }
 
@@ -533,21 +535,34 @@ final class AudioDecodePipeline: TrackPipeline {
                 }
             }
             if input == nil && resampler == nil { return nil }
+            // The stream's rate, format or channels changed (a damaged header): what the
+            // resampler holds is drained first, then a new one takes the block.
+            var changing = false
+            if let decoded = input, let current = resampler, !current.accepts(decoded) {
+                heldInput = decoded
+                input = nil
+                changing = true
+            }
             do {
                 if let input, resampler == nil {
+                    // After a change mid-stream the output keeps the first block's rate and layout.
+                    let shape = outputShape ?? (rate: pcm.sampleRate ?? input.sampleRate, channels: pcm.channelCount ?? input.channelCount,
+                                                layout: pcm.channelLayout ?? (pcm.channelCount == nil ? input.channelLayout : nil))
+                    outputShape = shape
                     resampler = try Resampler(
                         sourceSampleRate: input.sampleRate, sourceFormat: input.sampleFormat,
                         sourceChannelCount: input.channelCount, sourceLayout: input.channelLayout,
-                        outputSampleRate: pcm.sampleRate ?? input.sampleRate, outputFormat: targetFormat,
-                        outputChannelCount: pcm.channelCount ?? input.channelCount,
-                        outputLayout: pcm.channelLayout ?? (pcm.channelCount == nil ? input.channelLayout : nil))
+                        outputSampleRate: shape.rate, outputFormat: targetFormat,
+                        outputChannelCount: shape.channels, outputLayout: shape.layout)
                 }
                 if let input, nextSample == nil {
                     let pts = input.bestEffortTimestamp ?? input.pts ?? 0
                     nextSample = time(pts, timeBase).convertScale(Int32(clamping: outputRate), rounding: .roundHalfAwayFromZero).value
                 }
-                if input == nil { drained = true }
-                guard let output = try resampler!.convert(input) else { continue }
+                if input == nil && !changing { drained = true }
+                let converted = try resampler!.convert(input)
+                if changing { resampler = nil }
+                guard let output = converted else { continue }
                 let position = nextSample ?? 0
                 nextSample = position + Int64(output.sampleCount)
                 return (output, position)
