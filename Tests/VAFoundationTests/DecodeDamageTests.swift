@@ -106,6 +106,22 @@ import Testing
         #expect(packets.allSatisfy { $0[2] <= $0[1] }, "every packet is decoded no later than it is shown")
     }
 
+    /// A video track more than 2/3 of whose packets are damaged, beside intact audio: ffmpeg's
+    /// error rate counts every track's packets together, so the file converts with what decodes
+    /// and a warning; only a file that is mostly damage overall fails (Tests/vafTests/Corpus).
+    @Test func aMostlyDamagedTrackBesideIntactAudioIsWrittenAsFarAsItDecodes() async throws {
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("vafTests/Corpus/vp9_opus_fuzzed_video_mostly_damaged.webm")
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let output = dir.appendingPathComponent("out.mp4")
+        let result = try await ExportSession(asset: Asset(url: source), preset: .preset640x480).export(to: output, as: .mp4)
+        #expect(result.warnings.contains { $0.hasPrefix("track 1 (video): ") && $0.contains("decoded frames, over 2/3; written as far as it decodes") },
+                "\(result.warnings)")
+        let tracks = try await Asset(url: output).load(.tracks)
+        #expect(tracks.map(\.mediaType) == [.video, .audio])
+    }
+
     @Test func aStreamOfDamageFailsWithTheCounts() async throws {
         let media = try #require(TestFiles.sharedMedia, "CI always has ../shared/media")
         let dir = try TestFiles.temporaryDirectory()

@@ -277,6 +277,7 @@ extension ExportSession {
         }
         for lane in lanes {
             lane.output.probe = probe
+            lane.output.weighsDamageAcrossTracks = true
             lane.input.source = .init(path: asset.displayPath, track: "track \(lane.track.trackID) (\(lane.track.mediaType))")
             guard writer.canAdd(lane.input) else {
                 throw MediaError(.unsupported, "a \(fileType) file cannot hold track \(lane.track.trackID) as configured", path: url.path)
@@ -322,6 +323,7 @@ extension ExportSession {
         }
         if let error = reader.error { throw error }
         if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
+        result.warnings += try Self.weighDamage(tally.overDamaged.withLock { $0 }, lanes: lanes)
         try await writer.finishWriting()
         // A cancel that came while the file was being finished still wins: the file goes.
         if run.withLock({ $0.cancelled }) {
@@ -423,6 +425,12 @@ extension ExportSession {
                                 converter = converter.map { FrameRateConverter(resuming: $0, at: resumed.at) }
                                 tally.counts.withLock { $0[i] = resumed.framesKept }
                                 continue
+                            } catch let failure as MediaError where failure.underlying is DecodeTally && tally.counts.withLock({ $0[i] }) > 0 {
+                                // More than 2/3 of the track's packets were damaged, and what
+                                // decoded is written. Whether that fails the export is weighed
+                                // over every track once all are done, as ffmpeg's error rate is.
+                                tally.overDamaged.withLock { $0.append((lane.track, failure)) }
+                                break
                             } catch let failure as MediaError where failure.code == .decodeFailed && !Self.isDeviceFailure(failure, of: output)
                                         && tally.counts.withLock({ $0[i] }) == 0 {
                                 // Not one packet of the track decodes: it is as unreadable as a
@@ -473,6 +481,19 @@ extension ExportSession {
             // which may be waiting for the failed lane in the writer's interleaving window.
             // (`waitForAll` would wait for them, and they would wait forever.)
             while try await group.next() != nil {}
+        }
+    }
+
+    /// ffmpeg's error rate over the whole export: tracks more than 2/3 of whose packets were
+    /// damaged fail it only when the damaged packets are more than 2/3 of every track's packets
+    /// together (intact audio beside damaged video keeps the file). Returns the warnings.
+    private static func weighDamage(_ overDamaged: [(track: AssetTrack, failure: MediaError)], lanes: [Lane]) throws(MediaError) -> [String] {
+        guard let first = overDamaged.first else { return [] }
+        let total = lanes.compactMap { ($0.output as? AssetReaderTrackOutput)?.decodeTally }.reduce(DecodeTally(decoded: 0, damaged: 0), +)
+        if total.exceedsErrorRate { throw first.failure }
+        return overDamaged.map { entry in
+            let counts = (entry.failure.underlying as? DecodeTally).map { "\($0.damaged) damaged packets against \($0.decoded) decoded frames" } ?? "most packets damaged"
+            return "track \(entry.track.trackID) (\(entry.track.mediaType)): \(counts), over 2/3; written as far as it decodes, since all tracks together (\(total.damaged) of \(total.damaged + total.decoded)) stay under ffmpeg's error rate"
         }
     }
 
@@ -579,6 +600,8 @@ extension ExportSession {
     private final class LaneTally: Sendable {
         /// A copying lane stopped short of the file-length limit.
         let limitReached = Locked(false)
+        /// Tracks more than 2/3 of whose packets were damaged, with their failure.
+        let overDamaged = Locked<[(track: AssetTrack, failure: MediaError)]>([])
         let counts: Locked<[Int]>
         /// Bytes handed to the writer per lane (estimated from the bit rate for encoded lanes).
         let bytes: Locked<[Int64]>

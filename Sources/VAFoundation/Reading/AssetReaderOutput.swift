@@ -23,6 +23,7 @@ public class AssetReaderOutput: @unchecked Sendable {
         var probe: StageProbe?
         var produced = 0
         var recoversFromDeviceFailures = false
+        var weighsDamageAcrossTracks = false
         var timePitchAlgorithm = AudioTimePitchAlgorithm.spectral
         var decoderThreadCount = 0
     }
@@ -57,6 +58,14 @@ public class AssetReaderOutput: @unchecked Sendable {
     var recoversFromDeviceFailures: Bool {
         get { state.withLock { $0.recoversFromDeviceFailures } }
         set { state.withLock { $0.recoversFromDeviceFailures = newValue } }
+    }
+
+    /// A stream past the damage error rate (its every decodable frame already handed out) ends
+    /// only this output, not the reader: the export weighs every track's damage together, as
+    /// ffmpeg's error rate does (set by the export).
+    var weighsDamageAcrossTracks: Bool {
+        get { state.withLock { $0.weighsDamageAcrossTracks } }
+        set { state.withLock { $0.weighsDamageAcrossTracks = newValue } }
     }
 
     /// Threads each video decoder behind this output may use; 0 lets FFmpeg choose (a frame
@@ -111,7 +120,8 @@ public class AssetReaderOutput: @unchecked Sendable {
                 try probe.step(.sampleRead(mediaType, index: index, time: sample.presentationTimeStamp))
             }
         } catch {
-            if recoversFromDeviceFailures && (error.code == .hardwareFailed || error.code == .decodeFailed) {
+            if (recoversFromDeviceFailures && (error.code == .hardwareFailed || error.code == .decodeFailed))
+                || (weighsDamageAcrossTracks && error.underlying is DecodeTally) {
                 state.withLock { $0.finished = true }
             } else {
                 reader?.fail(error)
@@ -268,6 +278,8 @@ public final class AssetReaderTrackOutput: AssetReaderOutput, VideoDecodingOutpu
     /// The damaged packets decoding skipped (and concealed), in words; nil when none. Read it
     /// once reading is done (the pipeline is its consumer's), before `releaseResources()`.
     var damageReport: String? { pipeline?.damageReport }
+    /// Frames decoded and damaged packets skipped so far; nil when the output copies or has not started.
+    var decodeTally: DecodeTally? { pipeline?.decodeTally }
 
     /// The threads the video decoder runs on once reading started (FFmpeg's count, after its
     /// default was resolved); nil for other outputs.

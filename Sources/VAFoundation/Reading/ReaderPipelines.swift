@@ -7,10 +7,26 @@ protocol TrackPipeline: AnyObject {
     func stop()
     /// Damaged packets skipped so far, in words; nil when none.
     var damageReport: String? { get }
+    /// Frames decoded and damaged packets skipped so far; nil for a pipeline that does not decode one stream.
+    var decodeTally: DecodeTally? { get }
 }
 
 extension TrackPipeline {
     var damageReport: String? { nil }
+    var decodeTally: DecodeTally? { nil }
+}
+
+/// What a decoder made of its stream: frames decoded and packets refused as damaged. It is
+/// also the cause a stream's error-rate failure carries, so an export can weigh every track's
+/// damage together as ffmpeg does.
+struct DecodeTally: Error, Sendable, Hashable {
+    var decoded: Int
+    var damaged: Int
+
+    /// More than `DecodeLoop.maximumErrorRate` of the packets were damaged.
+    var exceedsErrorRate: Bool { Double(damaged) > DecodeLoop.maximumErrorRate * Double(damaged + decoded) }
+
+    static func + (a: DecodeTally, b: DecodeTally) -> DecodeTally { DecodeTally(decoded: a.decoded + b.decoded, damaged: a.damaged + b.damaged) }
 }
 
 /// A reading range in one stream's time base: `start ..< end` ticks, end nil when open.
@@ -228,11 +244,18 @@ final class DecodeLoop {
 
     private var lastError: FFmpegError?
 
+    var tally: DecodeTally { DecodeTally(decoded: framesDecoded, damaged: damagedPackets.count) }
+
     /// Throws when the share of damaged packets exceeds `maximumErrorRate`, or nothing decoded.
+    /// Past the rate with frames decoded, the error's cause is the tally: every frame that
+    /// decoded has been handed out by then, and an export weighs all its tracks together.
     private func checkErrorRate() throws(MediaError) {
         guard let error = lastError, !damagedPackets.isEmpty else { return }
-        let share = Double(damagedPackets.count) / Double(damagedPackets.count + framesDecoded)
-        if framesDecoded == 0 || share > Self.maximumErrorRate { throw undecodable(error) }
+        if framesDecoded == 0 { throw undecodable(error) }
+        if tally.exceedsErrorRate {
+            throw MediaError(.decodeFailed, "decoding \(session.streams[stream].codecName) (stream \(stream)) failed: \(damagedPackets.count) damaged packets against \(framesDecoded) decoded frames (last: \(error.message))",
+                             path: path, underlying: tally)
+        }
     }
 
     private func undecodable(_ error: FFmpegError) -> MediaError {
@@ -267,6 +290,7 @@ final class DecodeLoop {
 /// decoder in host memory; surface output then vends host NV12/P010 for the writer to upload.
 final class VideoDecodePipeline: TrackPipeline {
     let loop: DecodeLoop
+    var decodeTally: DecodeTally? { loop.tally }
     var damageReport: String? {
         let dropped = outOfOrder.isEmpty ? nil
             : "\(outOfOrder.count) picture\(outOfOrder.count == 1 ? "" : "s") out of order dropped (damaged stream) at "
@@ -476,6 +500,7 @@ func evenRounded(_ value: Double) -> Int { max(2, Int((value / 2).rounded()) * 2
 final class AudioDecodePipeline: TrackPipeline {
     let loop: DecodeLoop
     var damageReport: String? { loop.damageReport }
+    var decodeTally: DecodeTally? { loop.tally }
     let track: AssetTrack
     let pcm: LinearPCMSettings
     let targetFormat: SampleFormatID
