@@ -5,6 +5,21 @@ import Testing
 /// A damaged packet is skipped and counted, as ffmpeg does; a stream that is mostly damage
 /// fails with the counts. Both files are real damaged media from the shared corpus.
 @Suite struct DecodeDamageTests {
+    /// Exports `name` of Tests/vafTests/Corpus into `dir` as out.mp4.
+    private func exportCorpusFile(_ name: String, preset: ExportPreset, into dir: URL) async throws -> (result: ExportResult, output: URL) {
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("vafTests/Corpus/\(name)")
+        let output = dir.appendingPathComponent("out.mp4")
+        return (try await ExportSession(asset: Asset(url: source), preset: preset).export(to: output, as: .mp4), output)
+    }
+
+    /// ffprobe's CSV lines for `entries` of `url`.
+    private func probeLines(_ url: URL, _ arguments: [String]) throws -> [String] {
+        let probe = try #require(which("ffprobe"))
+        return String(decoding: try run(probe, ["-v", "error"] + arguments + ["-of", "csv=p=0", url.path]).stdout, as: UTF8.self)
+            .split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+    }
+
     @Test func anIsolatedDamagedPacketIsSkippedWithAWarning() async throws {
         let media = try #require(TestFiles.sharedMedia, "CI always has ../shared/media")
         let dir = try TestFiles.temporaryDirectory()
@@ -42,27 +57,19 @@ import Testing
     /// drops it, instead of failing the export at the writer (Tests/vafTests/Corpus). Its
     /// damaged audio packets leave their time as silence.
     @Test func aPictureDecodedOutOfOrderIsDroppedWithAWarning() async throws {
-        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("vafTests/Corpus/h264_fuzzed_picture_out_of_order.mp4")
         let dir = try TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let output = dir.appendingPathComponent("out.mp4")
-        let result = try await ExportSession(asset: Asset(url: source), preset: .preset640x480).export(to: output, as: .mp4)
+        let (result, output) = try await exportCorpusFile("h264_fuzzed_picture_out_of_order.mp4", preset: .preset640x480, into: dir)
         #expect(result.warnings.contains { $0.hasPrefix("track 1 (video):") && $0.hasSuffix("1 picture out of order dropped (damaged stream) at 0.30 s") },
                 "\(result.warnings)")
         // The decoder gives 29 pictures, the one at 0.30 s twice: 28 are written, in order.
-        let probe = try #require(which("ffprobe"))
-        let times = String(decoding: try run(probe, ["-v", "error", "-select_streams", "v", "-show_entries", "packet=pts",
-                                                     "-of", "csv=p=0", output.path]).stdout, as: UTF8.self)
-            .split(separator: "\n").compactMap { Int($0) }.sorted()
+        let times = try probeLines(output, ["-select_streams", "v", "-show_entries", "packet=pts"]).compactMap { Int($0) }.sorted()
         #expect(times.count == 28)
         #expect(Set(times).count == times.count, "no two pictures share a time")
         // Its 3 damaged AAC packets are skipped and their time kept as silence, so the audio
         // after them stays in sync: 45 packets' length (1.045 s, as ffmpeg's conversion), not 42.
         #expect(result.warnings.contains { $0.hasPrefix("track 2 (audio): 3 damaged packets skipped") }, "\(result.warnings)")
-        let audio = Double(String(decoding: try run(probe, ["-v", "error", "-select_streams", "a", "-show_entries", "stream=duration",
-                                                            "-of", "csv=p=0", output.path]).stdout, as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        let audio = try probeLines(output, ["-select_streams", "a", "-show_entries", "stream=duration"]).first.flatMap(Double.init) ?? 0
         #expect(abs(audio - 45 * 1024 / 44100.0) < 0.02, "\(audio) s of audio")
     }
 
@@ -90,16 +97,11 @@ import Testing
     /// DTS) is copied as ffmpeg copies it: the packet takes the median of its two times and the
     /// next decode time, instead of the muxer refusing it (Tests/vafTests/Corpus).
     @Test func aCopiedPacketDecodedAfterItIsShownGetsOneTimeAsFFmpegGivesIt() async throws {
-        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("vafTests/Corpus/mpeg2_ts_fuzzed_dts_after_pts.ts")
         let dir = try TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let output = dir.appendingPathComponent("out.mp4")
-        _ = try await ExportSession(asset: Asset(url: source), preset: .passthrough).export(to: output, as: .mp4)
-        let probe = try #require(which("ffprobe"))
-        let packets = String(decoding: try run(probe, ["-v", "error", "-show_entries", "packet=stream_index,pts,dts",
-                                                       "-of", "csv=p=0", output.path]).stdout, as: UTF8.self)
-            .split(separator: "\n").map { $0.split(separator: ",").compactMap { Int64($0) } }.filter { $0.count == 3 }
+        let output = try await exportCorpusFile("mpeg2_ts_fuzzed_dts_after_pts.ts", preset: .passthrough, into: dir).output
+        let packets = try probeLines(output, ["-show_entries", "packet=stream_index,pts,dts"])
+            .map { $0.split(separator: ",").compactMap { Int64($0) } }.filter { $0.count == 3 }
         // ffmpeg -c copy writes the same 13 pictures and 21 audio packets.
         #expect(packets.filter { $0[0] == 0 }.count == 13)
         #expect(packets.filter { $0[0] == 1 }.count == 21)
@@ -110,12 +112,9 @@ import Testing
     /// error rate counts every track's packets together, so the file converts with what decodes
     /// and a warning; only a file that is mostly damage overall fails (Tests/vafTests/Corpus).
     @Test func aMostlyDamagedTrackBesideIntactAudioIsWrittenAsFarAsItDecodes() async throws {
-        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("vafTests/Corpus/vp9_opus_fuzzed_video_mostly_damaged.webm")
         let dir = try TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let output = dir.appendingPathComponent("out.mp4")
-        let result = try await ExportSession(asset: Asset(url: source), preset: .preset640x480).export(to: output, as: .mp4)
+        let (result, output) = try await exportCorpusFile("vp9_opus_fuzzed_video_mostly_damaged.webm", preset: .preset640x480, into: dir)
         #expect(result.warnings.contains { $0.hasPrefix("track 1 (video): ") && $0.contains("decoded frames, over 2/3; written as far as it decodes") },
                 "\(result.warnings)")
         let tracks = try await Asset(url: output).load(.tracks)
