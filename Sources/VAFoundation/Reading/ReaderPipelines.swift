@@ -514,9 +514,10 @@ final class AudioDecodePipeline: TrackPipeline {
     private var inputEnd: (time: MediaTime, samples: Int)?
     /// Damaged packets the decoder had skipped by the latest decoded block.
     private var damageSeen = 0
-    /// A decoded block waiting while the silence that takes the place of damaged packets
-    /// before it is converted, or while the resampler made for other parameters is drained.
-    private var heldInput: Frame?
+    /// Blocks waiting their turn, first first: a decoded block while the silence that takes
+    /// the place of damaged packets before it is converted, or while the resampler made for
+    /// other parameters is drained.
+    private var waitingInputs: [Frame] = []
     /// The rate, channel count and layout of the converted audio, fixed by the first block.
     private var outputShape: (rate: Int, channels: Int, layout: String?)?
 
@@ -549,13 +550,12 @@ final class AudioDecodePipeline: TrackPipeline {
         while true {
             if drained { return nil }
             var input: Frame?
-            if let held = heldInput {
-                input = held
-                heldInput = nil
+            if !waitingInputs.isEmpty {
+                input = waitingInputs.removeFirst()
             } else {
                 input = try loop.nextFrame()
                 if let decoded = input, let silence = try silence(replacingDamageBefore: decoded) {
-                    heldInput = decoded
+                    waitingInputs.append(decoded)
                     input = silence
                 }
             }
@@ -564,7 +564,7 @@ final class AudioDecodePipeline: TrackPipeline {
             // resampler holds is drained first, then a new one takes the block.
             var changing = false
             if let decoded = input, let current = resampler, !current.accepts(decoded) {
-                heldInput = decoded
+                waitingInputs.insert(decoded, at: 0)
                 input = nil
                 changing = true
             }
