@@ -443,16 +443,18 @@ final class WriterCore: Sendable {
         wakeWaiters()
     }
 
-    /// Records a failure (on the writer's thread) and deletes the partial output.
+    /// Deletes the partial output and then records the failure (on the writer's thread), so
+    /// whoever sees the writer failed finds no file. A cancel meanwhile wins.
     fileprivate func fail(_ error: any Error, engine: WriterEngine) {
         let mediaError = error as? MediaError ?? MediaError(.writeFailed, "\(error)", path: destinationPath)
+        guard state.withLock({ $0.status == .writing }) else { return }
+        engine.abandon()
         state.withLock { s in
             guard s.status == .writing else { return }
             s.status = .failed
             s.error = mediaError
             s.engine = nil
         }
-        engine.abandon()
         wakeWaiters()
     }
 }
