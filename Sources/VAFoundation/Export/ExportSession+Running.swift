@@ -491,9 +491,11 @@ extension ExportSession {
         guard let first = overDamaged.first else { return [] }
         let total = lanes.compactMap { ($0.output as? AssetReaderTrackOutput)?.decodeTally }.reduce(DecodeTally(decoded: 0, damaged: 0), +)
         if total.exceedsErrorRate { throw first.failure }
-        return overDamaged.map { entry in
-            let counts = (entry.failure.underlying as? DecodeTally).map { "\($0.damaged) damaged packets against \($0.decoded) decoded frames" } ?? "most packets damaged"
-            return "track \(entry.track.trackID) (\(entry.track.mediaType)): \(counts), over 2/3; written as far as it decodes, since all tracks together (\(total.damaged) of \(total.damaged + total.decoded)) stay under ffmpeg's error rate"
+        return overDamaged.compactMap { entry in
+            // Every entry's cause is its tally: the lane keeps only such failures.
+            (entry.failure.underlying as? DecodeTally).map { own in
+                "track \(entry.track.trackID) (\(entry.track.mediaType)): \(own.damaged) damaged packets against \(own.decoded) decoded frames, over 2/3; written as far as it decodes, since all tracks together (\(total.damaged) of \(total.damaged + total.decoded)) stay under ffmpeg's error rate"
+            }
         }
     }
 

@@ -252,25 +252,21 @@ final class DecodeLoop {
     private func checkErrorRate() throws(MediaError) {
         guard let error = lastError, !damagedPackets.isEmpty else { return }
         if framesDecoded == 0 { throw undecodable(error) }
-        if tally.exceedsErrorRate {
-            throw MediaError(.decodeFailed, "decoding \(session.streams[stream].codecName) (stream \(stream)) failed: \(damagedPackets.count) damaged packets against \(framesDecoded) decoded frames (last: \(error.message))",
-                             path: path, underlying: tally)
-        }
+        if tally.exceedsErrorRate { throw undecodable(error, cause: tally) }
     }
 
-    private func undecodable(_ error: FFmpegError) -> MediaError {
+    /// The stream's failure for its damage, the last decoder error in words; its cause is that
+    /// error, or the tally when frames did decode (`checkErrorRate`).
+    private func undecodable(_ error: FFmpegError, cause: (any Error & Sendable)? = nil) -> MediaError {
         MediaError(.decodeFailed, "decoding \(session.streams[stream].codecName) (stream \(stream)) failed: \(damagedPackets.count) damaged packets against \(framesDecoded) decoded frames (last: \(error.message))",
-                   path: path, underlying: error)
+                   path: path, underlying: cause ?? error)
     }
 
     /// The damage in words, nil when there was none: "3 damaged packets skipped (decoder
     /// concealment) at 1.20 s, 4.80 s, …; 2 frames decoded from damaged data (concealed) at …".
     var damageReport: String? {
         let timeBase = session.streams[stream].timeBase
-        func times(_ list: [Int64?]) -> String {
-            list.prefix(5).map { $0.map { String(format: "%.2f s", time($0, timeBase).seconds) } ?? "?" }.joined(separator: ", ")
-                + (list.count > 5 ? ", …" : "")
-        }
+        func times(_ list: [Int64?]) -> String { damageTimes(list, timeBase) }
         var parts: [String] = []
         if !damagedPackets.isEmpty {
             parts.append("\(damagedPackets.count) damaged packet\(damagedPackets.count == 1 ? "" : "s") skipped (decoder concealment) at \(times(damagedPackets))")
@@ -293,9 +289,7 @@ final class VideoDecodePipeline: TrackPipeline {
     var decodeTally: DecodeTally? { loop.tally }
     var damageReport: String? {
         let dropped = outOfOrder.isEmpty ? nil
-            : "\(outOfOrder.count) picture\(outOfOrder.count == 1 ? "" : "s") out of order dropped (damaged stream) at "
-                + outOfOrder.prefix(5).map { String(format: "%.2f s", time($0, timeBase).seconds) }.joined(separator: ", ")
-                + (outOfOrder.count > 5 ? ", …" : "")
+            : "\(outOfOrder.count) picture\(outOfOrder.count == 1 ? "" : "s") out of order dropped (damaged stream) at \(damageTimes(outOfOrder, timeBase))"
         let parts = [loop.damageReport, dropped].compactMap { $0 }
         return parts.isEmpty ? nil : parts.joined(separator: "; ")
     }
@@ -492,6 +486,12 @@ extension Frame {
                          bottom: height - rectangle.height - rectangle.y)
         return cropped
     }
+}
+
+/// The first five of `ticks` as seconds ("1.20 s, 4.80 s, …"), for damage reports; "?" where unknown.
+func damageTimes(_ ticks: [Int64?], _ timeBase: Rational) -> String {
+    ticks.prefix(5).map { $0.map { String(format: "%.2f s", time($0, timeBase).seconds) } ?? "?" }.joined(separator: ", ")
+        + (ticks.count > 5 ? ", …" : "")
 }
 
 func evenRounded(_ value: Double) -> Int { max(2, Int((value / 2).rounded()) * 2) }
