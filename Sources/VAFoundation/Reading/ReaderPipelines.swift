@@ -251,15 +251,14 @@ final class DecodeLoop {
     /// decoded has been handed out by then, and an export weighs all its tracks together.
     private func checkErrorRate() throws(MediaError) {
         guard let error = lastError, !damagedPackets.isEmpty else { return }
-        if framesDecoded == 0 { throw undecodable(error) }
-        if tally.exceedsErrorRate { throw undecodable(error, cause: tally) }
+        if framesDecoded == 0 || tally.exceedsErrorRate { throw undecodable(error) }
     }
 
-    /// The stream's failure for its damage, the last decoder error in words; its cause is that
-    /// error, or the tally when frames did decode (`checkErrorRate`).
-    private func undecodable(_ error: FFmpegError, cause: (any Error & Sendable)? = nil) -> MediaError {
+    /// The stream's failure for its damage, the last decoder error in words. Its cause is the
+    /// tally, so an export can tell a track's own damage from a failure of the whole reader.
+    private func undecodable(_ error: FFmpegError) -> MediaError {
         MediaError(.decodeFailed, "decoding \(session.streams[stream].codecName) (stream \(stream)) failed: \(damagedPackets.count) damaged packets against \(framesDecoded) decoded frames (last: \(error.message))",
-                   path: path, underlying: cause ?? error)
+                   path: path, underlying: tally)
     }
 
     /// The damage in words, nil when there was none: "3 damaged packets skipped (decoder
