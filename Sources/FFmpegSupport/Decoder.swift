@@ -36,21 +36,27 @@ public final class Decoder {
         guard let context = avcodec_alloc_context3(codec) else {
             throw FFmpegError(code: .outOfMemory, function: "avcodec_alloc_context3")
         }
-        self.context = context
-        try check(avcodec_parameters_to_context(context, parameters.pointer), "avcodec_parameters_to_context")
-        context.pointee.pkt_timebase = timeBase.avRational
-        context.pointee.thread_count = Int32(threadCount)
-        if let hardware {
-            // Decode into VA surfaces when the driver takes this stream; libavcodec falls back to
-            // the software formats by itself when the hardware decoder cannot be set up.
-            context.pointee.hw_device_ctx = hardware.newReference()
-            context.pointee.extra_hw_frames = Int32(extraHardwareFrames)
-            context.pointee.get_format = preferVAAPISurfaces
-            self.hardware = hardware
-        } else {
-            self.hardware = nil
+        // Until the decoder is whole, a failure frees the context here: `deinit` does not run
+        // for an object whose initializer threw before every property was set.
+        do throws(FFmpegError) {
+            try check(avcodec_parameters_to_context(context, parameters.pointer), "avcodec_parameters_to_context")
+            context.pointee.pkt_timebase = timeBase.avRational
+            context.pointee.thread_count = Int32(threadCount)
+            if let hardware {
+                // Decode into VA surfaces when the driver takes this stream; libavcodec falls back to
+                // the software formats by itself when the hardware decoder cannot be set up.
+                context.pointee.hw_device_ctx = hardware.newReference()
+                context.pointee.extra_hw_frames = Int32(extraHardwareFrames)
+                context.pointee.get_format = preferVAAPISurfaces
+            }
+            try check(avcodec_open2(context, codec, nil), "avcodec_open2")
+        } catch {
+            var owned: UnsafeMutablePointer<AVCodecContext>? = context
+            avcodec_free_context(&owned)
+            throw error
         }
-        try check(avcodec_open2(context, codec, nil), "avcodec_open2")
+        self.context = context
+        self.hardware = hardware
     }
 
     deinit { var p: UnsafeMutablePointer<AVCodecContext>? = context; avcodec_free_context(&p) }

@@ -57,15 +57,14 @@ public final class SurfaceCompositor {
             vaCreateContext(display, config, Int32(output.width), Int32(output.height), Int32(VA_PROGRESSIVE),
                             ids.baseAddress, Int32(ids.count), &context)
         }
-        guard status == VA_STATUS_SUCCESS else {
-            vaDestroyConfig(display, config)
-            throw Self.failure(status, "vaCreateContext(VideoProc)")
-        }
+        // On failure `deinit` runs (every property is set) and destroys the config: once.
+        guard status == VA_STATUS_SUCCESS else { throw Self.failure(status, "vaCreateContext(VideoProc)") }
     }
 
+    /// Destroys what `init` created, and only that: a failed `init` leaves invalid IDs behind.
     deinit {
-        vaDestroyContext(display, context)
-        vaDestroyConfig(display, config)
+        if context != VAContextID(VA_INVALID_ID) { vaDestroyContext(display, context) }
+        if config != VAConfigID(VA_INVALID_ID) { vaDestroyConfig(display, config) }
     }
 
     /// `layers` (bottom first) drawn into a free surface of the output pool over `background`
