@@ -1,4 +1,5 @@
 internal import CFFmpeg
+import MediaCore
 
 /// A rational number such as a time base or frame rate (FFmpeg's `AVRational`).
 public struct Rational: Sendable, Hashable, CustomStringConvertible {
@@ -22,5 +23,20 @@ public struct Rational: Sendable, Hashable, CustomStringConvertible {
     /// `value × self` expressed in `target` units, rounded to nearest. The corresponding C function is `av_rescale_q`.
     public func rescale(_ value: Int64, to target: Rational) -> Int64 {
         av_rescale_q(value, avRational, target.avRational)
+    }
+
+    /// This ratio as a stream clock (`TimeBase`); nil unless both terms are positive.
+    public var clock: TimeBase? { TimeBase(numerator: numerator, denominator: denominator) }
+
+    /// `ticks` of this time base as a media time, exactly (`TimeBase.time(ofTicks:)`); invalid
+    /// when this is no usable time base.
+    public func time(ofTicks ticks: Int64) -> MediaTime {
+        clock?.time(ofTicks: ticks) ?? .invalid
+    }
+
+    /// `time` counted in ticks of this time base, rounded as `rounding` says
+    /// (`TimeBase.ticks(of:rounding:)`); nil for a non-numeric time or no usable time base.
+    public func ticks(of time: MediaTime, rounding: MediaTime.RoundingMethod = .roundHalfAwayFromZero) -> Int64? {
+        clock?.ticks(of: time, rounding: rounding)
     }
 }

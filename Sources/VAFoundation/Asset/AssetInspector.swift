@@ -76,8 +76,8 @@ enum AssetInspector {
                 guard let declared = s.duration else { continue }
                 // From the first timestamp read, lead-in before 0 included (Opus pre-skip).
                 let first = timing.timestamps.min() ?? s.startTime ?? 0
-                let claimed = time(declared, s.timeBase).seconds
-                let found = timing.end.map { time(max($0 - first, 0), s.timeBase).seconds } ?? 0
+                let claimed = s.timeBase.time(ofTicks: declared).seconds
+                let found = timing.end.map { s.timeBase.time(ofTicks: max($0 - first, 0)).seconds } ?? 0
                 if claimed - found > max(1, 0.05 * found) {
                     lying.insert(s.index)
                     warnings.append(String(format: "track %d: the header says %.3f s but the data ends after %.3f s (the file is truncated or its header is wrong); the data's length is reported",
@@ -107,7 +107,7 @@ enum AssetInspector {
         }
         let chapters = demuxer.chapters.map { c in
             Chapter(title: c.title,
-                    timeRange: MediaTimeRange(start: time(c.start, c.timeBase), duration: time(c.end - c.start, c.timeBase)))
+                    timeRange: MediaTimeRange(start: c.timeBase.time(ofTicks: c.start), duration: c.timeBase.time(ofTicks: c.end - c.start)))
         }
         let inspection = AssetInspection(
             containerFormat: ContainerFormat(name: demuxer.formatName, longName: demuxer.formatLongName),
@@ -260,11 +260,11 @@ enum AssetInspector {
         } else if let end = timing.end {
             durationTicks = max(end - start, 0)
         } else if let micros = containerDuration {
-            durationTicks = Rational(1, 1_000_000).rescale(micros, to: tb)
+            durationTicks = tb.ticks(of: MediaTime(value: micros, timescale: 1_000_000)) ?? 0
         } else {
             durationTicks = 0
         }
-        let timeRange = MediaTimeRange(start: time(start, tb), duration: time(durationTicks, tb))
+        let timeRange = MediaTimeRange(start: tb.time(ofTicks: start), duration: tb.time(ofTicks: durationTicks))
         let seconds = timeRange.duration.seconds
 
         let isVideo = s.kind == .video
@@ -299,7 +299,8 @@ enum AssetInspector {
         return AssetTrack(
             trackID: trackID(s, in: streams), streamIndex: s.index, mediaType: mediaType,
             formatDescription: formatDescription(s, mediaType: mediaType), timeRange: timeRange,
-            naturalTimeScale: tb.numerator == 1 ? tb.denominator : Int32(clamping: Int64(tb.denominator) / Int64(max(tb.numerator, 1))),
+            // Every tick of the stream is a whole number of 1/denominator s (1001/30000: 30000).
+            naturalTimeScale: tb.denominator,
             naturalSize: natural, preferredTransform: transform, nominalFrameRate: frameRate,
             minFrameDuration: minFrameDuration, isVariableFrameRate: variable, estimatedDataRate: dataRate,
             totalSampleDataLength: bytes, sampleCount: count, languageCode: language, isEnabled: enabled,
@@ -340,7 +341,7 @@ enum AssetInspector {
             let ratio = declared.doubleValue / max(measured, .leastNonzeroMagnitude)
             if measured == 0 || (ratio > 0.45 && ratio < 2.2) { rate = declared.doubleValue }
         }
-        return (Float(rate), time(frames.min() ?? median, tb), variable)
+        return (Float(rate), tb.time(ofTicks: frames.min() ?? median), variable)
     }
 
     static func formatDescription(_ s: StreamInfo, mediaType: MediaType) -> FormatDescription {
@@ -377,10 +378,3 @@ enum AssetInspector {
     }
 }
 
-/// `ticks` of `timeBase` as a media time, exact where the time base has numerator 1.
-func time(_ ticks: Int64, _ timeBase: Rational) -> MediaTime {
-    if timeBase.numerator == 1 { return MediaTime(value: ticks, timescale: timeBase.denominator) }
-    let (product, overflow) = ticks.multipliedReportingOverflow(by: Int64(timeBase.numerator))
-    if !overflow { return MediaTime(value: product, timescale: timeBase.denominator) }
-    return MediaTime(value: timeBase.rescale(ticks, to: Rational(1, 1_000_000)), timescale: 1_000_000)
-}

@@ -331,11 +331,11 @@ private final class FrameSource {
     }
 
     private func ticks(_ t: MediaTime) -> Int64 {
-        Rational(1, t.timescale).rescale(t.value, to: timeBase)
+        timeBase.ticks(of: t) ?? 0
     }
 
     private func mediaTime(_ ticks: Int64) -> MediaTime {
-        MediaTime(value: ticks * Int64(timeBase.numerator), timescale: timeBase.denominator)
+        timeBase.time(ofTicks: ticks)
     }
 
     /// The picture for `time` within the tolerances, and its presentation time.

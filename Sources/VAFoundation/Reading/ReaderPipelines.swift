@@ -29,16 +29,17 @@ struct DecodeTally: Error, Sendable, Hashable {
     static func + (a: DecodeTally, b: DecodeTally) -> DecodeTally { DecodeTally(decoded: a.decoded + b.decoded, damaged: a.damaged + b.damaged) }
 }
 
-/// A reading range in one stream's time base: `start ..< end` ticks, end nil when open.
+/// A reading range in one stream's time base: `start ..< end` ticks, end nil when open. Counted
+/// exactly in the stream's own clock (a 29.97 fps AVI's 1001/30000), never in whole ticks per second.
 struct TickRange {
     var start: Int64
     var end: Int64?
 
     init(_ range: MediaTimeRange, timeBase: Rational) {
-        let scale = Int32(clamping: Int64(timeBase.denominator) / Int64(max(timeBase.numerator, 1)))
-        start = range.start.isNumeric ? max(range.start.convertScale(scale, rounding: .roundTowardNegativeInfinity).value, Int64.min / 2) : Int64.min / 2
+        start = range.start.isNumeric ? (timeBase.clock?.clampedTicks(of: range.start, rounding: .roundTowardNegativeInfinity) ?? -TimeBase.safeTickBound)
+            : -TimeBase.safeTickBound
         let end = range.end
-        self.end = end.isNumeric ? end.convertScale(scale, rounding: .roundTowardPositiveInfinity).value : nil
+        self.end = end.isNumeric ? timeBase.clock?.clampedTicks(of: end, rounding: .roundTowardPositiveInfinity) : nil
     }
 }
 
@@ -77,9 +78,9 @@ final class PassthroughPipeline: TrackPipeline {
             attachments.doNotDisplay = packet.isDiscardable || (pts.map { $0 + max(packet.duration, 1) <= range.start } ?? false)
             return SampleBuffer(
                 content: .compressed, packet: packet, codecParameters: parameters,
-                presentationTimeStamp: pts.map { time($0, timeBase) } ?? .invalid,
-                decodeTimeStamp: packet.dts.map { time($0, timeBase) } ?? .invalid,
-                duration: time(packet.duration, timeBase), formatDescription: track.formatDescription,
+                presentationTimeStamp: pts.map { timeBase.time(ofTicks: $0) } ?? .invalid,
+                decodeTimeStamp: packet.dts.map { timeBase.time(ofTicks: $0) } ?? .invalid,
+                duration: timeBase.time(ofTicks: packet.duration), formatDescription: track.formatDescription,
                 attachments: attachments)
         }
     }
@@ -120,7 +121,7 @@ final class PassthroughPipeline: TrackPipeline {
     /// The track's shortest frame duration in its time base, 0 when unknown.
     private var frameDurationTicks: Int64 {
         guard track.minFrameDuration.isNumeric else { return 0 }
-        return Rational(1, track.minFrameDuration.timescale).rescale(track.minFrameDuration.value, to: timeBase)
+        return timeBase.ticks(of: track.minFrameDuration) ?? 0
     }
 }
 
@@ -354,30 +355,65 @@ final class VideoDecodePipeline: TrackPipeline {
                                       deviceDeinterlaces: wantsSurfaces && device.map { HardwareJob.deinterlacesOnVPP($0.capabilities) } == true)
     }
 
+    /// A decoded picture with its time and how long it shows, in stream ticks.
+    private typealias TimedFrame = (frame: Frame, pts: Int64, duration: Int64)
+    /// The latest picture shown before the range start: it is the one on screen at the start
+    /// unless the next picture starts there, whatever its own duration claims (VFR phone
+    /// clips store one-tick durations).
+    private var shownBeforeStart: TimedFrame?
+    /// The picture read while deciding on `shownBeforeStart`, vended right after it.
+    private var readAhead: TimedFrame?
+
     func next() throws(MediaError) -> SampleBuffer? {
+        if let waiting = readAhead {
+            readAhead = nil
+            return try vend(waiting)
+        }
         while let frame = try filters.next() {
             let pts = frame.bestEffortTimestamp ?? frame.pts ?? lastEnd ?? 0
-            let fallback = track.minFrameDuration.isNumeric ? track.minFrameDuration.convertScale(timeBase.denominator).value / Int64(max(timeBase.numerator, 1)) : 1
+            let fallback = timeBase.ticks(of: track.minFrameDuration) ?? 1
             let duration = frame.duration > 0 ? frame.duration : max(fallback, 1)
-            if let last = lastVended, pts <= last {
+            if let last = lastVended ?? shownBeforeStart?.pts, pts <= last {
                 outOfOrder.append(pts)
                 continue
             }
             lastEnd = pts + duration
             if let end = range.end, pts >= end {
                 loop.stop()
-                return nil
+                return try takeShownBeforeStart(endedAt: pts).map(vend)
             }
-            // Keep the frame on screen at the range start and every later one.
-            guard pts + duration > range.start else { continue }
-            lastVended = pts
-            let picture = try convert(frame)
-            return SampleBuffer(content: .pixelBuffer(picture), packet: nil, codecParameters: nil,
-                                presentationTimeStamp: time(pts, timeBase), decodeTimeStamp: .invalid,
-                                duration: time(duration, timeBase), formatDescription: outputFormat(picture),
-                                attachments: SampleAttachments())
+            let current: TimedFrame = (frame, pts, duration)
+            if pts < range.start {
+                shownBeforeStart = current
+                continue
+            }
+            if pts > range.start, let held = shownBeforeStart {
+                shownBeforeStart = nil
+                readAhead = current
+                return try vend(held)
+            }
+            shownBeforeStart = nil
+            return try vend(current)
         }
-        return nil
+        return try takeShownBeforeStart(endedAt: nil).map(vend)
+    }
+
+    /// The picture held from before the range start once nothing later came inside the range:
+    /// still on screen at the start when the next picture (at `next`, nil at the stream's end,
+    /// where its own duration decides) comes after the start.
+    private func takeShownBeforeStart(endedAt next: Int64?) -> TimedFrame? {
+        guard let held = shownBeforeStart else { return nil }
+        shownBeforeStart = nil
+        return (next ?? held.pts + held.duration) > range.start ? held : nil
+    }
+
+    private func vend(_ timed: TimedFrame) throws(MediaError) -> SampleBuffer {
+        lastVended = timed.pts
+        let picture = try convert(timed.frame)
+        return SampleBuffer(content: .pixelBuffer(picture), packet: nil, codecParameters: nil,
+                            presentationTimeStamp: timeBase.time(ofTicks: timed.pts), decodeTimeStamp: .invalid,
+                            duration: timeBase.time(ofTicks: timed.duration), formatDescription: outputFormat(picture),
+                            attachments: SampleAttachments())
     }
 
     func stop() { loop.stop() }
@@ -489,7 +525,7 @@ extension Frame {
 
 /// The first five of `ticks` as seconds ("1.20 s, 4.80 s, …"), for damage reports; "?" where unknown.
 func damageTimes(_ ticks: [Int64?], _ timeBase: Rational) -> String {
-    ticks.prefix(5).map { $0.map { String(format: "%.2f s", time($0, timeBase).seconds) } ?? "?" }.joined(separator: ", ")
+    ticks.prefix(5).map { $0.map { String(format: "%.2f s", timeBase.time(ofTicks: $0).seconds) } ?? "?" }.joined(separator: ", ")
         + (ticks.count > 5 ? ", …" : "")
 }
 
@@ -581,7 +617,7 @@ final class AudioDecodePipeline: TrackPipeline {
                 }
                 if let input, nextSample == nil {
                     let pts = input.bestEffortTimestamp ?? input.pts ?? 0
-                    nextSample = time(pts, timeBase).convertScale(Int32(clamping: outputRate), rounding: .roundHalfAwayFromZero).value
+                    nextSample = timeBase.time(ofTicks: pts).convertScale(Int32(clamping: outputRate), rounding: .roundHalfAwayFromZero).value
                 }
                 if input == nil && !changing { drained = true }
                 let converted = try resampler!.convert(input)
@@ -605,7 +641,7 @@ final class AudioDecodePipeline: TrackPipeline {
         let skipped = loop.damagedPackets.count - damageSeen
         damageSeen = loop.damagedPackets.count
         let rate = Int32(clamping: max(decoded.sampleRate, 1))
-        let start = (decoded.bestEffortTimestamp ?? decoded.pts).map { time($0, timeBase) } ?? inputEnd?.time
+        let start = (decoded.bestEffortTimestamp ?? decoded.pts).map { timeBase.time(ofTicks: $0) } ?? inputEnd?.time
         defer {
             if let start { inputEnd = (start + MediaTime(value: Int64(decoded.sampleCount), timescale: rate), decoded.sampleCount) }
         }

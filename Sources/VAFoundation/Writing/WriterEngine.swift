@@ -367,7 +367,7 @@ final class WriterEngine: @unchecked Sendable {
             throw MediaError(.invalidState, "input \(i) cannot be resumed in software", path: path)
         }
         let keyframe = (pipeline.openGOP.first ?? pipeline.pendingVideo)?.pts
-        let resumeAt = keyframe.map { sessionStart + MediaTime(value: $0 * Int64(pipeline.timeBase.numerator), timescale: pipeline.timeBase.denominator) } ?? sessionStart
+        let resumeAt = keyframe.map { sessionStart + pipeline.timeBase.time(ofTicks: $0) } ?? sessionStart
         pipeline.openGOP = []
         pipeline.pendingVideo = nil
         pipeline.pictureDurations = [:]
@@ -688,9 +688,8 @@ final class WriterEngine: @unchecked Sendable {
         return [fixed(t.a), fixed(t.b), 0, fixed(t.c), fixed(t.d), 0, fixed(t.tx), fixed(t.ty), 1 << 30]
     }
 
-    /// `time` in units of `timeBase`, rounded to nearest.
+    /// `time` in units of `timeBase`, rounded to nearest; 0 for a time that is not numeric.
     private func ticks(_ time: MediaTime, _ timeBase: Rational) -> Int64 {
-        guard time.isNumeric, time.timescale > 0 else { return 0 }
-        return Rational(1, time.timescale).rescale(time.value, to: timeBase)
+        timeBase.ticks(of: time) ?? 0
     }
 }
