@@ -20,8 +20,14 @@ struct ShardAssignment: Equatable, Sendable, Encodable {
         try c.encode(sources, forKey: .sources)
     }
 
-    /// The variable that gives a Kubernetes index its count (Kubernetes itself sets none).
+    /// The variable that counts a scheduler's index, needed by Kubernetes, which sets no count.
     static let countVariable = "VAF_SHARD_COUNT"
+
+    /// A number of shards and where it was read, as `--shard-count 8` or `NAME=8`.
+    struct Count: Sendable {
+        var value: Int
+        var source: String
+    }
 
     /// The shard for this run: `--shard` when given (the environment is then not read), else
     /// the one a scheduler's variables in `environment` name, counted by the scheduler,
@@ -57,11 +63,11 @@ struct ShardAssignment: Equatable, Sendable, Encodable {
         }
     }
 
-    /// A count given by hand: `--shard-count`, else `VAF_SHARD_COUNT`, with how it was given.
-    private static func explicitCount(option: Int?, environment: [String: String]) throws -> (value: Int, source: String)? {
-        if let option { return (option, "--shard-count \(option)") }
+    /// A count given by hand: `--shard-count`, which wins, else `VAF_SHARD_COUNT`.
+    private static func explicitCount(option: Int?, environment: [String: String]) throws -> Count? {
+        if let option { return Count(value: option, source: "--shard-count \(option)") }
         guard let text = environment[countVariable] else { return nil }
-        return (try number(countVariable, text, atLeast: 1), "\(countVariable)=\(text)")
+        return Count(value: try number(countVariable, text, atLeast: 1), source: "\(countVariable)=\(text)")
     }
 
     /// The integer value of variable `name`, or a usage error naming the variable and its value.
@@ -75,6 +81,7 @@ struct ShardAssignment: Equatable, Sendable, Encodable {
 /// A scheduler that numbers an array's tasks 0, 1, 2… in one variable and may give their
 /// count in another: Kubernetes Indexed Jobs, AWS Batch, Google Cloud Batch, Cloud Run jobs.
 struct IndexedScheduler: Sendable {
+    /// The scheduler as the usage error names it.
     var name: String
     var indexVariable: String
     var countVariable: String
@@ -97,16 +104,18 @@ struct IndexedScheduler: Sendable {
 
     /// The shard this task runs: its index of the scheduler's count or `explicitCount`, which
     /// must agree when both are given.
-    func assignment(_ environment: [String: String], explicitCount: (value: Int, source: String)?) throws -> ShardAssignment {
+    func assignment(_ environment: [String: String], explicitCount: ShardAssignment.Count?) throws -> ShardAssignment {
         let indexText = environment[indexVariable] ?? ""
         let index = try ShardAssignment.number(indexVariable, indexText, atLeast: 0)
         var sources = ["\(indexVariable)=\(indexText)"]
-        let schedulerCount = try environment[countVariable].map { (value: try ShardAssignment.number(countVariable, $0, atLeast: 1), source: "\(countVariable)=\($0)") }
+        let schedulerCount = try environment[countVariable].map {
+            ShardAssignment.Count(value: try ShardAssignment.number(countVariable, $0, atLeast: 1), source: "\(countVariable)=\($0)")
+        }
         if let schedulerCount, let explicitCount, schedulerCount.value != explicitCount.value {
             throw ValidationError("\(schedulerCount.source) and \(explicitCount.source) disagree on the shard count; give one count.")
         }
         guard let count = explicitCount ?? schedulerCount else {
-            throw ValidationError("\(indexVariable)=\(indexText) gives a shard index but no count: \(countAdvice), or pass --shard-count N or --shard I/N.")
+            throw ValidationError("\(indexVariable)=\(indexText) (\(name)) gives a shard index but no count: \(countAdvice), or pass --shard-count N or --shard I/N.")
         }
         sources.append(count.source)
         guard index < count.value else {
@@ -147,7 +156,7 @@ struct SlurmArray {
 
     /// The shard this task runs, or a usage error when the variables describe no stepped range
     /// holding this task, or `explicitCount` disagrees with the array's count.
-    func assignment(explicitCount: (value: Int, source: String)?) throws -> ShardAssignment {
+    func assignment(explicitCount: ShardAssignment.Count?) throws -> ShardAssignment {
         let shape = "\(Self.minVariable)=\(min), \(Self.maxVariable)=\(max), \(Self.stepVariable)=\(step)"
         guard max >= min, (max - min) / step + 1 == count else {
             throw ValidationError("\(shape) describe \(max >= min ? (max - min) / step + 1 : 0) tasks but \(Self.countVariable)=\(count): a list array (--array=1,3,5) gives no shard by formula; pass --shard I/N.")

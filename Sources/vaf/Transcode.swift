@@ -120,7 +120,7 @@ extension Vaf {
         @Option(help: ArgumentHelp("Take shard I of N (0-based) of the input list.", valueName: "I/N"))
         var shard: String?
 
-        @Option(help: ArgumentHelp("The number of shards a scheduler's index counts (e.g. a Kubernetes Indexed Job's completions; also VAF_SHARD_COUNT).", valueName: "n"))
+        @Option(help: ArgumentHelp("The number of shards a scheduler's index counts: a Kubernetes Indexed Job's completions (wins over VAF_SHARD_COUNT).", valueName: "n"))
         var shardCount: Int?
 
         @OptionGroup var logging: LoggingOptions
