@@ -96,21 +96,7 @@ struct Shard: Equatable, Sendable, CustomStringConvertible {
         (self.index, self.count) = (index, count)
     }
 
-    /// The shard a cluster scheduler assigned to this process: a Kubernetes Indexed Job
-    /// (`JOB_COMPLETION_INDEX` of `JOB_COMPLETIONS`) or a Slurm array task
-    /// (`SLURM_ARRAY_TASK_ID` of `SLURM_ARRAY_TASK_COUNT`, counted from `SLURM_ARRAY_TASK_MIN`).
-    static func fromEnvironment(_ environment: [String: String]) -> Shard? {
-        if let i = environment["JOB_COMPLETION_INDEX"].flatMap(Int.init), let n = environment["JOB_COMPLETIONS"].flatMap(Int.init), n > 0, i < n {
-            return Shard(index: i, count: n)
-        }
-        if let id = environment["SLURM_ARRAY_TASK_ID"].flatMap(Int.init), let n = environment["SLURM_ARRAY_TASK_COUNT"].flatMap(Int.init), n > 0 {
-            let first = environment["SLURM_ARRAY_TASK_MIN"].flatMap(Int.init) ?? 0
-            let i = id - first
-            return i >= 0 && i < n ? Shard(index: i, count: n) : nil
-        }
-        return nil
-    }
-
+    /// The items of this shard: every `count`-th from `index`.
     func select<T>(_ items: [T]) -> [T] {
         items.enumerated().filter { $0.offset % count == index }.map(\.element)
     }

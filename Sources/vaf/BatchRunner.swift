@@ -35,6 +35,8 @@ struct BatchJob: Sendable {
     var watermark: Watermark?
     /// `--no-overwrite`: an output made earlier with other settings is skipped, not redone.
     var keepsStaleOutputs = false
+    /// The shard of the batch this job belongs to, recorded in its report; nil when unsharded.
+    var shard: ShardAssignment?
 
     func makeSession(asset: Asset? = nil) -> ExportSession {
         let session = ExportSession(asset: asset ?? Asset(url: URL(fileURLWithPath: input)), preset: preset)
@@ -54,8 +56,10 @@ struct BatchJob: Sendable {
     }
 
     var baseReport: JobReport {
-        JobReport(input: input, output: output, status: .failed, preset: preset.name,
-                  inputBytes: Asset.fileSize(atPath: input))
+        var report = JobReport(input: input, output: output, status: .failed, preset: preset.name,
+                               inputBytes: Asset.fileSize(atPath: input))
+        report.shard = shard
+        return report
     }
 
     /// Why this job writes nothing, when its output exists: done before with the same settings,
@@ -244,6 +248,8 @@ struct JobReport: Encodable, Sendable {
     var fallbackReason: String?
     var droppedTracks: [ExportResult.DroppedTrack] = []
     var warnings: [String] = []
+    /// The shard of the batch this input was run in and what chose it; nil when unsharded.
+    var shard: ShardAssignment?
 
     init(input: String, output: String, status: Status, preset: String, inputBytes: Int64?) {
         self.input = input
@@ -310,7 +316,7 @@ struct JobReport: Encodable, Sendable {
     enum CodingKeys: String, CodingKey {
         case schemaVersion, input, output, status, error, preset, videoCodec, width, height, frameRate, frameRatePolicy, frames, seconds, speed
         case elapsedSeconds, inputBytes, outputBytes, videoBitRate, videoMaxBitRate, quality, encoder, path, pathReason, hostTransfers, hostTransferBytes
-        case hardwareDevice, fallbackReason, droppedTracks, warnings
+        case hardwareDevice, fallbackReason, droppedTracks, warnings, shard
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -344,6 +350,7 @@ struct JobReport: Encodable, Sendable {
         try c.encode(fallbackReason, forKey: .fallbackReason)
         try c.encode(droppedTracks, forKey: .droppedTracks)
         try c.encode(warnings, forKey: .warnings)
+        try c.encode(shard, forKey: .shard)
     }
 
     /// `text` with newlines, tabs and other control characters escaped, so it stays one line.

@@ -22,8 +22,12 @@ extension Vaf {
                 as each input ends (schema: Schemas/vaf-transcode.schema.json).
 
                 Farms: --shard I/N takes every N-th input starting at I (0-based); without it the shard \
-                comes from JOB_COMPLETION_INDEX/JOB_COMPLETIONS (Kubernetes Indexed Jobs) or \
-                SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT (Slurm arrays) when they are set.
+                comes from the scheduler: JOB_COMPLETION_INDEX of --shard-count or VAF_SHARD_COUNT \
+                (Kubernetes Indexed Jobs), SLURM_ARRAY_TASK_ID with _MIN, _MAX, _STEP and _COUNT (Slurm \
+                arrays; a stepped array's task ID-MIN/STEP), AWS_BATCH_JOB_ARRAY_INDEX/_SIZE (AWS Batch), \
+                BATCH_TASK_INDEX/_COUNT (Google Cloud Batch) or CLOUD_RUN_TASK_INDEX/_COUNT (Cloud Run). \
+                The shard and its source are said on stderr and in each JSON line; an index without a \
+                count, or values that name no one shard, are usage errors, never a full batch.
 
                 Exit status: 0 when every input completed or was skipped; 1 when any failed; 130 after \
                 Ctrl-C (SIGINT), 143 after SIGTERM, 129 after SIGHUP (each cancels running exports and \
@@ -116,6 +120,9 @@ extension Vaf {
         @Option(help: ArgumentHelp("Take shard I of N (0-based) of the input list.", valueName: "I/N"))
         var shard: String?
 
+        @Option(help: ArgumentHelp("The number of shards a scheduler's index counts: a Kubernetes Indexed Job's completions (wins over VAF_SHARD_COUNT).", valueName: "n"))
+        var shardCount: Int?
+
         @OptionGroup var logging: LoggingOptions
 
         func validate() throws {
@@ -141,7 +148,7 @@ extension Vaf {
             if let watermark, Watermark(argument: watermark) == nil {
                 throw ValidationError("Bad --watermark '\(watermark)'; use IMAGE, IMAGE:x,y or IMAGE:x,y,opacity with opacity 0 to 1.")
             }
-            if let shard, Shard(shard) == nil { throw ValidationError("--shard takes I/N with 0 ≤ I < N, e.g. 0/4.") }
+            try ShardAssignment.checkOptions(shard: shard, shardCount: shardCount)
             if let quality, !(0...100).contains(quality) { throw ValidationError("--quality takes 0 to 100 (55 is each encoder's usual default).") }
             if let speed, EncoderSpeed(rawValue: speed.lowercased()) == nil {
                 throw ValidationError("Unknown --speed '\(speed)'; use \(EncoderSpeed.allCases.map(\.rawValue).joined(separator: ", ")).")
@@ -210,7 +217,7 @@ extension Vaf {
                 print(ExportPreset.all.map(presetLine).joined(separator: "\n"))
                 return
             }
-            let plan = try makePlan()
+            let plan = try makePlan(shard: try shardAssignment())
             let lines = JSONLines(enabled: json)
             if dryRun {
                 let reports = await plan.asyncMap { job in
@@ -245,7 +252,7 @@ extension Vaf {
         }
 
         /// Every job of this shard, with its output path decided over the whole batch.
-        func makePlan() throws -> [BatchJob] {
+        func makePlan(shard assignment: ShardAssignment?) throws -> [BatchJob] {
             let all = try InputCollector.collect(inputs, manifests: manifest, outputDirectory: outputDir)
             let defaultPreset = ExportPreset(named: preset)!
             let namer = OutputNamer(directory: outputDir, template: name)
@@ -281,18 +288,28 @@ extension Vaf {
                 job.outputDirectory = outputDir
                 job.journal = journal
                 job.keepsStaleOutputs = noOverwrite
+                job.shard = assignment
                 jobs.append(job)
             }
-            let environment = ProcessInfo.processInfo.environment
-            let chosen = shard.flatMap(Shard.init) ?? Shard.fromEnvironment(environment)
-            guard let chosen else { return jobs }
-            let selected = chosen.select(jobs)
-            // A shard the scheduler chose is said, so a log shows which slice this process ran.
-            if shard == nil {
-                let source = environment["JOB_COMPLETION_INDEX"] != nil ? "JOB_COMPLETION_INDEX/JOB_COMPLETIONS" : "SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT"
-                FileHandle.standardError.write(Data("vaf: shard \(chosen) from \(source): \(selected.count) of \(jobs.count) inputs\n".utf8))
+            guard let assignment else { return jobs }
+            let selected = assignment.shard.select(jobs)
+            // The shard is said, with what chose it, so a log shows which slice this process ran.
+            if !logging.quiet {
+                FileHandle.standardError.write(Data("vaf: shard \(assignment.shard) from \(assignment.summary): \(selected.count) of \(jobs.count) inputs\n".utf8))
             }
             return selected
+        }
+
+        /// The shard this process runs, read once from the options and the environment. The
+        /// options were checked in `validate()`, so a refusal here is the environment's: it is
+        /// one line on stderr and exit 64, without the usage text that is about arguments.
+        func shardAssignment() throws -> ShardAssignment? {
+            do {
+                return try ShardAssignment.resolve(option: shard, countOption: shardCount, environment: ProcessInfo.processInfo.environment)
+            } catch let error as ValidationError {
+                FileHandle.standardError.write(Data("vaf: \(error.message)\n".utf8))
+                throw ExitCode.validationFailure
+            }
         }
 
         func parsedFrameRate() throws -> FrameRatePolicy {

@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 import Testing
 import VAFoundation
@@ -90,11 +91,125 @@ import VAFoundation
         #expect(Shard("3/3") == nil && Shard("x") == nil && Shard("1/0") == nil)
     }
 
-    @Test func shardsFromClusterSchedulers() {
-        #expect(Shard.fromEnvironment(["JOB_COMPLETION_INDEX": "4", "JOB_COMPLETIONS": "10"]) == Shard(index: 4, count: 10))
-        #expect(Shard.fromEnvironment(["SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_COUNT": "4", "SLURM_ARRAY_TASK_MIN": "1"]) == Shard(index: 2, count: 4))
-        #expect(Shard.fromEnvironment(["SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_COUNT": "2"]) == Shard(index: 0, count: 2))
-        #expect(Shard.fromEnvironment([:]) == nil)
+    /// The shard `environment` and the options choose, through the code `vaf transcode` runs.
+    private func assignment(_ environment: [String: String], shard: String? = nil, shardCount: Int? = nil) throws -> ShardAssignment? {
+        try ShardAssignment.resolve(option: shard, countOption: shardCount, environment: environment)
+    }
+
+    /// The one-line message of the usage error `environment` and the options make.
+    private func usageError(_ environment: [String: String], shard: String? = nil, shardCount: Int? = nil) throws -> String {
+        let error = try #require(throws: ValidationError.self) { try assignment(environment, shard: shard, shardCount: shardCount) }
+        #expect(!error.message.contains("\n"), "one line: \(error.message)")
+        return error.message
+    }
+
+    /// Kubernetes sets only JOB_COMPLETION_INDEX: the count comes from VAF_SHARD_COUNT in the
+    /// Job's env or --shard-count (JOB_COMPLETIONS is still taken when someone sets it).
+    @Test func kubernetesIndexesAreCountedByVafShardCountOrTheOption() throws {
+        let fromEnvironment = try #require(try assignment(["JOB_COMPLETION_INDEX": "1", "VAF_SHARD_COUNT": "8"]))
+        #expect(fromEnvironment == ShardAssignment(shard: Shard(index: 1, count: 8), sources: ["JOB_COMPLETION_INDEX=1", "VAF_SHARD_COUNT=8"]))
+        let fromOption = try #require(try assignment(["JOB_COMPLETION_INDEX": "7"], shardCount: 8))
+        #expect(fromOption == ShardAssignment(shard: Shard(index: 7, count: 8), sources: ["JOB_COMPLETION_INDEX=7", "--shard-count 8"]))
+        let optionOverVariable = try #require(try assignment(["JOB_COMPLETION_INDEX": "2", "VAF_SHARD_COUNT": "8"], shardCount: 4))
+        #expect(optionOverVariable.shard == Shard(index: 2, count: 4) && optionOverVariable.sources.last == "--shard-count 4")
+        let completions = try #require(try assignment(["JOB_COMPLETION_INDEX": "4", "JOB_COMPLETIONS": "10"]))
+        #expect(completions == ShardAssignment(shard: Shard(index: 4, count: 10), sources: ["JOB_COMPLETION_INDEX=4", "JOB_COMPLETIONS=10"]))
+        let disagreeing = try usageError(["JOB_COMPLETION_INDEX": "1", "JOB_COMPLETIONS": "4", "VAF_SHARD_COUNT": "8"])
+        #expect(disagreeing.contains("JOB_COMPLETIONS=4") && disagreeing.contains("VAF_SHARD_COUNT=8"), "\(disagreeing)")
+    }
+
+    /// An index with nothing to count it by would have run every input on every pod.
+    @Test func aKubernetesIndexAloneIsAUsageErrorNamingTheFix() throws {
+        let message = try usageError(["JOB_COMPLETION_INDEX": "1"])
+        for fix in ["JOB_COMPLETION_INDEX=1", "VAF_SHARD_COUNT", "--shard-count", "--shard I/N"] {
+            #expect(message.contains(fix), "names \(fix): \(message)")
+        }
+        let countAlone = try usageError(["VAF_SHARD_COUNT": "8"])
+        #expect(countAlone.contains("VAF_SHARD_COUNT=8") && countAlone.contains("JOB_COMPLETION_INDEX") && countAlone.contains("--shard I/N"), "\(countAlone)")
+        #expect(try usageError([:], shardCount: 8).contains("--shard-count 8"))
+        #expect(try assignment([:]) == nil)
+    }
+
+    /// `--array=0-8:4` runs tasks 0, 4 and 8 with COUNT 3: task 4 is shard 1 of 3, and the
+    /// three tasks together take every input once.
+    @Test func slurmSteppedArraysCountTasksByTheStep() throws {
+        func task(_ id: Int) -> [String: String] {
+            ["SLURM_ARRAY_TASK_ID": "\(id)", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_MAX": "8", "SLURM_ARRAY_TASK_STEP": "4", "SLURM_ARRAY_TASK_COUNT": "3"]
+        }
+        let four = try #require(try assignment(task(4)))
+        #expect(four.shard == Shard(index: 1, count: 3))
+        #expect(four.sources == ["SLURM_ARRAY_TASK_ID=4", "SLURM_ARRAY_TASK_MIN=0", "SLURM_ARRAY_TASK_MAX=8", "SLURM_ARRAY_TASK_STEP=4", "SLURM_ARRAY_TASK_COUNT=3"])
+        let inputs = Array(0..<9)
+        #expect(four.shard.select(inputs) == [1, 4, 7])
+        let all = try [0, 4, 8].map { try #require(try assignment(task($0))).shard.select(inputs) }
+        #expect(all == [[0, 3, 6], [1, 4, 7], [2, 5, 8]])
+        // A plain range from 1: task 3 of --array=1-4 is shard 2 of 4.
+        let plain = ["SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_MAX": "4", "SLURM_ARRAY_TASK_STEP": "1", "SLURM_ARRAY_TASK_COUNT": "4"]
+        #expect(try assignment(plain)?.shard == Shard(index: 2, count: 4))
+        #expect(try assignment(plain, shardCount: 4)?.shard == Shard(index: 2, count: 4))
+        #expect(try usageError(plain, shardCount: 5).contains("SLURM_ARRAY_TASK_COUNT=4"))
+    }
+
+    /// `--array=1,3,5` is reported as MIN 1, MAX 5, STEP 1, COUNT 3: no formula gives a task's
+    /// shard, so it is refused rather than guessed; so is a task off the step.
+    @Test func slurmArraysNoFormulaDescribesAreUsageErrors() throws {
+        let list = ["SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_MAX": "5", "SLURM_ARRAY_TASK_STEP": "1", "SLURM_ARRAY_TASK_COUNT": "3"]
+        let message = try usageError(list)
+        #expect(message.contains("SLURM_ARRAY_TASK_COUNT=3") && message.contains("--shard I/N"), "\(message)")
+        let offStep = ["SLURM_ARRAY_TASK_ID": "5", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_MAX": "8", "SLURM_ARRAY_TASK_STEP": "4", "SLURM_ARRAY_TASK_COUNT": "3"]
+        #expect(try usageError(offStep).contains("SLURM_ARRAY_TASK_ID=5"))
+        var noStep = offStep
+        noStep["SLURM_ARRAY_TASK_STEP"] = nil
+        #expect(try usageError(noStep).contains("SLURM_ARRAY_TASK_STEP"))
+    }
+
+    @Test func awsBatchGoogleCloudBatchAndCloudRunTasks() throws {
+        #expect(try assignment(["AWS_BATCH_JOB_ARRAY_INDEX": "3", "AWS_BATCH_JOB_ARRAY_SIZE": "5"])
+            == ShardAssignment(shard: Shard(index: 3, count: 5), sources: ["AWS_BATCH_JOB_ARRAY_INDEX=3", "AWS_BATCH_JOB_ARRAY_SIZE=5"]))
+        #expect(try assignment(["BATCH_TASK_INDEX": "0", "BATCH_TASK_COUNT": "2"])
+            == ShardAssignment(shard: Shard(index: 0, count: 2), sources: ["BATCH_TASK_INDEX=0", "BATCH_TASK_COUNT=2"]))
+        #expect(try assignment(["CLOUD_RUN_TASK_INDEX": "6", "CLOUD_RUN_TASK_COUNT": "7"])
+            == ShardAssignment(shard: Shard(index: 6, count: 7), sources: ["CLOUD_RUN_TASK_INDEX=6", "CLOUD_RUN_TASK_COUNT=7"]))
+        #expect(try usageError(["CLOUD_RUN_TASK_INDEX": "6"]).contains("CLOUD_RUN_TASK_INDEX=6"))
+    }
+
+    /// `--shard I/N` wins: the environment is not even read, so it also overrides one that
+    /// names no shard.
+    @Test func anExplicitShardWinsOverTheEnvironment() throws {
+        let explicit = ShardAssignment(shard: Shard(index: 0, count: 2), sources: ["--shard 0/2"])
+        #expect(try assignment(["JOB_COMPLETION_INDEX": "1", "VAF_SHARD_COUNT": "4"], shard: "0/2") == explicit)
+        #expect(try assignment(["SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_COUNT": "3"], shard: "0/2") == explicit)
+        #expect(try assignment(["JOB_COMPLETION_INDEX": "1"], shard: "0/2", shardCount: 2) == explicit)
+        #expect(try usageError([:], shard: "0/2", shardCount: 3).contains("--shard-count 3"))
+    }
+
+    /// Values that name no shard are usage errors naming the variable and its value.
+    @Test func badSchedulerValuesAreNamed() throws {
+        let cases: [([String: String], String)] = [
+            (["JOB_COMPLETION_INDEX": "8", "VAF_SHARD_COUNT": "8"], "JOB_COMPLETION_INDEX=8"),
+            (["JOB_COMPLETION_INDEX": "0", "VAF_SHARD_COUNT": "0"], "VAF_SHARD_COUNT=0"),
+            (["JOB_COMPLETION_INDEX": "one", "VAF_SHARD_COUNT": "2"], "JOB_COMPLETION_INDEX=one"),
+            (["AWS_BATCH_JOB_ARRAY_INDEX": "-1", "AWS_BATCH_JOB_ARRAY_SIZE": "2"], "AWS_BATCH_JOB_ARRAY_INDEX=-1"),
+            (["BATCH_TASK_INDEX": "0", "BATCH_TASK_COUNT": "x"], "BATCH_TASK_COUNT=x"),
+            (["CLOUD_RUN_TASK_INDEX": "", "CLOUD_RUN_TASK_COUNT": "2"], "CLOUD_RUN_TASK_INDEX="),
+            (["SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_MAX": "8", "SLURM_ARRAY_TASK_STEP": "0", "SLURM_ARRAY_TASK_COUNT": "3"], "SLURM_ARRAY_TASK_STEP=0"),
+        ]
+        for (environment, named) in cases {
+            #expect(try usageError(environment).contains(named), "\(environment) names \(named)")
+        }
+    }
+
+    /// Each JSON line carries the shard and what chose it; an unsharded batch says null.
+    @Test func reportsRecordTheShardAndItsSources() throws {
+        var report = JobReport(input: "/in/a.mp4", output: "/out/a.mp4", status: .planned, preset: "1280x720", inputBytes: nil)
+        func line() throws -> [String: Any] {
+            try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(report)) as? [String: Any])
+        }
+        #expect(try line()["shard"] is NSNull)
+        report.shard = ShardAssignment(shard: Shard(index: 1, count: 8), sources: ["JOB_COMPLETION_INDEX=1", "VAF_SHARD_COUNT=8"])
+        let shard = try #require(try line()["shard"] as? [String: Any])
+        #expect(shard["index"] as? Int == 1 && shard["count"] as? Int == 8)
+        #expect(shard["sources"] as? [String] == ["JOB_COMPLETION_INDEX=1", "VAF_SHARD_COUNT=8"])
     }
 
     @Test func directoriesAndManifests() throws {
