@@ -3,7 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash Hardware/setup.sh
-# opentimelineio (PyPI) in .build/otio-venv, for the OpenTimelineIO oracle tests; they skip without it.
+# opentimelineio (PyPI) in .build/otio-venv, for the OpenTimelineIO oracle tests. A refused install
+# stops here; only an unreachable index lets it go on, and then those tests skip.
 bash Hardware/otio-venv.sh
 export VAF_OTIO_PYTHON="$PWD/.build/otio-venv/bin/python3"
 export PATH="$PATH:/opt/swift/usr/bin"

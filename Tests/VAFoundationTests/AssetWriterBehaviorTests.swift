@@ -257,50 +257,68 @@ import FFmpegSupport
         #expect(try WriterTestSupport.probeStream(url, "v:0")["nb_read_frames"] as? String == "45")
     }
 
+    /// Waits on the writer's own change events (no clock) until `input` has no sample queued.
+    private func waitUntilDrained(_ writer: AssetWriter, _ input: AssetWriterInput) async throws {
+        let index = try #require(input.writerIndex)
+        while true {
+            try #require(writer.status == .writing, "the writer stopped: \(String(describing: writer.error))")
+            let seen = writer.core.changeCount
+            if writer.core.state.withLock({ $0.inputs[index].queued == 0 }) { return }
+            await writer.core.waitForChange(since: seen)
+        }
+    }
+
+    /// Video more than the two-second window ahead of the audio waits for it, whatever the
+    /// machine's speed: every wait is on the writer's events, and the order of what the
+    /// writer's engine took comes from the StageProbe, not from clocks.
     @Test func inputAheadOfAnotherWaitsForIt() async throws {
         let dir = try TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let writer = try AssetWriter(url: dir.appendingPathComponent("interleaved.mkv"), fileType: .mkv)
+        let taken = Locked<[(MediaType, Int)]>([])
+        writer.probe = StageProbe { step in
+            if case .sampleWritten(let type, let index, _) = step { taken.withLock { $0.append((type, index)) } }
+        }
         let video = try AssetWriterInput(videoSettings: VideoSettings(codec: .h264, width: 64, height: 64))
         let audio = try AssetWriterInput(audioSettings: AudioSettings(codec: .opus, sampleRate: 48000, channelCount: 1))
         try writer.add(video)
         try writer.add(audio)
         try writer.startWriting()
         try writer.startSession(atSourceTime: .zero)
-
-        // Video runs ahead: beyond the two-second window past the audio (still at the session start) it stops being ready,
-        // and stays so once its queue has drained.
-        // Below the window, "not ready" only means a full queue (slow on a busy machine): wait for it.
-        var appended = 0
-        // A guard against a hang, not a speed limit: while the suite's long synchronous tests
-        // (child processes) hold the cooperative pool's threads, this loop's sleeps wake late.
-        let deadline = ContinuousClock.now + .seconds(600)
-        while appended < 90 && ContinuousClock.now < deadline {
-            let sample = SampleBuffer(pixelBuffer: try WriterTestSupport.pattern(width: 64, height: 64, index: appended),
-                                      presentationTimeStamp: MediaTime(value: Int64(appended), timescale: 30))
-            if try video.appendImmediately(sample) { appended += 1; continue }
-            try await Task.sleep(for: .milliseconds(appended < 61 ? 5 : 300))
-            if appended >= 61 && !video.isReadyForMoreMediaData { break }
+        func picture(_ index: Int) throws -> SampleBuffer {
+            SampleBuffer(pixelBuffer: try WriterTestSupport.pattern(width: 64, height: 64, index: index),
+                         presentationTimeStamp: MediaTime(value: Int64(index), timescale: 30))
         }
-        #expect(appended >= 61 && appended <= 62, "appended \(appended)")
-        #expect(!video.isReadyForMoreMediaData)
+
+        // The audio is still at the session start. Up to 2 s ahead of it (pictures 0 … 60) the
+        // video is within the window, and picture 61 is taken too (the window looks at the
+        // latest picture, 2.0 s); these appends wait only for room in the queue.
+        for index in 0...61 { try await video.append(try picture(index)) }
+        // Once its queue has drained the video stays not ready: it is held by the window alone.
+        try await waitUntilDrained(writer, video)
+        #expect(!video.isReadyForMoreMediaData, "the video is 2.033 s ahead of the audio with nothing queued")
         #expect(audio.isReadyForMoreMediaData)
+        #expect(try !video.appendImmediately(try picture(62)), "picture 62 is refused, not queued")
 
-        // An async append now waits instead of failing …
+        // An async append now waits instead of failing, until the audio catches up: the video's
+        // latest picture (2.033 s) must be no more than 2 s past the audio's, so it goes once
+        // the audio reaches 0.04 s (block 2) and not before.
+        let appended = Locked(false)
         let waiting = Task {
-            try await video.append(SampleBuffer(pixelBuffer: try WriterTestSupport.pattern(width: 64, height: 64, index: appended),
-                                                presentationTimeStamp: MediaTime(value: Int64(appended), timescale: 30)))
-            return ContinuousClock.now
+            try await video.append(try picture(62))
+            appended.withLock { $0 = true }
         }
-        try await Task.sleep(for: .milliseconds(200))
-        // … until the audio catches up.
-        let caughtUp = ContinuousClock.now
         for block in 0..<100 {
+            if block == 2 { #expect(!appended.withLock { $0 }, "with the audio at 0.02 s, picture 62 still waits") }
             let buffer = try WriterTestSupport.sine(sampleCount: 960, offset: block * 960, sampleRate: 48000)
             try await audio.append(SampleBuffer(audioBuffer: buffer, presentationTimeStamp: MediaTime(value: Int64(block * 960), timescale: 48000)))
         }
-        let resumed = try await waiting.value
-        #expect(resumed > caughtUp)
+        try await waiting.value
+        // The writer's engine took picture 62 only after audio blocks 0 and 1, queued before it was let go.
+        let order = taken.withLock { $0 }
+        let picture62 = try #require(order.firstIndex { $0.0 == .video && $0.1 == 62 })
+        let block1 = try #require(order.firstIndex { $0.0 == .audio && $0.1 == 1 })
+        #expect(block1 < picture62, "engine order: \(order.map { "\($0.0)#\($0.1)" }.suffix(10))")
         try await writer.finishWriting()
         #expect(writer.status == .completed)
     }

@@ -262,6 +262,21 @@ private enum Pictures {
         }
     }
 
+    /// Where two yuv420p pictures first differ by more than `tolerance` and how many samples do; nil when none does.
+    static func firstDifference(_ picture: PixelBuffer, _ expected: PixelBuffer, tolerance: Int) throws -> String? {
+        let (got, want) = (try samples(picture), try samples(expected))
+        var first: String?, count = 0
+        for plane in want.indices {
+            for y in want[plane].indices {
+                for x in want[plane][y].indices where abs(got[plane][y][x] - want[plane][y][x]) > tolerance {
+                    count += 1
+                    if first == nil { first = "plane \(plane) at (\(x), \(y)) is \(got[plane][y][x]), not \(want[plane][y][x])" }
+                }
+            }
+        }
+        return first.map { "\($0); \(count) samples differ" }
+    }
+
     /// A recognisable pattern: each sample differs from its neighbours.
     static func pattern(_ plane: Int, _ x: Int, _ y: Int) -> Int { 16 + (x * 7 + y * 13 + plane * 50) % 220 }
 }
@@ -499,32 +514,38 @@ private enum Pictures {
         #expect(try Pictures.samples(output) == Pictures.samples(source))
     }
 
-    /// Prints the time per 1080p frame (this is a debug build unless built with -c release; no assertion on speed).
-    @Test func speedAt1080p() throws {
-        let source = try Pictures.make(1920, 1080, .yuv420p, Pictures.pattern)
-        let turnedSource = try Pictures.make(1080, 1920, .yuv420p, Pictures.pattern)
+    /// At full HD every layer kind renders right into one reused picture: an exact copy, a
+    /// half-opaque blend over the black background, a quarter turn (transpose=clock) and an exact
+    /// nv12 conversion, each checked sample by sample against the pattern's closed form. Each case
+    /// overwrites the previous one's output, so a row or column left undrawn shows too.
+    @Test func everyLayerKindIsRightAt1080p() throws {
+        let (width, height) = (1920, 1080)
+        let source = try Pictures.make(width, height, .yuv420p, Pictures.pattern)
+        let portrait = try Pictures.make(height, width, .yuv420p, Pictures.pattern)
+        let nv12Source = try Pictures.make(width, height, .nv12, Pictures.pattern)
         var half = VideoCompositionLayerInstruction(trackID: 1)
         half.setOpacity(0.5, at: .zero)
         var turned = VideoCompositionLayerInstruction(trackID: 2)
-        turned.setTransform(VideoTransform(rotationDegrees: 90, size: Size(width: 1080, height: 1920)), at: .zero)
-        let nv12Source = try Pictures.make(1920, 1080, .nv12, Pictures.pattern)
-        let output = try PixelBuffer(width: 1920, height: 1080, pixelFormat: .yuv420p)
-        let cases: [(String, VideoCompositionInstruction)] = [
-            ("identity", instruction([VideoCompositionLayerInstruction(trackID: 1)])),
-            ("opacity 0.5", instruction([half])),
-            ("90° rotation", instruction([turned])),
-            ("identity from nv12 (libswscale conversion)", instruction([VideoCompositionLayerInstruction(trackID: 3)])),
+        turned.setTransform(VideoTransform(rotationDegrees: 90, size: Size(width: height, height: width)), at: .zero)
+        let black = [16, 128, 128]
+        // transpose=clock: out(x, y) = in(x: y, y: H − 1 − x), H the portrait plane's height.
+        let quarterTurn = try Pictures.make(width, height) { plane, x, y in
+            Pictures.pattern(plane, y, (plane == 0 ? width : width / 2) - 1 - x)
+        }
+        let cases: [(name: String, instruction: VideoCompositionInstruction, expected: PixelBuffer, tolerance: Int)] = [
+            ("90° rotation", instruction([turned]), quarterTurn, 0),
+            ("identity", instruction([VideoCompositionLayerInstruction(trackID: 1)]), source, 0),
+            // Half of the pattern over black: (p + background) / 2, either neighbour of a .5.
+            ("opacity 0.5", instruction([half]), try Pictures.make(width, height) { plane, x, y in
+                (Pictures.pattern(plane, x, y) + black[plane]) / 2
+            }, 1),
+            ("identity from nv12", instruction([VideoCompositionLayerInstruction(trackID: 3)]), source, 0),
         ]
-        for (name, instruction) in cases {
-            let clock = ContinuousClock()
-            let runs = 5
-            let elapsed = try clock.measure {
-                for _ in 0..<runs {
-                    try compositor.render(instruction, at: at(1), sourceFrames: [1: source, 2: turnedSource, 3: nv12Source], into: output)
-                }
-            }
-            let ms = Double(elapsed.components.attoseconds / 1_000_000_000_000_000 + elapsed.components.seconds * 1000) / Double(runs)
-            print("SoftwareCompositor 1080p \(name): \(ms) ms per frame")
+        let output = try PixelBuffer(width: width, height: height, pixelFormat: .yuv420p)
+        for (name, instruction, expected, tolerance) in cases {
+            try compositor.render(instruction, at: at(1), sourceFrames: [1: source, 2: portrait, 3: nv12Source], into: output)
+            let difference = try Pictures.firstDifference(output, expected, tolerance: tolerance)
+            #expect(difference == nil, "\(name): \(difference ?? "")")
         }
     }
 }

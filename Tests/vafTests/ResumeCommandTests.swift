@@ -48,6 +48,28 @@ import Testing
         #expect(conflict.status == 64 && conflict.stderr.contains("--overwrite") && conflict.stderr.contains("--no-overwrite"))
     }
 
+    /// Each setting of the plan besides the preset: a re-run with another value makes the output
+    /// again (a different file), and a re-run with the same value skips it as done.
+    @Test(arguments: [("--quality", "40", "80"), ("--video-bitrate", "300k", "1M"), ("--time-range", "0+1", "0+2")])
+    func anotherValueOfASettingRedoesTheOutput(_ option: String, _ first: String, _ second: String) async throws {
+        let dir = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("out").path
+        let arguments = ["transcode", TranscodeCommandTests.clip, "--preset", "640x480", "--output-dir", out, "--json", option]
+        let made = try await Self.vaf(arguments + [first])
+        #expect(made.status == 0 && statuses(made.rows) == ["completed"], "\(option) \(first): \(made.stderr)")
+        let output = try #require(made.rows.first?["output"] as? String)
+        let firstFile = try Data(contentsOf: URL(fileURLWithPath: output))
+        let same = try await Self.vaf(arguments + [first])
+        #expect(statuses(same.rows) == ["skipped"], "\(option) \(first) again: done")
+        let redone = try await Self.vaf(arguments + [second])
+        #expect(statuses(redone.rows) == ["completed"], "\(option) \(second) after \(first): made again, not skipped as done (\(redone.rows))")
+        #expect((redone.rows.first?["warnings"] as? [String])?.contains { $0.contains("made again") } == true)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: output)) != firstFile, "\(option) \(second): the file was rewritten")
+        let again = try await Self.vaf(arguments + [second])
+        #expect(statuses(again.rows) == ["skipped"], "\(option) \(second) again: done")
+    }
+
     @Test func sameNamesInTwoFoldersGetTwoOutputsAndARunInPlaceIsIdempotent() async throws {
         let dir = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -86,6 +86,84 @@ import Testing
         #expect(Set(actual).count == 12 && actual == actual.sorted())
     }
 
+    /// The rgb24 bytes ffmpeg decodes from a picture file, or from the frames `filter` keeps of a video.
+    private func rgb(_ path: String, filter: String? = nil) throws -> [UInt8] {
+        let run = try ChildProcess.run("/usr/bin/ffmpeg", ["-v", "error", "-nostdin", "-i", path] + (filter.map { ["-vf", $0, "-fps_mode", "passthrough"] } ?? [])
+                                       + ["-f", "rawvideo", "-pix_fmt", "rgb24", "-"], timeLimit: 60)
+        #expect(run.succeeded, "ffmpeg \(path): \(run.stderr)")
+        return [UInt8](run.standardOutput)
+    }
+
+    /// PSNR in dB of two pictures of the same size (rgb24), 99 when identical.
+    private func psnr(_ a: ArraySlice<UInt8>, _ b: ArraySlice<UInt8>) -> Double {
+        let squares = zip(a, b).reduce(0.0) { sum, pair in sum + pow(Double(pair.0) - Double(pair.1), 2) }
+        return squares == 0 ? 99 : 10 * log10(255 * 255 * Double(a.count) / squares)
+    }
+
+    /// The index of the frame ffprobe says is on screen at each of `milliseconds`: the last one
+    /// whose presentation time is not after it, in exact integer arithmetic.
+    private func framesOnScreen(_ path: String, at milliseconds: [Int]) throws -> [Int] {
+        let base = try Vaf.run(executable: "/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=time_base", "-of", "csv=p=0", path])
+        let fraction = base.stdout.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "/").compactMap { Int($0) }
+        let frames = try Vaf.run(executable: "/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "frame=pts", "-of", "csv=p=0", path])
+        let pts = frames.stdout.split(separator: "\n").compactMap { Int($0.split(separator: ",")[0]) }.sorted()
+        #expect(fraction.count == 2 && !pts.isEmpty, "ffprobe: \(base.stdout) \(frames.stdout.prefix(100))")
+        return milliseconds.map { t in (pts.lastIndex { $0 * fraction[0] * 1000 <= t * fraction[1] }) ?? 0 }
+    }
+
+    /// Cue n of a sprite index, from first principles: tile n is the picture at n·interval, so
+    /// its cue covers the times nearer to it than to any other tile (half an interval each side;
+    /// the first cue from 0, the last to the duration), and it names cell n of the grid, row by row, sheet
+    /// after sheet. Its tile shows ffmpeg's frame at n·interval (nearer it than any other tile's).
+    @Test func everyCueNamesTheTileOfItsTimesAndThatTileShowsFFmpegsFrame() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (interval, duration) = (250, 3000) // ms; the clip lasts 3 s (ffprobe)
+        let (columns, rows, tileWidth, tileHeight) = (4, 2, 80, 60) // 320x240 fitted in 80x80
+        let result = try Vaf.run(["thumbnails", clip, "--every", "0.25s", "--sprite", "\(columns)x\(rows)", "--vtt", "--size", "80x80",
+                                  "--format", "png", "--output-dir", dir, "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let vtt = try String(contentsOfFile: try #require(report["vtt"] as? String), encoding: .utf8)
+        let cues = vtt.components(separatedBy: "\n\n").dropFirst().map { $0.split(separator: "\n") }
+        let count = (duration + interval - 1) / interval
+        try #require(cues.count == count, "one cue per tile at 0, 0.25 … 2.75 s: \(cues.count)")
+        let tileTimes = (0..<count).map { $0 * interval }
+        let frames = try framesOnScreen(clip, at: tileTimes)
+        let select = frames.map { "eq(n\\,\($0))" }.joined(separator: "+")
+        let expectedPictures = try rgb(clip, filter: "select=\(select),scale=\(tileWidth):\(tileHeight):flags=area")
+        let tileBytes = tileWidth * tileHeight * 3
+        try #require(expectedPictures.count == count * tileBytes, "ffmpeg gave \(expectedPictures.count / tileBytes) of frames \(frames)")
+        var sheets: [String: (width: Int, pixels: [UInt8])] = [:]
+        for (n, cue) in cues.enumerated() {
+            let times = cue[0].components(separatedBy: " --> ")
+            let (from, to) = (milliseconds(Substring(times[0])), milliseconds(Substring(times[1])))
+            #expect(from == (n == 0 ? 0 : tileTimes[n] - interval / 2) && to == (n == count - 1 ? duration : tileTimes[n] + interval / 2),
+                    "cue \(n) (tile at \(tileTimes[n]) ms): \(cue[0])")
+            let cell = n % (columns * rows)
+            let sheet = "testsrc_320x240_30fps_3s-sprite-\(n / (columns * rows) + 1).png"
+            let target = "\(sheet)#xywh=\((cell % columns) * tileWidth),\((cell / columns) * tileHeight),\(tileWidth),\(tileHeight)"
+            #expect(cue[1] == target, "cue \(n)")
+            // The picture in the tile the cue names, whatever it names.
+            let named = cue[1].split(separator: "#"), xywh = named[1].dropFirst("xywh=".count).split(separator: ",").compactMap { Int($0) }
+            try #require(xywh.count == 4 && xywh[2] == tileWidth && xywh[3] == tileHeight, "cue \(n): \(cue[1])")
+            if sheets[String(named[0])] == nil {
+                let path = dir + "/" + named[0]
+                sheets[String(named[0])] = (try imageSize(path).0, try rgb(path))
+            }
+            let (width, pixels) = try #require(sheets[String(named[0])])
+            try #require(xywh[0] + tileWidth <= width && (xywh[1] + tileHeight) * width * 3 <= pixels.count, "cue \(n): \(cue[1]) is off its sheet")
+            let tile = (0..<tileHeight).flatMap { row -> ArraySlice<UInt8> in
+                let start: Int = ((xywh[1] + row) * width + xywh[0]) * 3
+                return pixels[start..<(start + tileWidth * 3)]
+            }
+            // Scalers differ (about 22 dB on testsrc's sharp edges); a tile 0.25 s away scores about 14 dB.
+            let scores = (0..<count).map { psnr(tile[...], expectedPictures[($0 * tileBytes)..<(($0 + 1) * tileBytes)]) }
+            #expect(scores.indices.max { scores[$0] < scores[$1] } == n && scores[n] > 18,
+                    "cue \(n): its tile is nearest ffmpeg's frame \(frames[n]) at \(tileTimes[n]) ms (dB per tile time: \(scores.map { Int($0) }))")
+        }
+    }
+
     @Test func exactStillsAndAPoster() throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
