@@ -11,13 +11,25 @@ extension ExportSession {
     /// success: a failed or cancelled export leaves nothing behind. Task cancellation cancels.
     public func export(to url: URL, as fileType: FileType) async throws -> ExportResult {
         try begin()
+        try await acquireSlot(path: url.path)
+        defer { Task { await ExportSlots.shared.release() } }
+        return try await exportHoldingSlot(to: url, as: fileType)
+    }
+
+    /// Waits for one of the process's export slots (`.waiting` meanwhile); a cancel while
+    /// waiting ends the export.
+    func acquireSlot(path: String) async throws {
         do {
             try await ExportSlots.shared.acquire()
         } catch {
-            finish(MediaError(.cancelled, "export cancelled while waiting", path: url.path))
-            throw MediaError(.cancelled, "export cancelled while waiting", path: url.path)
+            finish(MediaError(.cancelled, "export cancelled while waiting", path: path))
+            throw MediaError(.cancelled, "export cancelled while waiting", path: path)
         }
-        defer { Task { await ExportSlots.shared.release() } }
+    }
+
+    /// The export once it may run: an output of a multi-output export runs under the slot its
+    /// parent holds.
+    func exportHoldingSlot(to url: URL, as fileType: FileType) async throws -> ExportResult {
         run.withLock { $0.status = .exporting }
         publishState()
         let started = ContinuousClock.now
@@ -94,7 +106,7 @@ extension ExportSession {
         var error: MediaError
     }
 
-    private func begin() throws {
+    func begin() throws {
         try run.withLock { r throws(MediaError) in
             guard r.status == .unknown else {
                 throw MediaError(.invalidState, "an export session runs once; this one is \(r.status.rawValue)", path: asset.displayPath)
@@ -104,7 +116,7 @@ extension ExportSession {
         publishState()
     }
 
-    private func finish(_ error: MediaError) {
+    func finish(_ error: MediaError) {
         run.withLock {
             $0.status = error.code == .cancelled ? .cancelled : .failed
             $0.error = error
@@ -119,7 +131,10 @@ extension ExportSession {
             defer { r.progress = next }
             return next > r.progress
         }
-        if raised { publishState() }
+        if raised {
+            publishState()
+            run.withLock { $0.progressObserver }?()
+        }
     }
 
     /// One attempt at the export. However it fails, its reader and writer are stopped and its
@@ -144,6 +159,11 @@ extension ExportSession {
 
     private func attempt(to url: URL, as fileType: FileType, softwareOnly: Bool,
                          leavingOut unreadable: [ExportResult.DroppedTrack]) async throws -> ExportResult {
+        // An output of a multi-output export reads the shared decodes in its first attempt
+        // (a retry decodes on its own), and lets go of them as the attempt ends, whatever the
+        // end, so it never holds the other outputs back.
+        let shares = settings.withLock { $0.fanOut }?.claim() ?? []
+        defer { for share in shares { share.detach() } }
         guard canWrite(fileType) else {
             throw MediaError(.invalidArgument, "the \(preset.name) preset cannot write \(fileType) files (it writes \(preset.fileTypes.map(\.rawValue).joined(separator: ", ")))", path: url.path)
         }
@@ -180,6 +200,13 @@ extension ExportSession {
         let unreadableIDs = Set(unreadable.map(\.trackID))
         var plan = try await makePlan(tracks: tracks.filter { !unreadableIDs.contains($0.trackID) }, fileType: fileType, softwareOnly: softwareOnly)
         plan.droppedTracks += unreadable
+        // The shared decodes this plan reads; the others are let go at once.
+        let shareable = Self.shareableDecodes(of: plan, settings: s)
+        let usedShares = shares.filter { shareable.contains($0.request) }
+        for share in shares where !shareable.contains(share.request) { share.detach() }
+        func sharedOutput(for track: AssetTrack?) -> AssetReaderOutput? {
+            usedShares.first { $0.request.trackID == track?.trackID }.map { FanOutBranchOutput($0.source, branch: $0.branch) }
+        }
         var result = ExportResult(outputURL: url, fileType: fileType, preset: preset.name)
         result.videoSettings = plan.videoSettings
         result.audioSettings = plan.audioSettings
@@ -236,6 +263,9 @@ extension ExportSession {
                 Self.placeDecoding(of: compositing, hardware: hardware, device: plan.device, encodingTo: videoSettings)
                 compositing.observations = observations
                 output = compositing
+            } else if let shared = sharedOutput(for: video) {
+                // Decoded once for every output; this output's writer fits the picture.
+                output = shared
             } else {
                 let trackOutput = try AssetReaderTrackOutput(track: video, outputSettings: .video(attributes))
                 Self.placeDecoding(of: trackOutput, hardware: hardware, device: plan.device, encodingTo: videoSettings)
@@ -256,10 +286,11 @@ extension ExportSession {
                               resumesWith: resumable ? videoSettings : nil))
         }
         if let audioSettings = plan.audioSettings, let first = plan.audioTracks.first {
-            let pcm = LinearPCMSettings(sampleRate: audioSettings.sampleRate, channelCount: audioSettings.channelCount,
-                                        channelLayout: audioSettings.channelLayout, bitDepth: 32, isFloat: true, isInterleaved: false)
+            let pcm = Self.decodedPCM(for: audioSettings)
             let output: AssetReaderOutput
-            if plan.audioTracks.count == 1 && s.audioMix == nil {
+            if let shared = sharedOutput(for: first), plan.audioTracks.count == 1 {
+                output = shared
+            } else if plan.audioTracks.count == 1 && s.audioMix == nil {
                 output = try AssetReaderTrackOutput(track: first, outputSettings: .audio(pcm))
             } else {
                 let mix = try AssetReaderAudioMixOutput(audioTracks: plan.audioTracks, audioSettings: pcm)

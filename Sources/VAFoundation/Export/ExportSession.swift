@@ -51,6 +51,8 @@ public final class ExportSession: Sendable {
         var hardwarePolicy: HardwarePolicy = .auto
         var hardwareDeviceName: String?
         var hardwareDevice: VideoDevice?
+        /// The shared decodes this session reads as one output of a multi-output export.
+        var fanOut: FanOutBranch?
     }
 
     struct Run {
@@ -66,6 +68,10 @@ public final class ExportSession: Sendable {
         var resumedReaders: [AssetReader] = []
         /// Where the video went on in software, and why.
         var resumption: (at: MediaTime, framesKept: Int, cause: String)?
+        /// One session per output of a multi-output export (`export(to: [Output])`).
+        var branches: [ExportSession] = []
+        /// Told when the progress rises: a multi-output export follows its outputs' progress.
+        var progressObserver: (@Sendable () -> Void)?
     }
 
     let settings = Locked(Settings())
@@ -285,7 +291,9 @@ public final class ExportSession: Sendable {
 
     /// Stops the export; `export` throws a `.cancelled` error and leaves no file.
     public func cancelExport() {
-        markCancelled()?.cancelWriting()
+        let (writer, branches) = markCancelled()
+        for branch in branches { branch.cancelExport() }
+        writer?.cancelWriting()
     }
 
     /// `cancelExport` for a task-cancellation handler, which must not block: the runtime holds
@@ -294,16 +302,21 @@ public final class ExportSession: Sendable {
     /// cancelled at once (a file it is creating meanwhile is deleted as it opens), and the
     /// partial file's deletion is queued on its thread; the export's error path waits for it.
     func cancelExportWithoutWaiting() {
-        markCancelled()?.cancelWritingWithoutWaiting()
+        let (writer, branches) = markCancelled()
+        for branch in branches { branch.cancelExportWithoutWaiting() }
+        writer?.cancelWritingWithoutWaiting()
     }
 
-    /// Flags the export cancelled and stops its reader; returns the writer, still to be cancelled.
-    private func markCancelled() -> AssetWriter? {
-        let (readers, writer) = run.withLock { r -> ([AssetReader], AssetWriter?) in
+    /// Flags the export and its outputs' sessions cancelled, then stops its readers (so an
+    /// output reading a shared decode sees the cancel before the decode's end); returns the
+    /// writer and the outputs' sessions, still to be cancelled.
+    private func markCancelled() -> (writer: AssetWriter?, branches: [ExportSession]) {
+        let (readers, writer, branches) = run.withLock { r -> ([AssetReader], AssetWriter?, [ExportSession]) in
             r.cancelled = true
-            return ((r.reader.map { [$0] } ?? []) + r.resumedReaders, r.writer)
+            return ((r.reader.map { [$0] } ?? []) + r.resumedReaders, r.writer, r.branches)
         }
+        for branch in branches { branch.run.withLock { $0.cancelled = true } }
         for reader in readers { reader.cancelReading() }
-        return writer
+        return (writer, branches)
     }
 }

@@ -46,6 +46,22 @@ enum PipelineBounds {
     static let packetBatch = 64
     static let packetBatchSpan = MediaTime(value: 1, timescale: 4)
 
+    // MARK: Fan-out (one decode feeding several exports)
+
+    /// Decoded pictures a fan-out keeps for its slower branches: how far (in pictures) the
+    /// fastest rendition of a ladder may run ahead of the slowest. Each is a source-size
+    /// picture (3 MB at 1080p), and every branch's writer already holds the next one, so a
+    /// few are enough to keep branches encoding side by side.
+    static let fanOutPictures = 4
+    /// Decoded audio blocks a fan-out keeps (AAC's are 1024 samples, 21 ms at 48 kHz): small,
+    /// so the window spans more than a lane's pacing window (`laneWindow`).
+    static let fanOutAudioBlocks = 64
+
+    /// The samples a fan-out of `mediaType` keeps for its slower branches.
+    static func fanOutWindow(for mediaType: MediaType) -> Int {
+        mediaType == .video ? fanOutPictures : fanOutAudioBlocks
+    }
+
     // MARK: Picture pools
 
     /// Host frames a reader converts pictures into: the writer's queued pictures, the lane's

@@ -12,6 +12,9 @@ final class StageProbe: Sendable {
         case outputCreated
         /// A reader output produced its `index`th sample (0-based), on the output's thread.
         case sampleRead(MediaType, index: Int, time: MediaTime)
+        /// A decode shared by `branches` outputs of a multi-output export read its `index`th
+        /// sample (0-based), once for all of them, on the thread of the output that asked first.
+        case sharedSampleRead(MediaType, index: Int, branches: Int)
         /// The writer's engine took its `index`th sample of an input, to encode or copy, on
         /// the writer's thread.
         case sampleWritten(MediaType, index: Int, time: MediaTime)

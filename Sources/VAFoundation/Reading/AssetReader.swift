@@ -68,6 +68,11 @@ public final class AssetReader: Sendable {
             return (s.outputs, s.timeRange)
         }
         do {
+            if !outputs.contains(where: \.readsFile) {
+                // Every output takes its samples from elsewhere (fan-out branches): nothing to open.
+                state.withLock { $0.status = .reading }
+                return
+            }
             if let composition = asset as? Composition {
                 // Each composition track opens its segments' files as it reaches them.
                 let tracks = composition.tracks
@@ -90,10 +95,12 @@ public final class AssetReader: Sendable {
 
     /// Stops reading; outputs return nil from then on. Safe to call at any time.
     public func cancelReading() {
-        state.withLock {
-            if $0.status == .reading || $0.status == .unknown { $0.status = .cancelled }
-            $0.session?.cancel()
+        let outputs = state.withLock { s -> [AssetReaderOutput] in
+            if s.status == .reading || s.status == .unknown { s.status = .cancelled }
+            s.session?.cancel()
+            return s.outputs
         }
+        for output in outputs { output.readingCancelled() }
     }
 
     /// Records a failure from an output (the first one wins).

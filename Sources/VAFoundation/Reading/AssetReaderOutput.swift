@@ -85,6 +85,14 @@ public class AssetReaderOutput: @unchecked Sendable {
     /// The demuxer streams this output reads.
     var streamIndices: [Int] { [] }
 
+    /// Whether the output reads the reader's file (or composition) itself; false for one that
+    /// takes its samples from elsewhere (a branch of a fan-out), which needs no demuxer.
+    var readsFile: Bool { true }
+
+    /// Told when the reader is cancelled, from the cancelling thread: an output waiting on
+    /// something other than the reader's demuxer stops waiting.
+    func readingCancelled() {}
+
     /// Opens decoders and converters; called once by `startReading()`.
     func prepare(session: DemuxSession, timeRange: MediaTimeRange) throws(MediaError) {}
 
@@ -172,6 +180,12 @@ public class AssetReaderOutput: @unchecked Sendable {
                 })
             }
         }
+    }
+
+    /// Runs `copyNextSampleBuffer` on the output's thread and waits for it, from a thread that
+    /// may block (a fan-out branch's): the decoders behind the output stay on its thread.
+    func nextOnOwnThread() throws -> SampleBuffer? {
+        try stage.sync { () throws -> SampleBuffer? in try self.copyNextSampleBuffer() }
     }
 
     /// Runs `copyNextSampleBuffer` on the output's thread, off the cooperative pool.

@@ -1,0 +1,248 @@
+import Foundation
+
+/// Several outputs from one read of the source: a ladder's renditions decoded once, each
+/// output's writer fitting and encoding the shared pictures side by side.
+extension ExportSession {
+    /// One output of a multi-output export (`export(to:)` with a list): where, as what, and
+    /// with which preset; the session's other settings (time range, frame rate, codecs, bit
+    /// rates, audio mix, hardware policy) apply to every output.
+    public struct Output: Sendable {
+        public var url: URL
+        public var fileType: FileType
+        /// The output's preset; nil takes the session's.
+        public var preset: ExportPreset?
+        /// An optional output's failure ends that output alone; by default the first failing
+        /// output fails the whole export, and every output is removed.
+        public var isOptional: Bool
+
+        public init(url: URL, fileType: FileType, preset: ExportPreset? = nil, isOptional: Bool = false) {
+            self.url = url
+            self.fileType = fileType
+            self.preset = preset
+            self.isOptional = isOptional
+        }
+    }
+
+    /// Exports the asset to every output from one read of the source: each video and audio
+    /// track that two or more outputs decode alike (in host memory, at the source's size) is
+    /// decoded once and handed to every one of them by reference, and each output's writer
+    /// fits and encodes it on its own thread. A slow output holds the decode back; none runs
+    /// more than `PipelineBounds.fanOutWindow` samples ahead of the slowest.
+    ///
+    /// Returns one result per output, in order: a failure only for an optional output. The
+    /// first required output to fail ends the export: the others are cancelled, every output
+    /// (finished ones included) is removed, and its error is thrown. One `states()` stream
+    /// follows the slowest output.
+    public func export(to outputs: [Output]) async throws -> [Result<ExportResult, MediaError>] {
+        guard !outputs.isEmpty else {
+            throw MediaError(.invalidArgument, "an export needs at least one output", path: asset.displayPath)
+        }
+        let destinations = outputs.map(\.url.standardizedFileURL.path)
+        if let shared = destinations.first(where: { path in destinations.filter { $0 == path }.count > 1 }) {
+            throw MediaError(.invalidArgument, "two outputs of one export are written to the same file", path: shared)
+        }
+        try begin()
+        try await acquireSlot(path: asset.displayPath)
+        defer { Task { await ExportSlots.shared.release() } }
+        run.withLock { $0.status = .exporting }
+        publishState()
+        do {
+            let results = try await withTaskCancellationHandler {
+                try await exportBranches(outputs)
+            } onCancel: {
+                cancelExportWithoutWaiting()
+            }
+            run.withLock {
+                $0.progress = 1
+                $0.status = .completed
+            }
+            publishState()
+            return results
+        } catch {
+            let cancelled = run.withLock { $0.cancelled } || Task.isCancelled
+            let mediaError = cancelled ? MediaError(.cancelled, "export cancelled", path: asset.displayPath)
+                : (error as? MediaError ?? MediaError(.encodeFailed, "\(error)", path: asset.displayPath))
+            finish(mediaError)
+            throw mediaError
+        }
+    }
+
+    /// Runs one session per output over the shared decodes; see `export(to:)`.
+    private func exportBranches(_ outputs: [Output]) async throws -> [Result<ExportResult, MediaError>] {
+        let common = settings.withLock { $0 }
+        let branches = outputs.map { output -> ExportSession in
+            let branch = ExportSession(asset: asset, preset: output.preset ?? preset)
+            branch.settings.withLock { $0 = common }
+            branch.stageProbe = stageProbe
+            return branch
+        }
+        let cancelled = run.withLock { r -> Bool in
+            r.branches = branches
+            return r.cancelled
+        }
+        if cancelled { throw MediaError(.cancelled, "export cancelled", path: asset.displayPath) }
+        for branch in branches {
+            branch.run.withLock { $0.progressObserver = { [weak self] in self?.followSlowestBranch() } }
+        }
+        let reader = try await shareDecodes(among: branches, writing: outputs)
+        run.withLock { $0.reader = reader }
+        defer { reader?.cancelReading() }
+        if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: asset.displayPath) }
+        try reader?.startReading()
+
+        var results = [Result<ExportResult, MediaError>?](repeating: nil, count: outputs.count)
+        var firstFailure: MediaError?
+        await withTaskGroup(of: (Int, Result<ExportResult, MediaError>).self) { group in
+            for (i, branch) in branches.enumerated() {
+                let output = outputs[i]
+                group.addTask {
+                    defer { branch.settings.withLock { $0.fanOut }?.detachAll() }
+                    do {
+                        try branch.begin()
+                        return (i, .success(try await branch.exportHoldingSlot(to: output.url, as: output.fileType)))
+                    } catch {
+                        return (i, .failure(error as? MediaError ?? MediaError(.encodeFailed, "\(error)", path: output.url.path)))
+                    }
+                }
+            }
+            for await (i, result) in group {
+                results[i] = result
+                guard case .failure(let error) = result, !outputs[i].isOptional, firstFailure == nil else { continue }
+                // The others' cancellations are not the cause: the first required failure is.
+                firstFailure = error
+                for branch in branches { branch.cancelExport() }
+            }
+        }
+        if let firstFailure {
+            // The export failed as a whole: no output of it is left, finished ones included.
+            for (i, result) in results.enumerated() {
+                if case .success = result { unlink(outputs[i].url.path) }
+            }
+            throw firstFailure
+        }
+        return results.map { $0! }
+    }
+
+    /// The progress of the slowest output, as the export's.
+    private func followSlowestBranch() {
+        let branches = run.withLock { $0.branches }
+        guard let slowest = branches.map(\.progress).min() else { return }
+        advance(to: slowest)
+    }
+
+    /// Opens one reader for every decode that two or more outputs would each make alike, and
+    /// gives each of those outputs its branch of it; nil when no decode is shared. The outputs
+    /// are planned here as their sessions will plan them; one whose plan differs when it runs
+    /// (or fails here) decodes on its own.
+    private func shareDecodes(among branches: [ExportSession], writing outputs: [Output]) async throws -> AssetReader? {
+        let s = settings.withLock { $0 }
+        let tracks = try await asset.load(.tracks)
+        var wanted: [SharedDecodeRequest: [Int]] = [:]
+        var order: [SharedDecodeRequest] = []
+        for (i, branch) in branches.enumerated() {
+            guard branch.canWrite(outputs[i].fileType),
+                  let plan = try? await branch.makePlan(tracks: tracks, fileType: outputs[i].fileType, softwareOnly: false) else { continue }
+            for request in Self.shareableDecodes(of: plan, settings: s) {
+                if wanted[request] == nil { order.append(request) }
+                wanted[request, default: []].append(i)
+            }
+        }
+        let shared = order.filter { wanted[$0]!.count > 1 }
+        guard !shared.isEmpty else { return nil }
+        let reader = AssetReader(asset: asset)
+        reader.timeRange = s.timeRange
+        var shares = [[FanOutBranch.Share]](repeating: [], count: branches.count)
+        for request in shared {
+            guard let track = tracks.first(where: { $0.trackID == request.trackID }) else { continue }
+            let output = try AssetReaderTrackOutput(track: track, outputSettings: request.settings)
+            if track.mediaType == .video, let codec = request.encoderCodec {
+                output.decoderThreadCount = PipelineBounds.decoderThreads(besideHostEncoderOf: codec)
+            }
+            output.audioTimePitchAlgorithm = s.audioTimePitchAlgorithm
+            // A track past the damage rate ends its branches alone: each export weighs it.
+            output.weighsDamageAcrossTracks = true
+            try reader.add(output)
+            let users = wanted[request]!
+            let fanOut = FanOutSource(source: output, branches: users.count, capacity: PipelineBounds.fanOutWindow(for: track.mediaType),
+                                      probe: stageProbe)
+            for (branch, user) in users.enumerated() {
+                shares[user].append(FanOutBranch.Share(request: request, source: fanOut, branch: branch))
+            }
+        }
+        for (i, branch) in branches.enumerated() where !shares[i].isEmpty {
+            branch.settings.withLock { $0.fanOut = FanOutBranch(shares[i]) }
+        }
+        return reader
+    }
+
+    /// The decodes of `plan` that outputs of a multi-output export can share: its video track
+    /// decoded in host memory at the source's size (each output's writer fits it), and a single
+    /// audio track played without a mix, as PCM in the plan's layout. None where the plan
+    /// decodes otherwise: on a device, through a video composition, or mixing tracks.
+    static func shareableDecodes(of plan: ExportPlan, settings s: Settings) -> [SharedDecodeRequest] {
+        var requests: [SharedDecodeRequest] = []
+        if s.videoComposition == nil, plan.device == nil, let video = plan.videoTrack, let videoSettings = plan.videoSettings {
+            let attributes = PixelBufferAttributes(pixelFormat: videoSettings.pixelFormat ?? .yuv420p,
+                                                   colorProperties: toneMapping(from: video, to: videoSettings))
+            requests.append(SharedDecodeRequest(trackID: video.trackID, settings: .video(attributes), encoderCodec: videoSettings.codec))
+        }
+        if s.audioMix == nil, !plan.mergesMonoTracks, plan.audioTracks.count == 1, let audio = plan.audioTracks.first,
+           let audioSettings = plan.audioSettings {
+            requests.append(SharedDecodeRequest(trackID: audio.trackID, settings: .audio(decodedPCM(for: audioSettings)), encoderCodec: nil))
+        }
+        return requests
+    }
+
+    /// The PCM an export decodes audio into for `settings`: the output's rate and layout, as
+    /// 32-bit float planes (what the encoders take).
+    static func decodedPCM(for settings: AudioSettings) -> LinearPCMSettings {
+        LinearPCMSettings(sampleRate: settings.sampleRate, channelCount: settings.channelCount,
+                          channelLayout: settings.channelLayout, bitDepth: 32, isFloat: true, isInterleaved: false)
+    }
+}
+
+/// A decode an output of a multi-output export asks for: one track, decoded with these settings.
+struct SharedDecodeRequest: Hashable, Sendable {
+    var trackID: Int
+    var settings: ReaderOutputSettings
+    /// The video codec the decoded pictures go to, which sets the decoder's threads; not part
+    /// of what makes two requests alike.
+    var encoderCodec: VideoCodec?
+
+    static func == (a: SharedDecodeRequest, b: SharedDecodeRequest) -> Bool { a.trackID == b.trackID && a.settings == b.settings }
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(trackID)
+        hasher.combine(settings)
+    }
+}
+
+/// The shared decodes one output of a multi-output export reads instead of decoding itself.
+final class FanOutBranch: Sendable {
+    /// One shared decode: the request it serves, and this output's branch of it.
+    struct Share: Sendable {
+        let request: SharedDecodeRequest
+        let source: FanOutSource
+        let branch: Int
+
+        func detach() { source.detach(branch: branch) }
+    }
+
+    let shares: [Share]
+    private let claimed = Locked(false)
+
+    init(_ shares: [Share]) { self.shares = shares }
+
+    /// The shares, to the output's first attempt alone: a shared decode cannot be read twice,
+    /// so a retried attempt decodes on its own.
+    func claim() -> [Share] {
+        claimed.withLock { taken in
+            defer { taken = true }
+            return taken ? [] : shares
+        }
+    }
+
+    /// Lets go of every share, used or not: the output is done, and holds no one back.
+    func detachAll() {
+        for share in shares { share.detach() }
+    }
+}
