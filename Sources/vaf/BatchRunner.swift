@@ -96,16 +96,22 @@ struct BatchJob: Sendable {
         return nil
     }
 
-    /// The plan for this input without exporting: the settings the assistant chose.
-    func dryRun() async -> JobReport {
+    /// The report of a job that does not run: its plan is invalid, its output would leave the
+    /// output directory, or resuming skips it. Nil when it runs.
+    func reportWithoutRunning() -> JobReport? {
         var report = baseReport
         if let planError { return report.failing(planError) }
         if let escape = escapeThroughLink() { return report.failing(escape) }
-        if let reason = resumeSkip() {
-            report.status = .skipped
-            report.error = reason
-            return report
-        }
+        guard let reason = resumeSkip() else { return nil }
+        report.status = .skipped
+        report.error = reason
+        return report
+    }
+
+    /// The plan for this input without exporting: the settings the assistant chose.
+    func dryRun() async -> JobReport {
+        if let done = reportWithoutRunning() { return done }
+        var report = baseReport
         do {
             let asset = Asset(url: URL(fileURLWithPath: input))
             let session = try await resolvingFrameCounts(asset).makeSession(asset: asset)
@@ -121,14 +127,8 @@ struct BatchJob: Sendable {
 
     /// Exports, reporting progress; never throws: failures become the report's status.
     func run(display: ProgressDisplay) async -> JobReport {
-        var report = baseReport
-        if let planError { return report.failing(planError) }
-        if let escape = escapeThroughLink() { return report.failing(escape) }
-        if let reason = resumeSkip() {
-            report.status = .skipped
-            report.error = reason
-            return report
-        }
+        if let done = reportWithoutRunning() { return done }
+        let report = baseReport
         // Past the checks an existing output is a stale one of vaf's own: it is made again.
         let replacesStale = !overwrite && FileManager.default.fileExists(atPath: output)
         do {
@@ -146,18 +146,107 @@ struct BatchJob: Sendable {
         do { try await watermark?.apply(to: session, asset: asset) } catch {
             return report.failing("\(error)")
         }
-        // What the bar needs to show fps and speed: the media seconds exported and the frame rate.
-        let tracks = (try? await asset.load(.tracks)) ?? []
-        let assetSeconds = (try? await asset.load(.duration).seconds) ?? 0
-        let range = job.timeRange.map { min($0.end.seconds, assetSeconds) - $0.start.seconds } ?? assetSeconds
-        let fps = frameRate.outputFrameRate(sourceFrameRate: Double(ExportSession.primaryVideoTrack(tracks)?.nominalFrameRate ?? 0))
-            ?? Double(ExportSession.primaryVideoTrack(tracks)?.nominalFrameRate ?? 0)
-        var finished = await export(session, seconds: max(range, 0), frameRate: fps, display: display, report: report)
+        let (seconds, fps) = await job.progressScale(of: asset)
+        var finished = await export(session, seconds: seconds, frameRate: fps, display: display, report: report)
         if finished.status == .completed {
             if replacesStale { finished.warnings.append("made again: the output was made earlier with other settings") }
             journal?.record(output: output, plan: planFingerprint)
         }
         return finished
+    }
+
+    /// What a progress bar needs to show fps and speed: the media seconds exported and the frame rate.
+    func progressScale(of asset: Asset) async -> (seconds: Double, frameRate: Double) {
+        let tracks = (try? await asset.load(.tracks)) ?? []
+        let assetSeconds = (try? await asset.load(.duration).seconds) ?? 0
+        let range = timeRange.map { min($0.end.seconds, assetSeconds) - $0.start.seconds } ?? assetSeconds
+        let sourceRate = Double(ExportSession.primaryVideoTrack(tracks)?.nominalFrameRate ?? 0)
+        return (max(range, 0), frameRate.outputFrameRate(sourceFrameRate: sourceRate) ?? sourceRate)
+    }
+
+    /// Runs one input's jobs, each reported: a single output as a plain export, several as one
+    /// export from one decode of the input (`ExportSession.export(to: [Output])`). Jobs that do
+    /// not run (skipped as done, refused) are reported as such. Never throws.
+    static func run(_ unit: [BatchJob], display: ProgressDisplay) async -> [JobReport] {
+        var reports = unit.map { $0.reportWithoutRunning() }
+        let running = unit.indices.filter { reports[$0] == nil }
+        if running.count == 1 {
+            reports[running[0]] = await unit[running[0]].run(display: display)
+        } else if running.count > 1 {
+            for (i, report) in zip(running, await runTogether(running.map { unit[$0] }, display: display)) { reports[i] = report }
+        }
+        return reports.map { $0! }
+    }
+
+    /// Several outputs of one input (the jobs differ only in preset, output and container)
+    /// made from one decode, with one progress bar. A failure of one fails them all, and none
+    /// is left: the outputs are one export.
+    private static func runTogether(_ jobs: [BatchJob], display: ProgressDisplay) async -> [JobReport] {
+        var reports = jobs.map(\.baseReport)
+        func failingAll(_ message: String) -> [JobReport] { reports.map { $0.failing(message) } }
+        // Past the checks an existing output is a stale one of vaf's own: it is made again.
+        let replacesStale = jobs.map { !$0.overwrite && FileManager.default.fileExists(atPath: $0.output) }
+        for job in jobs {
+            do {
+                try FileManager.default.createDirectory(at: URL(fileURLWithPath: job.output).deletingLastPathComponent(), withIntermediateDirectories: true)
+            } catch {
+                return failingAll("\(job.output): cannot create its directory: \(error.localizedDescription)")
+            }
+        }
+        let asset = Asset(url: URL(fileURLWithPath: jobs[0].input))
+        let first: BatchJob
+        do { first = try await jobs[0].resolvingFrameCounts(asset) } catch { return failingAll("\(error)") }
+        let session = first.makeSession(asset: asset)
+        if replacesStale.contains(true) { session.overwritesExistingFile = true }
+        do { try await first.watermark?.apply(to: session, asset: asset) } catch { return failingAll("\(error)") }
+        let (seconds, fps) = await first.progressScale(of: asset)
+        let outputs = jobs.map { ExportSession.Output(url: URL(fileURLWithPath: $0.output), fileType: $0.fileType, preset: $0.preset) }
+        let name = "\(URL(fileURLWithPath: first.input).lastPathComponent) (\(jobs.count) outputs)"
+        do {
+            let results = try await withProgress(of: session, name: name, seconds: seconds, frameRate: fps, display: display) {
+                try await session.export(to: outputs)
+            }
+            for (i, result) in results.enumerated() {
+                switch result {
+                case .success(let written):
+                    reports[i].status = .completed
+                    reports[i].fill(written)
+                    if replacesStale[i] { reports[i].warnings.append("made again: the output was made earlier with other settings") }
+                    jobs[i].journal?.record(output: jobs[i].output, plan: jobs[i].planFingerprint)
+                case .failure(let error):
+                    reports[i] = reports[i].failing(error.description)
+                }
+            }
+        } catch {
+            let mediaError = error as? MediaError
+            reports = failingAll(mediaError?.description ?? "\(error)")
+            if mediaError?.code == .cancelled || Task.isCancelled {
+                for i in reports.indices { reports[i].status = .cancelled }
+            }
+        }
+        return reports
+    }
+
+    /// Runs `body` (an export of `session`) with a progress bar named `name` of `seconds`
+    /// media seconds at `frameRate`, ended with the outcome.
+    static func withProgress<T>(of session: ExportSession, name: String, seconds: Double, frameRate fps: Double, display: ProgressDisplay,
+                                _ body: () async throws -> T) async throws -> T {
+        let id = await display.begin(name: name, seconds: seconds, frameRate: fps)
+        let watcher = Task {
+            for await state in session.states(updateInterval: .milliseconds(250)) {
+                if case .exporting(let progress) = state { await display.update(id, progress: progress) }
+            }
+        }
+        defer { watcher.cancel() }
+        do {
+            let value = try await body()
+            await display.end(id, status: JobReport.Status.completed.rawValue)
+            return value
+        } catch {
+            let cancelled = (error as? MediaError)?.code == .cancelled || Task.isCancelled
+            await display.end(id, status: (cancelled ? JobReport.Status.cancelled : .failed).rawValue)
+            throw error
+        }
     }
 
     /// This job with a `--time-range` in frames resolved in time with the frame duration of
@@ -181,15 +270,11 @@ struct BatchJob: Sendable {
     /// `frameRate`, and returns `report` completed or failed (shared with `vaf render`).
     func export(_ session: ExportSession, seconds: Double, frameRate fps: Double, display: ProgressDisplay, report: JobReport) async -> JobReport {
         var report = report
-        let id = await display.begin(name: URL(fileURLWithPath: input).lastPathComponent, seconds: seconds, frameRate: fps)
-        let watcher = Task {
-            for await state in session.states(updateInterval: .milliseconds(250)) {
-                if case .exporting(let progress) = state { await display.update(id, progress: progress) }
-            }
-        }
-        defer { watcher.cancel() }
         do {
-            let result = try await session.export(to: URL(fileURLWithPath: output), as: fileType)
+            let result = try await Self.withProgress(of: session, name: URL(fileURLWithPath: input).lastPathComponent, seconds: seconds,
+                                                     frameRate: fps, display: display) {
+                try await session.export(to: URL(fileURLWithPath: output), as: fileType)
+            }
             report.status = .completed
             report.fill(result)
         } catch {
@@ -197,7 +282,6 @@ struct BatchJob: Sendable {
             report = report.failing(mediaError?.description ?? "\(error)")
             if mediaError?.code == .cancelled || Task.isCancelled { report.status = .cancelled }
         }
-        await display.end(id, status: report.status.rawValue)
         return report
     }
 }
@@ -428,7 +512,8 @@ struct JobReport: Encodable, Sendable {
 /// Slurm, systemd) and SIGHUP (a closed terminal) cancel the running ones: their partial
 /// files are removed, jobs not yet started are reported cancelled, and the summary is printed.
 struct BatchRunner {
-    let jobs: [BatchJob]
+    /// Each input's jobs: one per output, made together from one decode of the input.
+    let units: [[BatchJob]]
     let concurrency: Int
     let progress: ProgressDisplay
 
@@ -439,31 +524,33 @@ struct BatchRunner {
     /// each report as its job ends (jobs a signal kept from starting, at the end), one at a time.
     func run(onReport: @escaping @Sendable (JobReport) -> Void = { _ in }) async -> (reports: [JobReport], signal: Int32?) {
         let batch = Task { () -> [JobReport] in
-            await withTaskGroup(of: (Int, JobReport).self) { group in
-                var reports = [JobReport?](repeating: nil, count: jobs.count)
+            await withTaskGroup(of: (Int, [JobReport]).self) { group in
+                var reports = [[JobReport]?](repeating: nil, count: units.count)
                 var next = 0
                 func startNext() {
-                    guard next < jobs.count else { return }
-                    let (index, job) = (next, jobs[next])
+                    guard next < units.count else { return }
+                    let (index, unit) = (next, units[next])
                     next += 1
-                    group.addTask { (index, await job.run(display: progress)) }
+                    group.addTask { (index, await BatchJob.run(unit, display: progress)) }
                 }
-                for _ in 0..<min(concurrency, jobs.count) { startNext() }
-                while let (index, report) = await group.next() {
-                    reports[index] = report
-                    await progress.record(report.status)
-                    onReport(report)
+                for _ in 0..<min(concurrency, units.count) { startNext() }
+                while let (index, unitReports) = await group.next() {
+                    reports[index] = unitReports
+                    for report in unitReports {
+                        await progress.record(report.status)
+                        onReport(report)
+                    }
                     if !Task.isCancelled { startNext() }
                 }
                 // Jobs never started because of an interrupt are reported as cancelled.
-                return reports.enumerated().map { i, r in
-                    r ?? {
-                        var report = jobs[i].baseReport
+                return reports.enumerated().flatMap { i, r in
+                    r ?? units[i].map { job in
+                        var report = job.baseReport
                         report.status = .cancelled
                         report.error = "interrupted before it started"
                         onReport(report)
                         return report
-                    }()
+                    }
                 }
             }
         }

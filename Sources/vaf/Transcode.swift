@@ -12,6 +12,8 @@ extension Vaf {
                 Inputs are files, directories (searched recursively for media files) and --manifest \
                 files (JSON lines: {"input": "...", "output": "...", "preset": "..."}). Each input becomes \
                 one export into --output-dir, mirroring the input tree; output paths never leave that directory. \
+                A repeated --preset makes one output per preset from one decode of the input (a ladder), \
+                named by the {preset} field of --name (default {dir}/{name}-{preset}.{ext} then). \
                 Re-running a batch resumes it: outputs recorded in --output-dir/.vaf-journal.jsonl as made \
                 from the same input with the same settings are skipped, ones made with other settings are \
                 made again (kept with --no-overwrite), and files vaf did not make are left alone unless \
@@ -41,8 +43,17 @@ extension Vaf {
         @Option(help: ArgumentHelp("A JSON-lines manifest of inputs (repeatable).", valueName: "file"))
         var manifest: [String] = []
 
-        @Option(help: ArgumentHelp("Export preset, case-insensitive: 1280x720, HEVC1920x1080, passthrough… (see --list-presets).", valueName: "name"))
-        var preset: String = "1280x720"
+        @Option(help: ArgumentHelp("Export preset, case-insensitive: 1280x720, HEVC1920x1080, passthrough… (see --list-presets); default 1280x720. Repeat it for one output per preset from one decode.", valueName: "name"))
+        var preset: [String] = []
+
+        /// The presets asked for, in order: each input makes one output per preset.
+        var presets: [String] { preset.isEmpty ? ["1280x720"] : preset }
+
+        /// The name template: `--name`, whose default gains `-{preset}` when several presets
+        /// each make an output.
+        var nameTemplate: String {
+            presets.count > 1 && name == OutputNamer.defaultTemplate ? "{dir}/{name}-{preset}.{ext}" : name
+        }
 
         @Flag(help: "List the presets and exit.")
         var listPresets = false
@@ -128,7 +139,16 @@ extension Vaf {
         func validate() throws {
             if listPresets { return }
             guard !inputs.isEmpty || !manifest.isEmpty else { throw ValidationError("Give at least one input file, directory or --manifest.") }
-            guard ExportPreset(named: preset) != nil else { throw ValidationError("Unknown preset '\(preset)'; see vaf transcode --list-presets.") }
+            for preset in presets where ExportPreset(named: preset) == nil {
+                throw ValidationError("Unknown preset '\(preset)'; see vaf transcode --list-presets.")
+            }
+            let named = presets.compactMap { ExportPreset(named: $0)?.name }
+            if let repeated = named.first(where: { name in named.filter { $0 == name }.count > 1 }) {
+                throw ValidationError("--preset \(repeated) is given twice: each preset makes one output.")
+            }
+            if presets.count > 1 && !nameTemplate.contains("{preset}") {
+                throw ValidationError("--name \(name) and \(presets.count) presets conflict: every preset makes an output, so the name must contain {preset}.")
+            }
             if let container, FileType(fileExtension: container) == nil { throw ValidationError("Unknown container '\(container)'; use mp4, mov, m4v, m4a, mkv or webm.") }
             guard jobs >= 1 else { throw ValidationError("--jobs must be at least 1.") }
             _ = try parsedFrameRate()
@@ -161,7 +181,7 @@ extension Vaf {
             if let quality, let videoBitrate {
                 throw ValidationError("--quality \(quality) and --video-bitrate \(videoBitrate) conflict: a constant-quality encode has no target bit rate; give one of them.")
             }
-            if ExportPreset(named: preset)?.isPassthrough == true {
+            if let preset = presets.first(where: { ExportPreset(named: $0)?.isPassthrough == true }) {
                 let encoding: [(String, String?)] = [
                     ("--video-codec", videoCodec), ("--audio-codec", audioCodec), ("--video-bitrate", videoBitrate),
                     ("--audio-bitrate", audioBitrate), ("--quality", quality.map(String.init)), ("--speed", speed), ("--size", size),
@@ -173,7 +193,7 @@ extension Vaf {
                     throw ValidationError("--preset \(preset) and --frame-rate \(frameRate) conflict: passthrough keeps the source's frames; choose a re-encoding preset to change the rate.")
                 }
             }
-            if container?.lowercased() == "webm" || Self.fixedExtension(of: name) == "webm" {
+            if container?.lowercased() == "webm" || Self.fixedExtension(of: nameTemplate) == "webm" {
                 if let codec = videoCodec, !["vp9", "av1"].contains(codec.lowercased()) {
                     throw ValidationError("--video-codec \(codec) and a WebM output conflict: WebM holds vp9 or av1 video.")
                 }
@@ -207,7 +227,7 @@ extension Vaf {
         /// else mp4 (m4a for AppleM4A).
         func fileType(for preset: ExportPreset) -> FileType {
             if let type = container.flatMap({ FileType(fileExtension: $0) }) { return type }
-            if let type = Self.fixedExtension(of: name).flatMap({ FileType(fileExtension: $0) }) { return type }
+            if let type = Self.fixedExtension(of: nameTemplate).flatMap({ FileType(fileExtension: $0) }) { return type }
             return preset == .appleM4A ? .m4a : .mp4
         }
 
@@ -217,7 +237,8 @@ extension Vaf {
                 print(ExportPreset.all.map(presetLine).joined(separator: "\n"))
                 return
             }
-            let plan = try makePlan(shard: try shardAssignment())
+            let units = try makePlan(shard: try shardAssignment())
+            let plan = units.flatMap { $0 }
             let lines = JSONLines(enabled: json)
             if dryRun {
                 let reports = await plan.asyncMap { job in
@@ -236,7 +257,7 @@ extension Vaf {
             // A batch is many exports in one process: keep its peak near one export's. (One
             // export gains nothing from it and would pay a mapping per large packet.)
             if plan.count > 1 { ProcessMemory.returnLargeBuffersToTheSystem() }
-            let runner = BatchRunner(jobs: plan, concurrency: jobs, progress: ProgressDisplay(enabled: !logging.quiet, total: plan.count))
+            let runner = BatchRunner(units: units, concurrency: jobs, progress: ProgressDisplay(enabled: !logging.quiet, total: plan.count))
             let (reports, signal) = await runner.run(onReport: { lines.write($0) })
             emit(reports)
             // 128 + the signal, as shells report a process it stopped: 130 SIGINT, 143 SIGTERM, 129 SIGHUP.
@@ -251,53 +272,72 @@ extension Vaf {
             return "\(p.name.padding(toLength: 20, withPad: " ", startingAt: 0)) video \(video.padding(toLength: 26, withPad: " ", startingAt: 0)) audio \(audio.padding(toLength: 5, withPad: " ", startingAt: 0)) files \(p.fileTypes.map(\.rawValue).joined(separator: ","))"
         }
 
-        /// Every job of this shard, with its output path decided over the whole batch.
-        func makePlan(shard assignment: ShardAssignment?) throws -> [BatchJob] {
+        /// Every input of this shard, each with its jobs (one per output, all made from one
+        /// decode of the input), their output paths decided over the whole batch.
+        func makePlan(shard assignment: ShardAssignment?) throws -> [[BatchJob]] {
             let all = try InputCollector.collect(inputs, manifests: manifest, outputDirectory: outputDir)
-            let defaultPreset = ExportPreset(named: preset)!
-            let namer = OutputNamer(directory: outputDir, template: name)
+            let askedPresets = presets.map { ExportPreset(named: $0)! }
+            let namer = OutputNamer(directory: outputDir, template: nameTemplate)
             var taken: [String: Int] = [:]
-            var jobs: [BatchJob] = []
+            var units: [[BatchJob]] = []
             let journal = ResumeJournal(directory: outputDir)
             for (index, input) in all.enumerated() {
-                let jobPreset = input.preset.flatMap { ExportPreset(named: $0) } ?? defaultPreset
-                let type = fileType(for: jobPreset)
-                var path = namer.path(for: input, index: index, preset: jobPreset.name, fileExtension: type.fileExtension)
-                // Two inputs with the same name must not share an output: number the later ones.
-                taken[path, default: 0] += 1
-                if let n = taken[path], n > 1 {
-                    let url = URL(fileURLWithPath: path)
-                    path = url.deletingPathExtension().path + "-\(n)." + url.pathExtension
+                // A manifest line naming its preset makes that one output (an unknown one fails alone).
+                let inputPresets = input.preset.map { [ExportPreset(named: $0) ?? askedPresets[0]] } ?? askedPresets
+                var unit: [BatchJob] = []
+                for jobPreset in inputPresets {
+                    var job = try makeJob(input, index: index, preset: jobPreset, ladder: inputPresets.count > 1, namer: namer, taken: &taken)
+                    job.journal = journal
+                    job.shard = assignment
+                    unit.append(job)
                 }
-                var job = BatchJob(input: input.path, output: path, preset: jobPreset, fileType: type, overwrite: overwrite)
-                if let p = input.preset, ExportPreset(named: p) == nil { job.planError = "unknown preset '\(p)' in the manifest" }
-                job.frameRate = try parsedFrameRate()
-                if let range = try parsedTimeRange() {
-                    if range.countsFrames { job.frameCountedRange = range } else { job.timeRange = range.resolved(frameDuration: nil) }
-                }
-                job.size = try parsedSize()
-                job.videoCodec = videoCodec.map { VideoCodec(rawValue: $0.lowercased()) }
-                job.audioCodec = audioCodec.map { AudioCodec(rawValue: $0.lowercased()) }
-                job.videoBitRate = videoBitrate.flatMap(BitRate.parse)
-                job.quality = quality
-                job.speed = speed.flatMap { EncoderSpeed(rawValue: $0.lowercased()) }
-                job.audioBitRate = audioBitrate.flatMap(BitRate.parse)
-                job.hardwarePolicy = HardwarePolicy(rawValue: hw.lowercased()) ?? .auto
-                job.hardwareDevice = device
-                job.watermark = watermark.flatMap(Watermark.init(argument:))
-                job.outputDirectory = outputDir
-                job.journal = journal
-                job.keepsStaleOutputs = noOverwrite
-                job.shard = assignment
-                jobs.append(job)
+                units.append(unit)
             }
-            guard let assignment else { return jobs }
-            let selected = assignment.shard.select(jobs)
+            guard let assignment else { return units }
+            // Shards split inputs, never one input's outputs: they share its decode.
+            let selected = assignment.shard.select(units)
             // The shard is said, with what chose it, so a log shows which slice this process ran.
             if !logging.quiet {
-                FileHandle.standardError.write(Data("vaf: shard \(assignment.shard) from \(assignment.summary): \(selected.count) of \(jobs.count) inputs\n".utf8))
+                FileHandle.standardError.write(Data("vaf: shard \(assignment.shard) from \(assignment.summary): \(selected.count) of \(units.count) inputs\n".utf8))
             }
             return selected
+        }
+
+        /// The job making `input`'s output with `jobPreset`; `ladder` when the input makes one
+        /// output per preset (a manifest's own output name then gains the preset's).
+        private func makeJob(_ input: BatchInput, index: Int, preset jobPreset: ExportPreset, ladder: Bool, namer: OutputNamer,
+                             taken: inout [String: Int]) throws -> BatchJob {
+            let type = fileType(for: jobPreset)
+            var path = namer.path(for: input, index: index, preset: jobPreset.name, fileExtension: type.fileExtension)
+            if ladder, input.output != nil {
+                let url = URL(fileURLWithPath: path)
+                path = url.deletingPathExtension().path + "-\(OutputNamer.clean(jobPreset.name))." + url.pathExtension
+            }
+            // Two inputs with the same name must not share an output: number the later ones.
+            taken[path, default: 0] += 1
+            if let n = taken[path], n > 1 {
+                let url = URL(fileURLWithPath: path)
+                path = url.deletingPathExtension().path + "-\(n)." + url.pathExtension
+            }
+            var job = BatchJob(input: input.path, output: path, preset: jobPreset, fileType: type, overwrite: overwrite)
+            if let p = input.preset, ExportPreset(named: p) == nil { job.planError = "unknown preset '\(p)' in the manifest" }
+            job.frameRate = try parsedFrameRate()
+            if let range = try parsedTimeRange() {
+                if range.countsFrames { job.frameCountedRange = range } else { job.timeRange = range.resolved(frameDuration: nil) }
+            }
+            job.size = try parsedSize()
+            job.videoCodec = videoCodec.map { VideoCodec(rawValue: $0.lowercased()) }
+            job.audioCodec = audioCodec.map { AudioCodec(rawValue: $0.lowercased()) }
+            job.videoBitRate = videoBitrate.flatMap(BitRate.parse)
+            job.quality = quality
+            job.speed = speed.flatMap { EncoderSpeed(rawValue: $0.lowercased()) }
+            job.audioBitRate = audioBitrate.flatMap(BitRate.parse)
+            job.hardwarePolicy = HardwarePolicy(rawValue: hw.lowercased()) ?? .auto
+            job.hardwareDevice = device
+            job.watermark = watermark.flatMap(Watermark.init(argument:))
+            job.outputDirectory = outputDir
+            job.keepsStaleOutputs = noOverwrite
+            return job
         }
 
         /// The shard this process runs, read once from the options and the environment. The
