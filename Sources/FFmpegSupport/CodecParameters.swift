@@ -9,13 +9,24 @@ public final class CodecParameters: @unchecked Sendable {
     public init() {
         guard let p = avcodec_parameters_alloc() else { fatalError("avcodec_parameters_alloc: out of memory") }
         pointer = p
+        containerSampleAspectRatio = nil
     }
 
-    /// A copy of `source`. The corresponding C function is `avcodec_parameters_copy`.
-    init(copying source: UnsafePointer<AVCodecParameters>) throws(FFmpegError) {
+    /// The sample aspect ratio the container declares for the stream (MP4 `pasp`, Matroska
+    /// display size), nil when it declares none. It replaces the bitstream's in these parameters
+    /// (so a muxer writes it) and in every frame a `Decoder` made from them, as ffmpeg does.
+    public let containerSampleAspectRatio: Rational?
+
+    /// A copy of `source`, its sample aspect ratio replaced by `containerSampleAspectRatio` when
+    /// that is positive. The corresponding C function is `avcodec_parameters_copy`.
+    init(copying source: UnsafePointer<AVCodecParameters>, containerSampleAspectRatio: Rational = Rational(0, 1)) throws(FFmpegError) {
         guard let p = avcodec_parameters_alloc() else { throw FFmpegError(code: .outOfMemory, function: "avcodec_parameters_alloc") }
         pointer = p
+        self.containerSampleAspectRatio = containerSampleAspectRatio.isPositive ? containerSampleAspectRatio : nil
         try check(avcodec_parameters_copy(p, source), "avcodec_parameters_copy")
+        if let containerSampleAspectRatio = self.containerSampleAspectRatio {
+            p.pointee.sample_aspect_ratio = containerSampleAspectRatio.avRational
+        }
     }
 
     deinit { var p: UnsafeMutablePointer<AVCodecParameters>? = pointer; avcodec_parameters_free(&p) }

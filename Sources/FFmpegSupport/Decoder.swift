@@ -8,6 +8,9 @@ public final class Decoder {
     let context: UnsafeMutablePointer<AVCodecContext>
     /// The device frames are decoded on, kept alive while the decoder uses it.
     private let hardware: HardwareDevice?
+    /// The container's sample aspect ratio, stamped on every frame: it wins over the bitstream's,
+    /// as in ffmpeg's `decode_video`.
+    private let containerSampleAspectRatio: Rational?
 
     /// What `send` did with a packet.
     public enum SendResult: Sendable, Equatable {
@@ -57,6 +60,7 @@ public final class Decoder {
         }
         self.context = context
         self.hardware = hardware
+        self.containerSampleAspectRatio = parameters.containerSampleAspectRatio
     }
 
     deinit { var p: UnsafeMutablePointer<AVCodecContext>? = context; avcodec_free_context(&p) }
@@ -91,13 +95,15 @@ public final class Decoder {
         try check(result, "avcodec_send_packet")
     }
 
-    /// Takes the next decoded frame, if one is ready. The corresponding C function is `avcodec_receive_frame`.
+    /// Takes the next decoded frame, if one is ready, with the container's sample aspect ratio
+    /// where it declares one. The corresponding C function is `avcodec_receive_frame`.
     public func receiveFrame() throws(FFmpegError) -> ReceiveResult {
         let frame = Frame()
         let result = avcodec_receive_frame(context, frame.pointer)
         if result == cffmpeg_averror(EAGAIN) { return .needsInput }
         if result == cffmpeg_AVERROR_EOF() { return .endOfStream }
         try check(result, "avcodec_receive_frame")
+        if let containerSampleAspectRatio { frame.pointer.pointee.sample_aspect_ratio = containerSampleAspectRatio.avRational }
         return .frame(frame)
     }
 

@@ -98,9 +98,11 @@ public final class Demuxer {
         }
     }
 
-    /// An owned copy of stream `index`'s codec parameters, for a decoder or a muxer.
+    /// An owned copy of stream `index`'s codec parameters, for a decoder or a muxer, with the
+    /// container's sample aspect ratio where it declares one: it wins over the bitstream's, as in ffmpeg.
     public func codecParameters(ofStream index: Int) throws(FFmpegError) -> CodecParameters {
-        try CodecParameters(copying: context.pointee.streams[index]!.pointee.codecpar)
+        let stream = context.pointee.streams[index]!
+        return try CodecParameters(copying: stream.pointee.codecpar, containerSampleAspectRatio: Rational(stream.pointee.sample_aspect_ratio))
     }
 
     // MARK: Reading
@@ -249,7 +251,8 @@ public final class Demuxer {
             metadata: dictionary(s.metadata),
             width: Int(par.width), height: Int(par.height),
             pixelFormat: kind == .video ? PixelFormatID(rawValue: par.format) : .none,
-            sampleAspectRatio: Rational(par.sample_aspect_ratio),
+            sampleAspectRatio: Rational(av_guess_sample_aspect_ratio(nil, stream, nil)),
+            codecSampleAspectRatio: Rational(par.sample_aspect_ratio),
             bitsPerRawSample: Int(par.bits_per_raw_sample),
             videoDelay: Int(par.video_delay),
             colorPrimaries: par.color_primaries == AVCOL_PRI_UNSPECIFIED ? nil : av_color_primaries_name(par.color_primaries).map { String(cString: $0) },

@@ -39,7 +39,12 @@ public struct StreamInfo: Sendable {
     public var width: Int
     public var height: Int
     public var pixelFormat: PixelFormatID
+    /// The sample aspect ratio the stream is shown with: the container's (MP4 `pasp`, Matroska
+    /// display size) where it declares one, else the codec's, as ffmpeg decides; 0/1 when unknown.
     public var sampleAspectRatio: Rational
+    /// The sample aspect ratio the codec's bitstream declares (H.264's VUI), 0/1 when unknown;
+    /// `sampleAspectRatio` differs from it where the container overrides it.
+    public var codecSampleAspectRatio: Rational
     public var bitsPerRawSample: Int
     /// Frames of reordering delay (B-frames); 0 when decode order is presentation order.
     public var videoDelay: Int
@@ -66,4 +71,12 @@ public struct StreamInfo: Sendable {
     public var frameSize: Int
     /// Priming samples to skip at the start (encoder delay).
     public var initialPadding: Int
+
+    /// Whether the container's sample aspect ratio replaces a visibly different one that the
+    /// bitstream declares: both known, over 0.4 % apart (libavformat's tolerance for an aspect
+    /// mismatch, which a Matroska display size rounded to whole pixels stays within).
+    public var containerOverridesCodecAspect: Bool {
+        let (shown, coded) = (sampleAspectRatio, codecSampleAspectRatio)
+        return shown.isPositive && coded.isPositive && abs(shown.doubleValue - coded.doubleValue) > 0.004 * coded.doubleValue
+    }
 }

@@ -44,4 +44,45 @@ import Testing
         print("pixel aspect: \(size) at \(sar) → \(width)x\(height): luma PSNR \(luma) dB")
         #expect(luma >= 52, "luma PSNR \(luma) dB against ffmpeg's scale")
     }
+
+    /// A 320x240 clip whose MP4 `pasp` says square pixels while its H.264 VUI says 27:64: ffmpeg
+    /// shows it 320x240, the container's aspect winning (`av_guess_sample_aspect_ratio`).
+    static func conflictingAspect(in dir: URL) throws -> URL {
+        let url = dir.appendingPathComponent("sar_conflict.mp4")
+        let ffmpeg = try #require(which("ffmpeg"))
+        try #require(try run(ffmpeg, ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30:duration=2", "-c:v", "libx264",
+                                      "-preset", "ultrafast", "-bsf:v", "h264_metadata=sample_aspect_ratio=27/64", "-aspect", "4:3", url.path]).status == 0)
+        return url
+    }
+
+    /// ffprobe's `width,height,sample_aspect_ratio,display_aspect_ratio` of the first video stream.
+    static func probeAspect(_ url: URL) throws -> String {
+        let probe = try #require(which("ffprobe"))
+        return String(decoding: try run(probe, ["-v", "error", "-select_streams", "v", "-show_entries",
+                                                "stream=width,height,sample_aspect_ratio,display_aspect_ratio", "-of", "csv=p=0", url.path]).stdout,
+                      as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test func containerAspectWinsOverTheBitstreams() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = try Self.conflictingAspect(in: dir)
+        #expect(try Self.probeAspect(source) == "320,240,1:1,4:3")
+
+        let output = dir.appendingPathComponent("out.mp4")
+        let session = try #require(ExportSession(asset: Asset(url: source), presetName: "640x480"))
+        let result = try await session.export(to: output, as: .mp4)
+        let exported = try Self.probeAspect(output)
+        #expect(exported.hasPrefix("320,240,"), "\(exported)")
+        #expect(result.warnings.contains { $0.contains("pixel aspect 1:1 differs from the h264 bitstream's 27:64") }, "\(result.warnings)")
+
+        let generator = AssetImageGenerator(asset: Asset(url: source))
+        let image = try await generator.image(at: .zero).image
+        #expect(image.width * 3 == image.height * 4, "thumbnail \(image.width)x\(image.height)")
+
+        let copied = dir.appendingPathComponent("copy.mp4")
+        let passthrough = try #require(ExportSession(asset: Asset(url: source), presetName: "Passthrough"))
+        _ = try await passthrough.export(to: copied, as: .mp4)
+        #expect(try Self.probeAspect(copied) == "320,240,1:1,4:3")
+    }
 }

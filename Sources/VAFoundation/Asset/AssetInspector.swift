@@ -45,6 +45,10 @@ enum AssetInspector {
         }
 
         var warnings: [String] = []
+        for s in streams where s.kind == .video && s.containerOverridesCodecAspect {
+            let (shown, coded) = (s.sampleAspectRatio, s.codecSampleAspectRatio)
+            warnings.append("track \(trackID(s, in: streams)): the container's pixel aspect \(shown.numerator):\(shown.denominator) differs from the \(s.codecName) bitstream's \(coded.numerator):\(coded.denominator); the container's is used, as ffmpeg does")
+        }
         var timings = streams.map { _ in StreamTiming() }
         let media = streams.filter { ($0.kind == .video || $0.kind == .audio) && !$0.isAttachedPicture }
         let indexIsComplete = media.allSatisfy { s in

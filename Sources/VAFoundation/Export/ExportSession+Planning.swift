@@ -286,6 +286,8 @@ extension ExportSession {
                     }
                     audioSettings.channelLayout = layout.name
                     audioSettings.channelCount = layout.channelCount
+                    // The nearest rate the encoder takes (Opus: 48 kHz for a 44.1 kHz source); the writer resamples.
+                    audioSettings.sampleRate = WriterCodecs.nearestSampleRate(to: audioSettings.sampleRate, forEncoder: encoder)
                     if let rate = audioSettings.bitRate { audioSettings.bitRate = min(rate, min(64_000 * layout.channelCount, 512_000)) }
                 }
                 plan.audioSettings = audioSettings

@@ -174,6 +174,10 @@ extension ExportSession {
         // Where the exported media ends: the range's end, or the asset's.
         let stop = range.end.isNumeric ? min(range.end, duration) : duration
         guard stop > start else {
+            // An empty range of a file with media is the range's fault; a file without samples is its own.
+            guard duration > .zero else {
+                throw MediaError(.noTracks, "the file holds no media: its tracks have no samples", path: asset.displayPath)
+            }
             throw MediaError(.invalidArgument, "the time range \(start.seconds)–\(stop.seconds) s holds no media", path: asset.displayPath)
         }
         // Progress and the reported duration are fractions and seconds for people, not engine time.

@@ -234,12 +234,12 @@ final class DecodeLoop {
     }
 
     /// Counts a packet the decoder refused, or rethrows when the refusal is not about damage
-    /// (memory, a device) or the stream is mostly damage.
+    /// (memory, a device).
     private func skipDamage(_ error: FFmpegError, at time: Int64?) throws(MediaError) {
         guard error.code != .outOfMemory, !decoder.usesDevice else { throw decodeFailure(error) }
+        // Counted only: like ffmpeg's error rate, the rule is measured over the whole track at its
+        // end (`checkErrorRate`), so a track whose first stretch is damaged still decodes the rest.
         damagedPackets.append(time)
-        // Fail early on a stream that is all damage, not only at its end.
-        if damagedPackets.count >= 32 && framesDecoded == 0 { throw undecodable(error) }
         lastError = error
     }
 

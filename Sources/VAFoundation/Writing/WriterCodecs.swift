@@ -300,6 +300,14 @@ enum WriterCodecs {
         return max(1, (bits + Int64(span.timescale) - 1) / Int64(span.timescale))
     }
 
+    /// The rate `encoder` takes nearest to `rate`, as ffmpeg negotiates it (libopus turns 44.1 kHz
+    /// into 48 kHz, 22.05 kHz into 24 kHz); `rate` itself when the encoder takes it or any rate.
+    static func nearestSampleRate(to rate: Int, forEncoder encoder: String) -> Int {
+        let rates = Encoder.sampleRates(ofEncoder: encoder)
+        guard !rates.contains(rate) else { return rate }
+        return rates.min { abs($0 - rate) < abs($1 - rate) } ?? rate
+    }
+
     /// The encoder and configuration for `settings`.
     static func audioConfiguration(_ s: AudioSettings, globalHeader: Bool) throws(MediaError) -> (name: String, configuration: Encoder.Configuration) {
         let name = try audioEncoderName(s)
