@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 import Testing
 @testable import VAFoundation
@@ -108,5 +109,34 @@ import Testing
         while let sample = try output.copyNextSampleBuffer() { times.append(sample.presentationTimeStamp.seconds) }
         #expect(abs((times.first ?? -1) - expected) < 0.001, "first \(times.first ?? -1) s, ffprobe's frame on screen at \(start) s is \(expected) s")
         #expect(times.count == shown.filter { $0 > expected - 1e-9 && $0 < start + 1 - 1e-9 }.count)
+    }
+
+    /// ffmpeg's mean volume (dB) of `url`'s audio, or of `seconds` of it from `start` when given (its `atrim`).
+    static func meanVolume(_ url: URL, trim: (start: Double, seconds: Double)? = nil) throws -> Double {
+        let ffmpeg = try #require(which("ffmpeg"))
+        let filter = (trim.map { "atrim=\($0.start):\($0.start + $0.seconds)," } ?? "") + "volumedetect"
+        let child = try ChildProcess.run(ffmpeg, ["-v", "info", "-nostats", "-i", url.path, "-af", filter, "-f", "null", "-"], timeLimit: 600)
+        let line = try #require(child.stderr.split(separator: "\n").first { $0.contains("mean_volume:") }, "\(child.stderr)")
+        return try #require(Double(line.split(separator: " ").dropLast().last ?? ""))
+    }
+
+    /// FFmpeg 5.1's Ogg seek lands where the Opus decoder yields nothing (`ffmpeg -ss 0.2 -t 1`
+    /// writes 0 s of it): the export reads from the file's start and drops what lies before the range.
+    @Test(arguments: [0.2, 5.0])
+    func anOggOpusTrimReadsFromTheStartWhenItsSeekYieldsNothing(start: Double) async throws {
+        let clip = try TestFiles.requireSharedMedia().appendingPathComponent("opus_mono.opus")
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let output = dir.appendingPathComponent("trim.m4a")
+        let session = try #require(ExportSession(asset: Asset(url: clip), presetName: "AppleM4A"))
+        session.timeRange = MediaTimeRange(start: MediaTime(seconds: start, preferredTimescale: 1000), duration: MediaTime(value: 1, timescale: 1))
+        _ = try await session.export(to: output, as: .m4a)
+        let probe = try #require(which("ffprobe"))
+        let duration = try run(probe, ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", output.path])
+        let seconds = Double(String(decoding: duration.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        #expect(abs(seconds - 1) < 0.025, "the trim lasts \(seconds) s")
+        // The same second of sound as ffmpeg's decode of the whole file cut by atrim.
+        let written = try Self.meanVolume(output), reference = try Self.meanVolume(clip, trim: (start, 1))
+        #expect(abs(written - reference) < 1, "mean volume \(written) dB, ffmpeg's atrim of the source \(reference) dB")
     }
 }

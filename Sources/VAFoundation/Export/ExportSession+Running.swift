@@ -90,7 +90,13 @@ extension ExportSession {
                 result.warnings += unreadable.map { "track \($0.trackID) (\($0.mediaType)): \($0.reason); exported without it" }
                 return result
             } catch let empty as TrackYieldedNothing {
-                guard empty.otherLanes > 0, !run.withLock({ $0.cancelled }), !Task.isCancelled else { throw empty.error }
+                guard !run.withLock({ $0.cancelled }), !Task.isCancelled else { throw empty.error }
+                // A seek can land where nothing decodes (FFmpeg 5.1's Ogg Opus): read from the
+                // file's start and drop what lies before the range, as ffmpeg's output-side trim
+                // does, before deciding the track is unreadable.
+                let seeked = settings.withLock { $0.timeRange.start > .zero }
+                if seeked, run.withLock({ r in defer { r.readsFromFileStart = true }; return !r.readsFromFileStart }) { continue }
+                guard empty.otherLanes > 0 else { throw empty.error }
                 unreadable.append(.init(trackID: empty.trackID, mediaType: empty.mediaType.rawValue,
                                         reason: "no sample of it could be read (the file is damaged)"))
             }
@@ -185,6 +191,7 @@ extension ExportSession {
 
         let reader = AssetReader(asset: asset)
         reader.timeRange = range
+        reader.seeksToRangeStart = !run.withLock { $0.readsFromFileStart }
         let writer = try AssetWriter(url: url, fileType: fileType, overwritesExistingFile: s.overwritesExistingFile)
         writer.shouldOptimizeForNetworkUse = s.shouldOptimizeForNetworkUse
         let probe = stageProbe

@@ -68,6 +68,8 @@ public final class ExportSession: Sendable {
         var resumedReaders: [AssetReader] = []
         /// Where the video went on in software, and why.
         var resumption: (at: MediaTime, framesKept: Int, cause: String)?
+        /// The attempt reads the source from its start instead of seeking to the range's start.
+        var readsFromFileStart = false
         /// One session per output of a multi-output export (`export(to: [Output])`).
         var branches: [ExportSession] = []
         /// Told when the progress rises: a multi-output export follows its outputs' progress.

@@ -21,6 +21,7 @@ public final class AssetReader: Sendable {
         var timeRange = MediaTimeRange(start: .zero, duration: .positiveInfinity)
         var outputs: [AssetReaderOutput] = []
         var session: DemuxSession?
+        var seeksToRangeStart = true
     }
 
     /// A reader for `asset`; the file is opened by `startReading()`.
@@ -32,6 +33,14 @@ public final class AssetReader: Sendable {
     /// Why reading failed; nil unless `status` is `.failed`.
     public var error: MediaError? { state.withLock { $0.error } }
     public var outputs: [AssetReaderOutput] { state.withLock { $0.outputs } }
+
+    /// Whether reading a range seeks near its start (default) or reads the file from its start
+    /// and drops what lies before the range: for a file whose seek lands where nothing decodes
+    /// (FFmpeg 5.1's Ogg Opus), as ffmpeg's output-side trim does. Set before `startReading()`.
+    var seeksToRangeStart: Bool {
+        get { state.withLock { $0.seeksToRangeStart } }
+        set { state.withLock { if $0.status == .unknown { $0.seeksToRangeStart = newValue } } }
+    }
 
     /// The part of the asset to read (default: all of it). Reading is frame-accurate for decoded
     /// outputs (decoding starts at the preceding keyframe and earlier frames are dropped);
@@ -58,14 +67,14 @@ public final class AssetReader: Sendable {
     /// Opens the file and prepares every output's decoder. Throws (and sets `status` to
     /// `.failed`) when the file or a track cannot be read.
     public func startReading() throws {
-        let (outputs, range) = try state.withLock { s throws(MediaError) in
+        let (outputs, range, seeks) = try state.withLock { s throws(MediaError) in
             guard s.status == .unknown else {
                 throw MediaError(.invalidState, "startReading can be called once", path: asset.displayPath)
             }
             guard !s.outputs.isEmpty else {
                 throw MediaError(.invalidState, "add at least one output before reading", path: asset.displayPath)
             }
-            return (s.outputs, s.timeRange)
+            return (s.outputs, s.timeRange, s.seeksToRangeStart)
         }
         do {
             if !outputs.contains(where: \.readsFile) {
@@ -80,7 +89,7 @@ public final class AssetReader: Sendable {
                 state.withLock { $0.status = .reading }
                 return
             }
-            let session = try DemuxSession(path: asset.displayPath, timeRange: range,
+            let session = try DemuxSession(path: asset.displayPath, timeRange: range, seeks: seeks,
                                            streams: Set(outputs.flatMap(\.streamIndices)), opened: asset.inspectedDemuxer.take())
             for output in outputs { try output.prepare(session: session, timeRange: range) }
             state.withLock {
@@ -147,8 +156,9 @@ final class DemuxSession: Sendable {
     private let state: Locked<State>
 
     /// Reads `wanted` of `path` over `timeRange`, from `opened` when given (a demuxer of that
-    /// file at the start of its data, e.g. the asset's inspection's), else from a new one.
-    init(path: String, timeRange: MediaTimeRange, streams wanted: Set<Int>, opened: Demuxer? = nil) throws(MediaError) {
+    /// file at the start of its data, e.g. the asset's inspection's), else from a new one;
+    /// from the range's preceding keyframe when `seeks`, else from the file's start.
+    init(path: String, timeRange: MediaTimeRange, seeks: Bool = true, streams wanted: Set<Int>, opened: Demuxer? = nil) throws(MediaError) {
         self.path = path
         let demuxer: Demuxer
         if let opened {
@@ -158,7 +168,7 @@ final class DemuxSession: Sendable {
         }
         self.streams = demuxer.streams
         demuxer.selectStreams(wanted)
-        if timeRange.start.isNumeric && timeRange.start > .zero {
+        if seeks && timeRange.start.isNumeric && timeRange.start > .zero {
             // Seek on the lowest-numbered video stream (or the first wanted one) to its keyframe at or before the start.
             let anchor = wanted.sorted().first { demuxer.streams[$0].kind == .video } ?? wanted.min() ?? 0
             let target = TickRange(timeRange, timeBase: demuxer.streams[anchor].timeBase).start
