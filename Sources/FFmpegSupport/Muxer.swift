@@ -141,6 +141,33 @@ public final class Muxer {
         try check(av_dict_set(&context.pointee.metadata, key, value, 0), "av_dict_set")
     }
 
+    /// Adds a chapter from `start` to `end` (in `timeBase`) with `title`, before the header is
+    /// written; the context owns it from then on (`avformat_free_context` frees it). The
+    /// corresponding C functions are `av_mallocz` and `av_dynarray_add_nofree`.
+    public func addChapter(id: Int64, start: Int64, end: Int64, timeBase: Rational, title: String?) throws(FFmpegError) {
+        guard let chapter = av_mallocz(MemoryLayout<AVChapter>.size)?.assumingMemoryBound(to: AVChapter.self) else {
+            throw FFmpegError(code: .outOfMemory, function: "av_mallocz")
+        }
+        chapter.pointee.id = id
+        chapter.pointee.start = start
+        chapter.pointee.end = end
+        chapter.pointee.time_base = timeBase.avRational
+        if let title, av_dict_set(&chapter.pointee.metadata, "title", title, 0) < 0 {
+            av_free(chapter)
+            throw FFmpegError(code: .outOfMemory, function: "av_dict_set")
+        }
+        let added = withUnsafeMutablePointer(to: &context.pointee.chapters) { table in
+            withUnsafeMutablePointer(to: &context.pointee.nb_chapters) { number in
+                number.withMemoryRebound(to: Int32.self, capacity: 1) { av_dynarray_add_nofree(table, $0, chapter) }
+            }
+        }
+        if added < 0 {
+            av_dict_free(&chapter.pointee.metadata)
+            av_free(chapter)
+            throw FFmpegError(added, "av_dynarray_add_nofree")
+        }
+    }
+
     // MARK: Writing
 
     /// Writes the file header. `options` are muxer options such as `movflags`; an option the

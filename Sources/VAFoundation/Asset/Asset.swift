@@ -135,4 +135,20 @@ public struct ContainerFormat: Sendable, Hashable, Codable {
 public struct Chapter: Sendable, Hashable {
     public var title: String?
     public var timeRange: MediaTimeRange
+
+    public init(title: String?, timeRange: MediaTimeRange) {
+        self.title = title
+        self.timeRange = timeRange
+    }
+
+    /// `chapters` on an export's timeline of `start ..< end` of the source: each cut to the
+    /// export's part and moved to start at 0; chapters outside it are left out.
+    static func carriedOver(_ chapters: [Chapter], from start: MediaTime, to end: MediaTime) -> [Chapter] {
+        chapters.compactMap { chapter in
+            let first = max(chapter.timeRange.start, start)
+            let last = min(chapter.timeRange.end, end)
+            guard first.isNumeric, last.isNumeric, last > first else { return nil }
+            return Chapter(title: chapter.title, timeRange: MediaTimeRange(start: first - start, end: last - start))
+        }
+    }
 }

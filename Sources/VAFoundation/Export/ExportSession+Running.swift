@@ -196,9 +196,10 @@ extension ExportSession {
         writer.shouldOptimizeForNetworkUse = s.shouldOptimizeForNetworkUse
         let probe = stageProbe
         writer.probe = probe
-        // Carry the source's metadata over, minus what the muxer writes itself.
+        // Carry the source's metadata over, minus what the muxer writes itself, and its chapters.
         let sourceMetadata = try await asset.load(.metadata)
         writer.metadata = s.metadata ?? MetadataItem.carriedOver(sourceMetadata)
+        writer.chapters = Chapter.carriedOver(try await asset.load(.chapters), from: start, to: stop)
         run.withLock {
             $0.reader = reader
             $0.writer = writer

@@ -24,6 +24,7 @@ public final class AssetWriter: Sendable {
     private struct Options {
         var inputs: [AssetWriterInput] = []
         var metadata: [MetadataItem] = []
+        var chapters: [Chapter] = []
         var shouldOptimizeForNetworkUse = false
         var movieFragmentInterval = MediaTime.invalid
         var movieTimeScale: Int32 = 0
@@ -64,6 +65,12 @@ public final class AssetWriter: Sendable {
     public var metadata: [MetadataItem] {
         get { options.withLock { $0.metadata } }
         set { options.withLock { $0.metadata = newValue } }
+    }
+    /// Chapter markers on the output's timeline (MP4/MOV: a QuickTime chapter track and Nero
+    /// chapters; Matroska: its chapters). Set before `startWriting()`.
+    public var chapters: [Chapter] {
+        get { options.withLock { $0.chapters } }
+        set { options.withLock { $0.chapters = newValue } }
     }
     /// Puts the mp4/mov index (moov) before the media data (FFmpeg's `faststart`). No effect
     /// on Matroska, whose index is found through its seek head. Set before `startWriting()`.
@@ -182,7 +189,7 @@ public final class AssetWriter: Sendable {
         partialFile.withLock { $0 = temporary }
         let configuration = WriterConfiguration(
             destination: outputURL, temporary: temporary, fileType: outputFileType,
-            overwritesExistingFile: overwritesExistingFile, metadata: snapshot.metadata,
+            overwritesExistingFile: overwritesExistingFile, metadata: snapshot.metadata, chapters: snapshot.chapters,
             shouldOptimizeForNetworkUse: snapshot.shouldOptimizeForNetworkUse,
             movieFragmentInterval: snapshot.movieFragmentInterval, movieTimeScale: snapshot.movieTimeScale,
             expectedContent: snapshot.expectedContent, probe: snapshot.probe)

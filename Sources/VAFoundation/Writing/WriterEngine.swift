@@ -35,6 +35,8 @@ struct WriterConfiguration: Sendable {
     var fileType: FileType
     var overwritesExistingFile: Bool
     var metadata: [MetadataItem]
+    /// Chapters on the output's timeline.
+    var chapters: [Chapter]
     var shouldOptimizeForNetworkUse: Bool
     var movieFragmentInterval: MediaTime
     var movieTimeScale: Int32
@@ -615,6 +617,11 @@ final class WriterEngine: @unchecked Sendable {
                 }
             }
             for item in configuration.metadata { try muxer.setMetadata(item.value, forKey: item.key) }
+            for (id, chapter) in configuration.chapters.enumerated() {
+                let micro = Rational(1, 1_000_000)
+                guard let start = micro.ticks(of: chapter.timeRange.start), let end = micro.ticks(of: chapter.timeRange.end) else { continue }
+                try muxer.addChapter(id: Int64(id), start: start, end: end, timeBase: micro, title: chapter.title)
+            }
             try muxer.writeHeader(options: muxerOptions())
         } catch {
             throw MediaError(.writeFailed, "cannot write the \(configuration.fileType) header", path: path, underlying: error)
