@@ -42,6 +42,11 @@ public struct PixelFormatID: RawRepresentable, Sendable, Hashable, CustomStringC
         guard let descriptor = av_pix_fmt_desc_get(avValue) else { return false }
         return descriptor.pointee.flags & UInt64(AV_PIX_FMT_FLAG_HWACCEL) != 0
     }
+    /// True for formats that carry an alpha channel (yuva444p10le, rgba…).
+    public var hasAlpha: Bool {
+        guard let descriptor = av_pix_fmt_desc_get(avValue) else { return false }
+        return descriptor.pointee.flags & UInt64(AV_PIX_FMT_FLAG_ALPHA) != 0
+    }
     /// True for RGB formats (packed or planar, with or without alpha).
     public var isRGB: Bool {
         guard let descriptor = av_pix_fmt_desc_get(avValue) else { return false }

@@ -230,6 +230,7 @@ extension ExportSession {
                 }
                 plan.videoTrack = video
                 plan.videoSettings = videoSettings
+                plan.warnings += Self.lossWarnings(reencoding: video, to: videoSettings)
                 plan.videoEncoder = assistant.videoEncoder
                 plan.frameRate = assistant.outputFrameRate
                 // A composition's segments are decoded and joined in host memory, unless a video
@@ -383,6 +384,22 @@ extension ExportSession {
     /// it is progressive; the plan cannot know of those.)
     static func isInterlaced(_ track: AssetTrack) -> Bool {
         ["tt", "bb", "tb", "bt"].contains(track.formatDescription.video?.fieldOrder ?? "progressive")
+    }
+
+    /// What re-encoding `track` with `settings` leaves out that the source carries, said rather
+    /// than dropped in silence: a Dolby Vision RPU (the output keeps the base layer) and an
+    /// alpha channel (ProRes 4444, VP9 or PNG with transparency) the output format lacks.
+    static func lossWarnings(reencoding track: AssetTrack, to settings: VideoSettings) -> [String] {
+        var warnings: [String] = []
+        let video = track.formatDescription.video
+        if let dolbyVision = video?.dolbyVision, dolbyVision.hasRPU {
+            warnings.append("track \(track.trackID) (video): its Dolby Vision metadata (profile \(dolbyVision.profile), RPU) is dropped; the output keeps the base layer's picture")
+        }
+        let output = PixelFormatID(name: (settings.pixelFormat ?? .yuv420p).rawValue)
+        if let source = video?.pixelFormat.flatMap(PixelFormatID.init(name:)), source.hasAlpha, output?.hasAlpha != true {
+            warnings.append("track \(track.trackID) (video): its alpha channel (\(source)) is dropped; \(output.map { "\($0)" } ?? "the output format") has none")
+        }
+        return warnings
     }
 
     /// Why passthrough cannot copy `track` into a `fileType` file, nil when it can.
