@@ -124,6 +124,41 @@ import VATestSupport
         }
     }
 
+    /// A ladder on the device (`export(to: [Output])`): each source picture is decoded once into a
+    /// surface and handed to every rendition, whose video processor scales it for its VA encoder;
+    /// no picture touches host memory. The device's session limit of 1 holds the whole ladder,
+    /// which is one job.
+    @Test func aLadderOnTheDeviceDecodesEachPictureOnceWithoutHostTransfers() async throws {
+        let dir = try TemporaryDirectory()
+        let source = URL(fileURLWithPath: dir.file("source.mov"))
+        try await Self.writeMJPEGSource(to: source)
+        let counters = dir.file("counters.txt")
+        try await Self.withDevice(SoftVAOptions(countersPath: counters), maximumConcurrentSessions: 1) { device in
+            let session = ExportSession(asset: Asset(url: source), preset: .preset640x480)
+            session.videoCodec = .mjpeg
+            session.hardwareDevice = device
+            session.hardwarePolicy = .require
+            let rungs: [(ExportPreset, Int, Int)] = [(.preset640x480, 640, 360), (.mediumQuality, 568, 320), (.lowQuality, 224, 126)]
+            let outputs = rungs.map { rung in
+                ExportSession.Output(url: URL(fileURLWithPath: dir.file("\(rung.0.name).mov")), fileType: .mov, preset: rung.0)
+            }
+            let results = try await session.export(to: outputs).map { try $0.get() }
+            for (result, rung) in zip(results, rungs) {
+                #expect(result.path == .hardware, "\(rung.0.name): \(result.pathReason)")
+                #expect(result.hostTransfers == 0 && result.hostTransferBytes == 0, "\(rung.0.name): \(result.hostTransfers) transfers")
+                #expect(result.videoSettings.map { ($0.width, $0.height) } ?? (0, 0) == (rung.1, rung.2), "\(rung.0.name)")
+                #expect(try Self.frameCount(result.outputURL.path) == Self.frames, "\(rung.0.name)")
+            }
+            let driver = try SoftVACounters(path: counters)
+            #expect(driver["decodes"] == UInt64(Self.frames), "each source picture decoded once for the three renditions")
+            #expect(driver["encodes"] == UInt64(3 * Self.frames))
+            #expect(driver["host_transfer_bytes"] == 0, "no image was mapped, read or written by the host")
+            // The 640x360 rendition's encoder takes the decoder's surface as it is; the other two scale it.
+            #expect(driver["vpp_ops"] == UInt64(2 * Self.frames))
+            #expect(driver["decode_contexts_peak"] == 1, "one decoder for the ladder")
+        }
+    }
+
     /// SoftVA without its H.264 entry points: H.264 sources take the hybrid path there.
     static let jpegOnly = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Hardware/Profiles/softva-jpeg-vpp.profile").path

@@ -72,7 +72,10 @@ extension ExportSession {
         let common = settings.withLock { $0 }
         let branches = outputs.map { output -> ExportSession in
             let branch = ExportSession(asset: asset, preset: output.preset ?? preset)
-            branch.settings.withLock { $0 = common }
+            branch.settings.withLock {
+                $0 = common
+                $0.holdsParentsDeviceSlot = true
+            }
             branch.stageProbe = stageProbe
             return branch
         }
@@ -84,9 +87,12 @@ extension ExportSession {
         for branch in branches {
             branch.run.withLock { $0.progressObserver = { [weak self] in self?.followSlowestBranch() } }
         }
-        let reader = try await shareDecodes(among: branches, writing: outputs)
+        let (reader, device) = try await shareDecodes(among: branches, writing: outputs)
         run.withLock { $0.reader = reader }
         defer { reader?.cancelReading() }
+        // One session slot of the device for every output: they are one job.
+        if let device { try await device.sessions.acquire() }
+        defer { if let device { Task { await device.sessions.release() } } }
         if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: asset.displayPath) }
         try reader?.startReading()
 
@@ -131,38 +137,43 @@ extension ExportSession {
     }
 
     /// Opens one reader for every decode that two or more outputs would each make alike, and
-    /// gives each of those outputs its branch of it; nil when no decode is shared. The outputs
-    /// are planned here as their sessions will plan them; one whose plan differs when it runs
-    /// (or fails here) decodes on its own.
-    private func shareDecodes(among branches: [ExportSession], writing outputs: [Output]) async throws -> AssetReader? {
+    /// gives each of those outputs its branch of it; no reader when no decode is shared. The
+    /// outputs are planned here as their sessions will plan them; one whose plan differs when
+    /// it runs (or fails here) decodes on its own. Also returns the device the outputs' plans use.
+    private func shareDecodes(among branches: [ExportSession], writing outputs: [Output]) async throws -> (AssetReader?, VideoDevice?) {
         let s = settings.withLock { $0 }
         let tracks = try await asset.load(.tracks)
         var wanted: [SharedDecodeRequest: [Int]] = [:]
         var order: [SharedDecodeRequest] = []
+        var device: VideoDevice?
         for (i, branch) in branches.enumerated() {
             guard branch.canWrite(outputs[i].fileType),
                   let plan = try? await branch.makePlan(tracks: tracks, fileType: outputs[i].fileType, softwareOnly: false) else { continue }
+            device = device ?? plan.device
             for request in Self.shareableDecodes(of: plan, settings: s) {
                 if wanted[request] == nil { order.append(request) }
                 wanted[request, default: []].append(i)
             }
         }
         let shared = order.filter { wanted[$0]!.count > 1 }
-        guard !shared.isEmpty else { return nil }
+        guard !shared.isEmpty else { return (nil, device) }
         let reader = AssetReader(asset: asset)
         reader.timeRange = s.timeRange
         var shares = [[FanOutBranch.Share]](repeating: [], count: branches.count)
         for request in shared {
             guard let track = tracks.first(where: { $0.trackID == request.trackID }) else { continue }
             let output = try AssetReaderTrackOutput(track: track, outputSettings: request.settings)
-            if track.mediaType == .video, let codec = request.encoderCodec {
+            let users = wanted[request]!
+            if let device = request.device {
+                output.hardwareDevice = device
+                output.extraDeviceSurfaces.withLock { $0 = PipelineBounds.fanOutDeviceSurfaces(branches: users.count) }
+            } else if track.mediaType == .video, let codec = request.encoderCodec {
                 output.decoderThreadCount = PipelineBounds.decoderThreads(besideHostEncoderOf: codec)
             }
             output.audioTimePitchAlgorithm = s.audioTimePitchAlgorithm
             // A track past the damage rate ends its branches alone: each export weighs it.
             output.weighsDamageAcrossTracks = true
             try reader.add(output)
-            let users = wanted[request]!
             let fanOut = FanOutSource(source: output, branches: users.count, capacity: PipelineBounds.fanOutWindow(for: track.mediaType),
                                       probe: stageProbe)
             for (branch, user) in users.enumerated() {
@@ -172,19 +183,23 @@ extension ExportSession {
         for (i, branch) in branches.enumerated() where !shares[i].isEmpty {
             branch.settings.withLock { $0.fanOut = FanOutBranch(shares[i]) }
         }
-        return reader
+        return (reader, device)
     }
 
     /// The decodes of `plan` that outputs of a multi-output export can share: its video track
-    /// decoded in host memory at the source's size (each output's writer fits it), and a single
-    /// audio track played without a mix, as PCM in the plan's layout. None where the plan
-    /// decodes otherwise: on a device, through a video composition, or mixing tracks.
+    /// decoded at the source's size (each output's writer fits it), in host memory, or into
+    /// surfaces of the plan's device when the plan decodes, scales and encodes there (each
+    /// output's video processor scales it); and a single audio track played without a mix, as
+    /// PCM in the plan's layout. None where the plan decodes otherwise: partly on a device,
+    /// through a video composition, or mixing tracks.
     static func shareableDecodes(of plan: ExportPlan, settings s: Settings) -> [SharedDecodeRequest] {
         var requests: [SharedDecodeRequest] = []
-        if s.videoComposition == nil, plan.device == nil, let video = plan.videoTrack, let videoSettings = plan.videoSettings {
-            let attributes = PixelBufferAttributes(pixelFormat: videoSettings.pixelFormat ?? .yuv420p,
-                                                   colorProperties: toneMapping(from: video, to: videoSettings))
-            requests.append(SharedDecodeRequest(trackID: video.trackID, settings: .video(attributes), encoderCodec: videoSettings.codec))
+        let onDevice = plan.device != nil && plan.hardware?.scalesOnDevice == true
+        if s.videoComposition == nil, plan.device == nil || onDevice, let video = plan.videoTrack, let videoSettings = plan.videoSettings {
+            let attributes = onDevice ? PixelBufferAttributes(pixelFormat: .vaapiSurface)
+                : PixelBufferAttributes(pixelFormat: videoSettings.pixelFormat ?? .yuv420p, colorProperties: toneMapping(from: video, to: videoSettings))
+            requests.append(SharedDecodeRequest(trackID: video.trackID, settings: .video(attributes), encoderCodec: videoSettings.codec,
+                                                device: onDevice ? plan.device : nil))
         }
         if s.audioMix == nil, !plan.mergesMonoTracks, plan.audioTracks.count == 1, let audio = plan.audioTracks.first,
            let audioSettings = plan.audioSettings {
@@ -201,15 +216,20 @@ extension ExportSession {
     }
 }
 
-/// A decode an output of a multi-output export asks for: one track, decoded with these settings.
+/// A decode an output of a multi-output export asks for: one track, decoded with these
+/// settings, on this device or on the host.
 struct SharedDecodeRequest: Hashable, Sendable {
     var trackID: Int
     var settings: ReaderOutputSettings
     /// The video codec the decoded pictures go to, which sets the decoder's threads; not part
     /// of what makes two requests alike.
     var encoderCodec: VideoCodec?
+    /// The device decoding into surfaces; nil decodes on the host.
+    var device: VideoDevice?
 
-    static func == (a: SharedDecodeRequest, b: SharedDecodeRequest) -> Bool { a.trackID == b.trackID && a.settings == b.settings }
+    static func == (a: SharedDecodeRequest, b: SharedDecodeRequest) -> Bool {
+        a.trackID == b.trackID && a.settings == b.settings && a.device === b.device
+    }
     func hash(into hasher: inout Hasher) {
         hasher.combine(trackID)
         hasher.combine(settings)

@@ -337,11 +337,10 @@ extension ExportSession {
         }
         // Exports sharing a device wait for one of its session slots. The release task holds
         // the slots only, not the device, so the device closes when its last user is done.
-        let slots = plan.device?.sessions
-        if let slots {
-            run.withLock { $0.usesDevice = true }
-            try await slots.acquire()
-        }
+        // The outputs of a multi-output export run under the one slot their export holds.
+        if plan.device != nil { run.withLock { $0.usesDevice = true } }
+        let slots = s.holdsParentsDeviceSlot ? nil : plan.device?.sessions
+        if let slots { try await slots.acquire() }
         defer { if let slots { Task { await slots.release() } } }
         // Progress counts what reached the file, not what was handed over: encoders hold back
         // up to dozens of frames, written while finishing. The writer pushes each step.

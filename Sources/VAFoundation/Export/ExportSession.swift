@@ -53,6 +53,10 @@ public final class ExportSession: Sendable {
         var hardwareDevice: VideoDevice?
         /// The shared decodes this session reads as one output of a multi-output export.
         var fanOut: FanOutBranch?
+        /// This session is an output of a multi-output export, which holds one session slot of
+        /// the device for all its outputs: waiting for slots of their own, beside outputs that
+        /// wait for them, they could wait for ever.
+        var holdsParentsDeviceSlot = false
     }
 
     struct Run {

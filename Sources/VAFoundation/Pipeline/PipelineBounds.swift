@@ -57,6 +57,13 @@ enum PipelineBounds {
     /// so the window spans more than a lane's pacing window (`laneWindow`).
     static let fanOutAudioBlocks = 64
 
+    /// Decoder surfaces a fan-out on a device needs beyond the decoder's references: its
+    /// window, and for each branch the lane's picture, the writer's queued one and what a VA
+    /// encoder of the source's size holds (it takes the decoder's surface as it is).
+    static func fanOutDeviceSurfaces(branches: Int) -> Int {
+        fanOutPictures + branches * (writerQueuedPictures + 1 + vaEncoderHeldSurfaces)
+    }
+
     /// The samples a fan-out of `mediaType` keeps for its slower branches.
     static func fanOutWindow(for mediaType: MediaType) -> Int {
         mediaType == .video ? fanOutPictures : fanOutAudioBlocks

@@ -237,6 +237,9 @@ public final class AssetReaderTrackOutput: AssetReaderOutput, VideoDecodingOutpu
     private let device = Locked<VideoDevice?>(nil)
     /// Where an export's stages record what they did (set by the export before reading starts).
     let observations = Locked<StageObservations?>(nil)
+    /// Surfaces a device decoder keeps beyond its references: more when its pictures go to
+    /// several outputs at once (a fan-out), each holding some. Set before reading starts.
+    let extraDeviceSurfaces = Locked(DecodeLoop.extraHardwareFrames)
 
     /// Decode video on this VA-API device (set before `startReading()`). With
     /// `PixelBufferAttributes(pixelFormat: .vaapiSurface, …)` the pictures stay in GPU surfaces,
@@ -267,7 +270,7 @@ public final class AssetReaderTrackOutput: AssetReaderOutput, VideoDecodingOutpu
         case .video(let attributes):
             pipeline = try VideoDecodePipeline(session: session, track: track, attributes: attributes, timeRange: timeRange,
                                                device: hardwareDevice, observations: observations.withLock { $0 },
-                                               decoderThreads: decoderThreadCount)
+                                               decoderThreads: decoderThreadCount, extraDeviceSurfaces: extraDeviceSurfaces.withLock { $0 })
         case .audio(let pcm): pipeline = try AudioDecodePipeline(session: session, track: track, pcm: pcm, timeRange: timeRange)
         }
     }

@@ -152,7 +152,8 @@ final class DecodeLoop {
 
     /// A decoder for `stream`, decoding into VA surfaces on `hardware` when the driver takes it;
     /// `threadCount` 0 lets FFmpeg choose.
-    init(session: DemuxSession, stream: Int, hardware: HardwareDevice? = nil, threadCount: Int = 0) throws(MediaError) {
+    init(session: DemuxSession, stream: Int, hardware: HardwareDevice? = nil, threadCount: Int = 0,
+         extraHardwareFrames: Int = DecodeLoop.extraHardwareFrames) throws(MediaError) {
         self.session = session
         self.stream = stream
         self.path = session.path
@@ -160,7 +161,7 @@ final class DecodeLoop {
         let parameters = try session.codecParameters(stream: stream)
         do throws(FFmpegError) {
             decoder = try Decoder(parameters: parameters, timeBase: info.timeBase, threadCount: threadCount, hardware: hardware,
-                                  extraHardwareFrames: hardware == nil ? 0 : Self.extraHardwareFrames)
+                                  extraHardwareFrames: hardware == nil ? 0 : extraHardwareFrames)
         } catch {
             throw MediaError(.unsupported, "cannot decode \(info.codecName) (stream \(stream))", path: session.path, underlying: error)
         }
@@ -323,7 +324,8 @@ final class VideoDecodePipeline: TrackPipeline {
     static let hostFramePoolCapacity = PipelineBounds.readerHostFrames
 
     init(session: DemuxSession, track: AssetTrack, attributes: PixelBufferAttributes, timeRange: MediaTimeRange,
-         device: VideoDevice? = nil, observations: StageObservations? = nil, decoderThreads: Int = 0) throws(MediaError) {
+         device: VideoDevice? = nil, observations: StageObservations? = nil, decoderThreads: Int = 0,
+         extraDeviceSurfaces: Int = DecodeLoop.extraHardwareFrames) throws(MediaError) {
         self.observations = observations
         wantsSurfaces = attributes.pixelFormat == .vaapiSurface
         let deep = (track.formatDescription.video?.bitDepth ?? 8) > 8
@@ -342,7 +344,8 @@ final class VideoDecodePipeline: TrackPipeline {
         if let w = attributes.width, let h = attributes.height, w <= 0 || h <= 0 {
             throw MediaError(.invalidArgument, "output size \(w)x\(h) is not positive", path: session.path)
         }
-        self.loop = try DecodeLoop(session: session, stream: track.streamIndex, hardware: device?.hardware, threadCount: decoderThreads)
+        self.loop = try DecodeLoop(session: session, stream: track.streamIndex, hardware: device?.hardware, threadCount: decoderThreads,
+                                   extraHardwareFrames: extraDeviceSurfaces)
         self.track = track
         self.attributes = attributes
         self.targetFormat = format
