@@ -559,6 +559,14 @@ struct BatchRunner {
         return (reports, signal)
     }
 
+    /// Removes the partial files of `outputs` that writers killed outright (SIGKILL, the OOM
+    /// killer, a container stopped) left, saying so on stderr; live writers' are kept, as their locks show.
+    static func removeStalePartialFiles(of outputs: [String]) {
+        for stale in AssetWriter.removeStalePartialFiles(for: outputs.map { URL(fileURLWithPath: $0) }) {
+            FileHandle.standardError.write(Data("vaf: removed \(stale.path), a partial file whose writer is gone\n".utf8))
+        }
+    }
+
     /// `task`'s value once it ends, with the first stopping signal received meanwhile, which
     /// cancels it (shared with `vaf render`).
     static func cancellingOnSignals<T: Sendable>(_ task: Task<T, Never>) async -> (T, Int32?) {

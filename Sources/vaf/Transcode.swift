@@ -250,10 +250,7 @@ extension Vaf {
                 if reports.contains(where: { $0.status == .failed }) { throw ExitCode(1) }
                 return
             }
-            // Writers killed outright (SIGKILL, the OOM killer) leave their temporary files: remove ours.
-            for stale in AssetWriter.removeStalePartialFiles(in: URL(fileURLWithPath: outputDir)) {
-                FileHandle.standardError.write(Data("vaf: removed \(stale.file.path), a partial file left by vaf process \(stale.pid), which is gone\n".utf8))
-            }
+            BatchRunner.removeStalePartialFiles(of: plan.map(\.output))
             // A batch is many exports in one process: keep its peak near one export's. (One
             // export gains nothing from it and would pay a mapping per large packet.)
             if plan.count > 1 { ProcessMemory.returnLargeBuffersToTheSystem() }
