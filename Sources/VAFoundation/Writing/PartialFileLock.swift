@@ -14,7 +14,7 @@ import Foundation
 /// the file open for writing, which is why both sides open it read-write.
 final class PartialFileLock {
     /// The one descriptor of the partial file this writer keeps, holding the lock.
-    private let descriptor: Int32
+    fileprivate let descriptor: Int32
 
     /// How many times creation is retried when a clean-up removed the new file before it was locked.
     private static let creationAttempts = 8
@@ -62,5 +62,24 @@ final class PartialFileLock {
         var opened = stat(), named = stat()
         return fstat(fd, &opened) == 0 && opened.st_nlink > 0 && stat(path, &named) == 0
             && opened.st_dev == named.st_dev && opened.st_ino == named.st_ino
+    }
+}
+
+extension PartialFileLock {
+    /// Writes all of `data` to the locked file, from its start.
+    func write(_ data: Data, path: String) throws(MediaError) {
+        let failure: Int32? = data.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = pwrite(descriptor, buffer.baseAddress! + offset, buffer.count - offset, off_t(offset))
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                offset += written
+            }
+            return nil
+        }
+        if let failure { throw MediaError(.ioError, "cannot write: \(String(cString: strerror(failure)))", path: path) }
     }
 }
