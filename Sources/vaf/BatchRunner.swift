@@ -559,21 +559,35 @@ struct BatchRunner {
         return (reports, signal)
     }
 
+    /// Removes the partial files of `outputs` that writers killed outright (SIGKILL, the OOM
+    /// killer, a container stopped) left, saying so on stderr; live writers' are kept, as their locks show.
+    static func removeStalePartialFiles(of outputs: [String]) {
+        for stale in AssetWriter.removeStalePartialFiles(for: outputs.map { URL(fileURLWithPath: $0) }) {
+            FileHandle.standardError.write(Data("vaf: removed \(stale.path), a partial file whose writer is gone\n".utf8))
+        }
+    }
+
     /// `task`'s value once it ends, with the first stopping signal received meanwhile, which
-    /// cancels it (shared with `vaf render`).
+    /// cancels it (shared with `vaf render` and `vaf thumbnails`). A reader of stdout that goes
+    /// away (`EPIPE`) stops it too, reported as SIGPIPE.
     static func cancellingOnSignals<T: Sendable>(_ task: Task<T, Never>) async -> (T, Int32?) {
         let received = Locked<Int32?>(nil)
+        let stop: @Sendable (Int32) -> Void = { number in
+            received.withLock { if $0 == nil { $0 = number } }
+            task.cancel()
+        }
         let sources = stoppingSignals.map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                received.withLock { if $0 == nil { $0 = number } }
-                task.cancel()
-            }
+            source.setEventHandler { stop(number) }
             source.resume()
             return source
         }
-        defer { sources.forEach { $0.cancel() } }
+        StandardOutput.whenReaderGoes { stop(SIGPIPE) }
+        defer {
+            sources.forEach { $0.cancel() }
+            StandardOutput.whenReaderGoes(nil)
+        }
         let value = await task.value
         return (value, received.withLock { $0 })
     }

@@ -134,7 +134,7 @@ extension Vaf {
             let svgPath = svg ?? directory.appendingPathComponent("bench.svg").path
             var written: [String] = []
             if jsonPath == "-" {
-                FileHandle.standardOutput.write(jsonData + Data("\n".utf8))
+                StandardOutput.write(jsonData + Data("\n".utf8))
             } else {
                 try Self.write(jsonData, to: jsonPath)
                 written.append(jsonPath)

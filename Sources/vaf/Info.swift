@@ -11,7 +11,9 @@ extension Vaf {
                 With --json, prints one JSON object per line, per file as it is read; the schema \
                 is Schemas/vaf-info.schema.json (README.md, "vaf info --json"). A file that cannot \
                 be read gets an "error" object instead and its one-line error goes to stderr; the \
-                others are still reported. Exit status: 0 when every file was read, 1 when any failed.
+                others are still reported. Exit status: 0 when every file was read, 1 when any failed; \
+                130, 143 or 129 after SIGINT, SIGTERM or SIGHUP and 141 when stdout's reader goes away, \
+                each of which stops it between files.
                 """
         )
 
@@ -28,17 +30,23 @@ extension Vaf {
 
         func run() async throws {
             logging.apply()
-            var failed = false
-            let lines = JSONLines(enabled: json)
-            for file in files {
-                let (report, error) = await InfoReport.make(path: file, precise: precise)
-                if let error {
-                    failed = true
-                    FileHandle.standardError.write(Data("vaf: \(error.description)\n".utf8))
+            // SIGINT, SIGTERM, SIGHUP and a closed stdout stop it between files, as `vaf transcode`.
+            let (failed, signal) = await BatchRunner.cancellingOnSignals(Task { [files, json, precise] in
+                var failed = false
+                let lines = JSONLines(enabled: json)
+                for file in files where !Task.isCancelled {
+                    let (report, error) = await InfoReport.make(path: file, precise: precise)
+                    if let error {
+                        failed = true
+                        FileHandle.standardError.write(Data("vaf: \(error.description)\n".utf8))
+                    }
+                    lines.write(report)
+                    if !json, error == nil { StandardOutput.write(Data(report.summary.utf8)) }
                 }
-                lines.write(report)
-                if !json, error == nil { print(report.summary, terminator: "") }
-            }
+                return failed
+            })
+            // 128 + the signal: 130 SIGINT, 143 SIGTERM, 129 SIGHUP, 141 SIGPIPE.
+            if let signal { throw ExitCode(128 + signal) }
             if failed { throw ExitCode(1) }
         }
     }

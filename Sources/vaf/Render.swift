@@ -127,6 +127,7 @@ extension Vaf {
                 if json { JSONLines(enabled: true).write(plan) } else { Swift.print(plan.text, terminator: "") }
                 return
             }
+            BatchRunner.removeStalePartialFiles(of: [job.output])
             let video = (try? await composition.loadTracks(withMediaType: .video))?.first
             let (render, started) = (job, report.job)
             let fps = render.frameRate.outputFrameRate(sourceFrameRate: Double(video?.nominalFrameRate ?? 0)) ?? Double(video?.nominalFrameRate ?? 0)

@@ -22,7 +22,9 @@ extension Vaf {
                 temporary file and renamed, so no partial image is ever left. With --json, one JSON object \
                 per input is printed to stdout as the input ends.
 
-                Exit status: 0 when every input succeeded, 1 when any failed, 64 for a usage error.
+                Exit status: 0 when every input succeeded, 1 when any failed, 64 for a usage error; 130 \
+                after Ctrl-C (SIGINT), 143 after SIGTERM, 129 after SIGHUP and 141 when stdout's reader \
+                goes away (each stops between images; every input still gets its report).
                 """
         )
 
@@ -162,22 +164,35 @@ extension Vaf {
                                    grid: try grid(), writesVTT: vtt, outputDirectory: URL(fileURLWithPath: outputDir),
                                    contactSheetColumns: contactSheet ? (columns ?? 4) : nil,
                                    hardware: HardwarePolicy(rawValue: hw.lowercased()) ?? .auto, device: device)
-            var failed = 0
-            await withTaskGroup(of: ThumbnailReport.self) { group in
-                var next = 0
-                func startNext() {
-                    guard next < files.count else { return }
-                    let (input, index) = (files[next], next)
-                    next += 1
-                    group.addTask { await job.run(input, index: index, among: files) }
+            // SIGINT, SIGTERM, SIGHUP and a closed stdout cancel the batch: the input in hand stops
+            // between images, the rest are not started, and each still gets its report.
+            let (reports, signal) = await BatchRunner.cancellingOnSignals(Task { [jobs, json] in
+                await withTaskGroup(of: ThumbnailReport.self) { group in
+                    var next = 0
+                    var reports: [ThumbnailReport] = []
+                    func startNext() {
+                        guard next < files.count else { return }
+                        let (input, index) = (files[next], next)
+                        next += 1
+                        group.addTask { await job.run(input, index: index, among: files) }
+                    }
+                    for _ in 0..<min(jobs, files.count) { startNext() }
+                    for await report in group {
+                        report.print(json: json)
+                        reports.append(report)
+                        if !Task.isCancelled { startNext() }
+                    }
+                    for input in files[next...] {
+                        let report = ThumbnailReport(input: input.path, status: "cancelled", error: "interrupted before it started")
+                        report.print(json: json)
+                        reports.append(report)
+                    }
+                    return reports
                 }
-                for _ in 0..<min(jobs, files.count) { startNext() }
-                for await report in group {
-                    if report.error != nil { failed += 1 }
-                    report.print(json: json)
-                    startNext()
-                }
-            }
+            })
+            // 128 + the signal, as `vaf transcode` exits: 130 SIGINT, 143 SIGTERM, 129 SIGHUP, 141 SIGPIPE.
+            if let signal { throw ExitCode(128 + signal) }
+            let failed = reports.filter { $0.status == "failed" }.count
             if failed > 0 { throw ExitCode(1) }
         }
     }
@@ -204,14 +219,14 @@ struct ThumbnailReport: Encodable, Sendable {
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            if let data = try? encoder.encode(self) { FileHandle.standardOutput.write(data + Data("\n".utf8)) }
+            if let data = try? encoder.encode(self) { StandardOutput.write(data + Data("\n".utf8)) }
         } else if let error {
             FileHandle.standardError.write(Data("\(JobReport.oneLine(input)): failed: \(JobReport.oneLine(error))\n".utf8))
         } else {
             let sheets = sprites.isEmpty ? "\(images.count) image\(images.count == 1 ? "" : "s")"
                 : "\(images.count) tiles on \(sprites.count) sheet\(sprites.count == 1 ? "" : "s")" + (vtt.map { " and \($0)" } ?? "")
             let made = contactSheet.map { "\(images.count) images on \($0)" } ?? sheets
-            FileHandle.standardOutput.write(Data("\(JobReport.oneLine(input)): \(made)\n".utf8))
+            StandardOutput.write(Data("\(JobReport.oneLine(input)): \(made)\n".utf8))
         }
     }
 }
@@ -255,6 +270,8 @@ struct ThumbnailJob: Sendable {
                 // A device failing mid-input: the images are made again on the CPU.
                 images = try await stills(of: asset, at: times, on: nil)
             }
+            // A cancelled generator ends its images early: none of them is written.
+            try Task.checkCancellation()
             if let columns = contactSheetColumns {
                 let tracks = try await asset.load(.tracks)
                 let video = ExportSession.primaryVideoTrack(tracks)
@@ -265,13 +282,17 @@ struct ThumbnailJob: Sendable {
                 try writeSprites(images, duration: duration, grid: grid, base: base, into: &report)
             } else {
                 for (i, (image, requested, actual)) in images.enumerated() {
+                    try Task.checkCancellation()
                     let url = outputDirectory.appendingPathComponent(String(format: "%@-%03d.%@", base, i + 1, format.fileExtension))
                     try image.write(to: url, as: format)
                     report.images.append(.init(path: url.path, requestedTime: requested.seconds, actualTime: actual.seconds))
                 }
             }
+        } catch is CancellationError {
+            report.status = "cancelled"
+            report.error = "interrupted"
         } catch {
-            report.status = "failed"
+            report.status = Task.isCancelled ? "cancelled" : "failed"
             report.error = (error as? MediaError).map { "\($0)" } ?? "\(error)"
         }
         return report
@@ -372,8 +393,8 @@ struct ThumbnailJob: Sendable {
         guard writesVTT else { return }
         let url = outputDirectory.appendingPathComponent("\(base).vtt")
         let text = "WEBVTT\n\n" + cues.joined(separator: "\n\n") + "\n"
-        do { try Data(text.utf8).write(to: url, options: .atomic) } catch {
-            throw MediaError(.ioError, "cannot write the WebVTT index: \(error.localizedDescription)", path: url.path)
+        do throws(MediaError) { try OutputFile.write(Data(text.utf8), to: url) } catch {
+            throw MediaError(error.code, "cannot write the WebVTT index: \(error.message)", path: url.path)
         }
         report.vtt = url.path
     }

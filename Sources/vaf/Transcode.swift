@@ -250,17 +250,15 @@ extension Vaf {
                 if reports.contains(where: { $0.status == .failed }) { throw ExitCode(1) }
                 return
             }
-            // Writers killed outright (SIGKILL, the OOM killer) leave their temporary files: remove ours.
-            for stale in AssetWriter.removeStalePartialFiles(in: URL(fileURLWithPath: outputDir)) {
-                FileHandle.standardError.write(Data("vaf: removed \(stale.file.path), a partial file left by vaf process \(stale.pid), which is gone\n".utf8))
-            }
+            BatchRunner.removeStalePartialFiles(of: plan.map(\.output))
             // A batch is many exports in one process: keep its peak near one export's. (One
             // export gains nothing from it and would pay a mapping per large packet.)
             if plan.count > 1 { ProcessMemory.returnLargeBuffersToTheSystem() }
             let runner = BatchRunner(units: units, concurrency: jobs, progress: ProgressDisplay(enabled: !logging.quiet, total: plan.count))
             let (reports, signal) = await runner.run(onReport: { lines.write($0) })
             emit(reports)
-            // 128 + the signal, as shells report a process it stopped: 130 SIGINT, 143 SIGTERM, 129 SIGHUP.
+            // 128 + the signal, as shells report a process it stopped: 130 SIGINT, 143 SIGTERM,
+            // 129 SIGHUP, 141 SIGPIPE (stdout's reader went away).
             if let signal { throw ExitCode(128 + signal) }
             if reports.contains(where: { $0.status == .cancelled }) { throw ExitCode(130) }
             if reports.contains(where: { $0.status == .failed }) { throw ExitCode(1) }
@@ -450,7 +448,7 @@ struct JSONLines: Sendable {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         guard var data = try? encoder.encode(value) else { return }
         data.append(UInt8(ascii: "\n"))
-        FileHandle.standardOutput.write(data)
+        StandardOutput.write(data)
     }
 }
 

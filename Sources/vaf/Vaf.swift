@@ -17,6 +17,7 @@ struct Vaf: AsyncParsableCommand {
     static let version = "0.9.0"
 
     static func main() async {
+        StandardOutput.ignoreBrokenPipes()
         await main(filesNotOptions(Array(CommandLine.arguments.dropFirst())))
     }
 

@@ -79,6 +79,19 @@ import Testing
         #expect(error.code == .notARegularFile)
     }
 
+    /// A FIFO or a device reads as 0 bytes long; it is said to be no regular file, not an empty one.
+    @Test func fifoAndDeviceAreNotRegularFiles() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let fifo = dir.appendingPathComponent("pipe.mp4")
+        try #require(mkfifo(fifo.path, 0o600) == 0)
+        for (url, kind) in [(fifo, "a FIFO (named pipe)"), (URL(fileURLWithPath: "/dev/zero"), "a character device")] {
+            let error = try #require(await loadError(url))
+            #expect(error.code == .notARegularFile, "\(error)")
+            #expect(error.message.contains("is \(kind), not a regular file"), "\(error)")
+        }
+    }
+
     /// As root, `unreadableFile` cannot deny anything: the same load runs in `vaf info` as the
     /// unprivileged user nobody (uid 65534), which cannot read a mode-000 file.
     @Test(.enabled(if: getuid() == 0, "runs as root only; unreadableFile covers other users"))

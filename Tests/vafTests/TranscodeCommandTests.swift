@@ -74,30 +74,6 @@ import Testing
         #expect(rows.contains { $0["status"] as? String == "cancelled" }, "the signal came mid-batch")
     }
 
-    /// A run killed with SIGKILL leaves its temporary file; the next run in that directory
-    /// removes it (its process is gone) and keeps a live writer's and anything not ours.
-    @Test func staleTemporaryFilesOfDeadWritersAreRemoved() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-stale-\(UUID().uuidString)")
-        let nested = dir.appendingPathComponent("sub")
-        try FileManager.default.createDirectory(at: nested, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
-        // pid_max itself is never a process ID (they stay below it), so its writer is surely gone.
-        let pidMax = Int(try String(contentsOfFile: "/proc/sys/kernel/pid_max", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines))!
-        let stale = [dir.appendingPathComponent(".a.vaf-partial-\(pidMax)-1f2e.mp4"), nested.appendingPathComponent(".b.vaf-partial-\(pidMax)-77.mov")]
-        let kept = [dir.appendingPathComponent(".c.vaf-partial-\(getpid())-abc.mp4"),   // a writer still running (this test)
-                    dir.appendingPathComponent("d.vaf-partial-\(pidMax)-1f2e.mp4"),     // not hidden: not our name
-                    dir.appendingPathComponent(".e.vaf-partial-xyz.mp4")]                // no process ID
-        for file in stale + kept { try Data("x".utf8).write(to: file) }
-
-        let result = try Vaf.run(["transcode", Self.clip, "--preset", "640x480", "--output-dir", dir.path])
-        #expect(result.status == 0, "\(result.stderr)")
-        for file in stale {
-            #expect(!FileManager.default.fileExists(atPath: file.path), "\(file.lastPathComponent) removed")
-            #expect(result.stderr.contains("removed \(file.path), a partial file left by vaf process \(pidMax), which is gone"), "\(result.stderr)")
-        }
-        for file in kept { #expect(FileManager.default.fileExists(atPath: file.path), "\(file.lastPathComponent) kept") }
-    }
-
     /// An empty folder is an error, and a folder transcoded twice into its own output folder
     /// does not take its outputs as inputs.
     @Test func emptyFoldersFailAndOutputsAreNeverInputs() throws {

@@ -134,6 +134,10 @@ enum AssetInspector {
         if isDirectory.boolValue {
             throw MediaError(.notARegularFile, "is a directory, not a media file", path: path)
         }
+        var status = stat()
+        if stat(path, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
+            throw MediaError(.notARegularFile, "is \(Self.kind(ofFileMode: status.st_mode)), not a regular file: media are read from files, which must be seekable", path: path)
+        }
         guard files.isReadableFile(atPath: path) else {
             throw MediaError(.permissionDenied, "permission denied: this user may not read the file", path: path)
         }
@@ -142,6 +146,17 @@ enum AssetInspector {
             throw MediaError(.notMediaFile, "file is empty (0 bytes)", path: path)
         }
         return size
+    }
+
+    /// What a file that is not a regular one is, as its mode says: "a FIFO", "a character device"….
+    static func kind(ofFileMode mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFIFO: "a FIFO (named pipe)"
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFSOCK: "a socket"
+        default: "a special file"
+        }
     }
 
     /// Turns a failure to open into the most specific `MediaError`: a file no demuxer

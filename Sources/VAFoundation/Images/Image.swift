@@ -109,11 +109,11 @@ public struct Image: Sendable, Equatable {
         }
     }
 
-    /// Writes the picture to `url` as `format`, through a temporary file renamed into place.
+    /// Writes the picture to `url` as `format`, through a partial file renamed into place (`OutputFile`).
     public func write(to url: URL, as format: Format, quality: Double = 0.85) throws(MediaError) {
         let bytes = try data(as: format, quality: quality)
-        do { try bytes.write(to: url, options: .atomic) } catch {
-            throw MediaError(.ioError, "cannot write the image: \(error.localizedDescription)", path: url.path)
+        do throws(MediaError) { try OutputFile.write(bytes, to: url) } catch {
+            throw MediaError(error.code, "cannot write the image: \(error.message)", path: url.path)
         }
     }
 

@@ -237,9 +237,9 @@ public final class AssetWriter: Sendable {
     /// thread); a later `cancelWriting` waits for it. For cancellation handlers, which must not block.
     func cancelWritingWithoutWaiting() { core.markCancelled() }
 
-    /// `.name.vaf-partial-PID-XXXXXX.ext` in the destination's directory: the writing process's
-    /// ID in the name lets a later run tell a file it may remove (its writer is gone) from one
-    /// still being written.
+    /// `.name.vaf-partial-PID-XXXXXX.ext` in the destination's directory. The writer holds a
+    /// lock on it while it writes (`PartialFileLock`), which is what tells a later run that the
+    /// file is still being written; the PID in the name only tells a person whose file it was.
     static func temporaryURL(beside url: URL) -> URL {
         let ext = url.pathExtension
         let base = url.deletingPathExtension().lastPathComponent
@@ -248,30 +248,36 @@ public final class AssetWriter: Sendable {
         return url.deletingLastPathComponent().appendingPathComponent(name)
     }
 
-    /// Removes the temporary files that writers of processes no longer running left in
-    /// `directory` and below (a process killed with SIGKILL, by the OOM killer or a power cut
-    /// cannot remove its own). Only files named as this writer names them are touched, and only
-    /// when the process in the name does not exist. Returns the files removed and their writer's PID.
+    /// Removes the partial files that writers no longer running left for `destinations` (a
+    /// process killed with SIGKILL, by the OOM killer or a power cut cannot remove its own).
+    /// Only files named as a writer of one of those destinations names them are touched, and
+    /// only when their lock can be taken: a writer still running anywhere (another PID
+    /// namespace, another NFS client) holds it. Returns the files removed.
     @discardableResult
-    public static func removeStalePartialFiles(in directory: URL) -> [(file: URL, pid: Int32)] {
-        guard let walker = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: [.isRegularFileKey]) else { return [] }
-        var removed: [(URL, Int32)] = []
-        for case let file as URL in walker {
-            guard let pid = partialFileOwner(file.lastPathComponent),
-                  (try? file.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true else { continue }
-            // kill(pid, 0) probes without signalling: ESRCH means no such process.
-            guard kill(pid, 0) != 0 && errno == ESRCH else { continue }
-            if unlink(file.path) == 0 { removed.append((file, pid)) }
+    public static func removeStalePartialFiles(for destinations: [URL]) -> [URL] {
+        let byDirectory = Dictionary(grouping: destinations.map(\.standardizedFileURL)) { $0.deletingLastPathComponent() }
+        var removed: [URL] = []
+        for (directory, outputs) in byDirectory {
+            let names = Set(outputs.map(\.lastPathComponent))
+            guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { continue }
+            for entry in entries.sorted() {
+                guard let destination = destinationName(ofPartial: entry), names.contains(destination) else { continue }
+                let file = directory.appendingPathComponent(entry)
+                if PartialFileLock.removeIfAbandoned(file.path) { removed.append(file) }
+            }
         }
         return removed
     }
 
-    /// The writer's PID in a temporary file's name (`.name.vaf-partial-PID-XXXXXX.ext`), nil for any other name.
-    static func partialFileOwner(_ name: String) -> Int32? {
-        guard name.hasPrefix("."), let marker = name.range(of: ".vaf-partial-") else { return nil }
-        let fields = name[marker.upperBound...].split(separator: "-", maxSplits: 1)
-        guard fields.count == 2, let pid = Int32(fields[0]), pid > 0,
-              fields[1].prefix(while: { $0 != "." }).allSatisfy(\.isHexDigit) else { return nil }
-        return pid
+    /// The name of the destination a partial file's name stands for
+    /// (`.name.vaf-partial-PID-XXXXXX.ext` → `name.ext`), nil for any other name.
+    static func destinationName(ofPartial name: String) -> String? {
+        guard name.hasPrefix("."), let marker = name.range(of: ".vaf-partial-", options: .backwards) else { return nil }
+        let base = name[name.index(after: name.startIndex)..<marker.lowerBound]
+        let tail = name[marker.upperBound...].split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        let fields = tail[0].split(separator: "-", omittingEmptySubsequences: false)
+        guard !base.isEmpty, fields.count == 2, let pid = Int32(fields[0]), pid > 0,
+              !fields[1].isEmpty, fields[1].allSatisfy(\.isHexDigit) else { return nil }
+        return tail.count == 2 ? "\(base).\(tail[1])" : String(base)
     }
 }

@@ -99,6 +99,8 @@ final class WriterEngine: @unchecked Sendable {
 
     let configuration: WriterConfiguration
     private var muxer: Muxer?
+    /// The lock on the partial file, held from its creation until it is renamed or removed.
+    private var partialLock: PartialFileLock?
     private var pipelines: [Pipeline] = []
     private var headerWritten = false
     private var sessionStart = MediaTime.invalid
@@ -154,6 +156,11 @@ final class WriterEngine: @unchecked Sendable {
             guard ["mp4", "mov", "ipod"].contains(fileType.muxerName) else {
                 throw MediaError(.invalidArgument, "movie fragments and the movie time scale apply to mp4/mov files, not \(fileType)", path: path)
             }
+        }
+        // The partial file is created and locked before the muxer opens it, so it is never
+        // there unlocked for another run's clean-up to take as abandoned.
+        do { partialLock = try PartialFileLock(creating: configuration.temporary) } catch {
+            throw MediaError(error.code, "cannot create the output beside \(name)", path: path, underlying: error)
         }
         let muxer: Muxer
         do { muxer = try Muxer(formatName: fileType.muxerName, path: configuration.temporary.path) } catch {
@@ -451,10 +458,12 @@ final class WriterEngine: @unchecked Sendable {
         pipelines = []
         closed = true
         unlink(configuration.temporary.path)
+        partialLock = nil
     }
 
     private func moveIntoPlace() throws(MediaError) {
         let temporary = configuration.temporary.path
+        defer { partialLock = nil }
         if configuration.overwritesExistingFile {
             if rename(temporary, path) != 0 {
                 let e = errno

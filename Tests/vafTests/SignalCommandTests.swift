@@ -1,0 +1,52 @@
+import Foundation
+import Testing
+
+/// Every command stops on SIGINT, SIGTERM, SIGHUP and a closed stdout as `vaf transcode` does:
+/// a report per input, no temporary file left, and 128 + the signal as its exit status.
+@Suite(.serialized) struct SignalCommandTests {
+    static let clip = Vaf.fixture("testsrc_320x240_30fps_3s.mp4")
+
+    /// A folder with `count` copies of the test clip under in/, an empty out/, and its removal.
+    private static func batch(_ label: String, count: Int) throws -> (dir: URL, inputs: URL, outputs: URL) {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-\(label)-\(UUID().uuidString)")
+        let (inputs, outputs) = (dir.appendingPathComponent("in"), dir.appendingPathComponent("out"))
+        for folder in [inputs, outputs] { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
+        let clip = try Data(contentsOf: URL(fileURLWithPath: Self.clip))
+        for i in 0..<count { try clip.write(to: inputs.appendingPathComponent(String(format: "clip%02d.mp4", i))) }
+        return (dir, inputs, outputs)
+    }
+
+    /// SIGTERM once the first image exists: thumbnails stops between images with 143, prints a
+    /// JSON line for every input and leaves no temporary file (Foundation's `.dat.nosync…`).
+    @Test func thumbnailsStopsOnSIGTERMWithAReportPerInput() throws {
+        let (dir, inputs, outputs) = try Self.batch("thumbs-sigterm", count: 12)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let script = """
+            "$0" thumbnails "$1" --every 0.1 --exact --output-dir "$2" --json > "$3/rows.json" 2>/dev/null & p=$!
+            until [ -n "$(ls -A "$2")" ] || ! kill -0 $p 2>/dev/null; do sleep 0.02; done
+            kill -TERM $p; wait $p; echo $?
+            """
+        let run = try Vaf.run(executable: "/bin/bash", ["-c", script, Vaf.binary, inputs.path, outputs.path, dir.path])
+        #expect(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "143", "exit status after SIGTERM: \(run.stdout) \(run.stderr)")
+        let rows = try Vaf.jsonLines(String(decoding: try Data(contentsOf: dir.appendingPathComponent("rows.json")), as: UTF8.self))
+        #expect(rows.count == 12, "a row per input")
+        #expect(rows.contains { $0["status"] as? String == "cancelled" }, "the signal came mid-batch")
+        let hidden = try FileManager.default.contentsOfDirectory(atPath: outputs.path).filter { $0.hasPrefix(".") }
+        #expect(hidden.isEmpty, "no temporary file: \(hidden)")
+    }
+
+    /// `vaf transcode --json … | head -c1`: the reader goes after one byte; the next row's EPIPE
+    /// cancels the export in flight (its partial file goes) and vaf ends by itself with 141,
+    /// its summary written, instead of being killed by SIGPIPE mid-export.
+    @Test func transcodeStopsWhenStdoutsReaderGoes() throws {
+        let (dir, inputs, outputs) = try Self.batch("epipe", count: 8)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let script = #""$0" transcode "$1" --preset 640x480 --output-dir "$2" --jobs 2 --json 2> "$3/stderr.txt" | head -c1 > /dev/null; echo ${PIPESTATUS[0]}"#
+        let run = try Vaf.run(executable: "/bin/bash", ["-c", script, Vaf.binary, inputs.path, outputs.path, dir.path])
+        let stderr = (try? String(contentsOf: dir.appendingPathComponent("stderr.txt"), encoding: .utf8)) ?? ""
+        #expect(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "141", "exit status: \(run.stdout) \(stderr)")
+        #expect(stderr.contains("cancelled"), "vaf ended by itself and said what it cancelled: \(stderr)")
+        let hidden = try FileManager.default.contentsOfDirectory(atPath: outputs.path).filter { $0.hasPrefix(".") && $0 != ".vaf-journal.jsonl" }
+        #expect(hidden.isEmpty, "no partial file: \(hidden)")
+    }
+}
