@@ -123,8 +123,9 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == before, "no output or temporary file left")
     }
 
-    /// A 0.5 s dissolve between a red and a blue clip: at the cut the picture is the even
-    /// blend, before it red, after it blue (ffmpeg decodes the pixels).
+    /// A 0.5 s dissolve between a red and a blue clip (1.75–2.25 s at 24 fps): each frame of it
+    /// is red × (1 − p) + blue × p, p = (t − 1.75 s)/0.5 s, checked at p = 1/4, 1/2 and 3/4 (swapped
+    /// weights agree only at the cut); before it red, after it blue (ffmpeg decodes the pixels).
     @Test func aDissolveBlendsTheClipsAtTheCut() throws {
         let dir = try Self.scratch()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -143,16 +144,22 @@ import Testing
         #expect(result.status == 0, "\(result.stderr)")
         let output = dir.appendingPathComponent("dissolve.mp4").path
         #expect(abs(try Self.video(output).duration - 4) <= 1.0 / 24 + 0.001)
-        func rgb(_ seconds: Double) throws -> [Int] {
-            let child = try ChildProcess.run(Self.ffmpeg, ["-v", "error", "-nostdin", "-ss", "\(seconds)", "-i", output, "-frames:v", "1",
-                                                           "-vf", "format=rgb24,crop=2:2:160:120", "-f", "rawvideo", "-"], timeLimit: 60)
-            try #require(child.standardOutput.count == 12)
-            return child.standardOutput.prefix(3).map { Int($0) }
-        }
-        let (before, cut, after) = (try rgb(1), try rgb(2), try rgb(3))
+        // The centre pixel of every frame, in order: frame n is the picture at n/24 s.
+        let child = try ChildProcess.run(Self.ffmpeg, ["-v", "error", "-nostdin", "-i", output, "-an", "-fps_mode", "passthrough",
+                                                       "-vf", "format=rgb24,crop=2:2:160:120", "-f", "rawvideo", "-"], timeLimit: 60)
+        let bytes = [UInt8](child.standardOutput)
+        try #require(bytes.count == 96 * 12, "4 s at 24 fps: \(bytes.count / 12) frames")
+        let frames = stride(from: 0, to: bytes.count, by: 12).map { bytes[$0..<$0 + 3].map { Int($0) } }
+        let (before, after) = (frames[24], frames[72])
         #expect(before[0] > 200 && before[2] < 60 && after[2] > 200 && after[0] < 60, "red then blue: \(before) \(after)")
-        // ±10 per channel: two H.264 encodes and 4:2:0 between the blend and the pixel read back.
-        for c in 0..<3 { #expect(abs(cut[c] - (before[c] + after[c]) / 2) <= 10, "channel \(c) at the cut: \(cut) between \(before) and \(after)") }
+        for (n, p) in [(45, 0.25), (48, 0.5), (51, 0.75)] {
+            // ±10 per channel: two H.264 encodes and 4:2:0 between the blend and the pixel read
+            // back; a frame early or late moves a channel by 255/12 ≈ 21.
+            for c in 0..<3 {
+                let blend = Double(before[c]) * (1 - p) + Double(after[c]) * p
+                #expect(abs(Double(frames[n][c]) - blend) <= 10, "channel \(c) of frame \(n) (p = \(p)): \(frames[n]), the blend is \(blend)")
+            }
+        }
     }
 
     /// The amplitude of the `hertz` sine in `samples` (mono) over the `window` samples centred
