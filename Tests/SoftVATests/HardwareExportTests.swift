@@ -322,44 +322,60 @@ import VATestSupport
         }
     }
 
-    /// Three exports on a device that allows `limit` sessions at once: SoftVA's peak count of
-    /// live contexts of each kind shows how many ran on it at once. The process's own export
-    /// slots (one per core) also bound it, so the limit of 1 is the one that bites on a 2-core
-    /// machine; the limit of 2 shows two exports really share the device.
+    /// Three exports on a device that allows `limit` sessions at once, overlapped on purpose:
+    /// each export, on the writer's thread as it takes its second frame (its decoder, scaler and
+    /// encoder all open on the device), waits until `limit` exports are there at once (or every
+    /// export has been), then waits up to 3 s more for one too many. So exactly `limit` run on
+    /// the device together, wherever the scheduler puts them, and a device that let a further
+    /// export in would have it arrive while the others wait (the process's own export slots,
+    /// one per core, admit two at once on a 2-core machine). SoftVA's peak count of live
+    /// contexts of each kind must then be exactly `limit`.
     @Test(arguments: [1, 2])
     func concurrentExportsShareOneDeviceWithinItsSessionLimit(limit: Int) async throws {
         let dir = try TemporaryDirectory()
         let source = URL(fileURLWithPath: dir.file("source.mov"))
         try await Self.writeMJPEGSource(to: source)
         let counters = dir.file("counters.txt")
+        let exports = 3
+        // Exports at the gate now, exports that reached it in all, and the most there at once.
+        let gate = Locked((inside: 0, arrived: 0, most: 0))
+        let probe = StageProbe { step in
+            guard case .sampleWritten(.video, index: 1, time: _) = step else { return }
+            gate.withLock { $0.inside += 1; $0.arrived += 1; $0.most = max($0.most, $0.inside) }
+            defer { gate.withLock { $0.inside -= 1 } }
+            let forced = Date().addingTimeInterval(60), grace = Date().addingTimeInterval(3)
+            while gate.withLock({ $0.inside < limit && $0.arrived < exports }), Date() < forced { usleep(2_000) }
+            let together = gate.withLock { $0.inside }
+            while gate.withLock({ $0.inside <= limit && $0.inside >= together }), Date() < grace { usleep(2_000) }
+        }
         try await Self.withDevice(SoftVAOptions(countersPath: counters), maximumConcurrentSessions: limit) { device in
             let results = try await withThrowingTaskGroup(of: ExportResult.self) { group in
-                for i in 0..<3 {
+                for i in 0..<exports {
                     let output = URL(fileURLWithPath: dir.file("out\(i).mov"))
                     group.addTask {
-                        try await Self.exportJPEG(source, to: output) { $0.hardwareDevice = device }
+                        try await Self.exportJPEG(source, to: output) {
+                            $0.hardwareDevice = device
+                            $0.stageProbe = probe
+                        }
                     }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
-            #expect(results.count == 3)
+            #expect(results.count == exports)
             #expect(results.allSatisfy { $0.path == .hardware && $0.hostTransfers == 0 && $0.videoFrames == Self.frames })
+            let seen = gate.withLock { $0 }
+            #expect(seen.arrived == exports && seen.most == limit, "\(seen.most) exports were past their second frame at once, the limit is \(limit)")
             let driver = try SoftVACounters(path: counters)
             print("softva: limit \(limit): " + ["decode", "encode", "vpp"].map { kind in
                 "\(kind) contexts peak \(driver["\(kind)_contexts_peak"]), live \(driver["\(kind)_contexts_live"])"
             }.joined(separator: "; ") + "; created \(driver["contexts_created"]), destroyed \(driver["contexts_destroyed"])")
-            #expect(driver["encodes"] == UInt64(3 * Self.frames), "all three exports encoded on the one display")
-            #expect(driver["decodes"] == UInt64(3 * Self.frames))
-            // Measured: peaks of 1 (limit 1) and 2 (limit 2) for every kind, none left alive. With the
-            // device's limit ignored, limit 1 would see 2 of each (the process runs two exports at once).
+            #expect(driver["encodes"] == UInt64(exports * Self.frames), "all three exports encoded on the one display")
+            #expect(driver["decodes"] == UInt64(exports * Self.frames))
             for kind in ["decode", "encode", "vpp"] {
                 let peak = try #require(driver.values["\(kind)_contexts_peak"], "SoftVA counts live \(kind) contexts")
-                #expect(peak >= 1 && peak <= UInt64(limit), "at most \(limit) exports on the device at once: \(peak) \(kind) contexts were alive")
+                #expect(peak == UInt64(limit), "exactly \(limit) exports on the device at once: \(peak) \(kind) contexts were alive")
                 #expect(driver["\(kind)_contexts_live"] == 0, "every \(kind) context was destroyed")
             }
-            // How many of the three actually overlapped is not asserted: the process runs one
-            // export per core across every suite, so under a loaded parallel test run they can
-            // come one at a time (a fresh-clone CI run saw a peak of 1 under limit 2).
             for result in results { #expect(try Self.frameCount(result.outputURL.path) == Self.frames) }
         }
     }

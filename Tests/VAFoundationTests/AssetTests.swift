@@ -124,12 +124,23 @@ import Testing
         #expect(abs(tracks[0].nominalFrameRate - 31.004) < 0.001, "the track with samples keeps its rate: \(tracks[0].nominalFrameRate)")
     }
 
+    /// Eight loads of four properties at once open and probe the file once (the asset's
+    /// count of inspections), and a load after them does not open it again.
     @Test func concurrentLoadsInspectOnce() async throws {
         let asset = Asset(url: TestFiles.fixture("vp9_profile2_10bit_240p.webm"))
         async let a = asset.load(.duration)
         async let b = asset.load(.tracks)
+        let loads = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for i in 0..<6 {
+                group.addTask { i.isMultiple(of: 2) ? try await asset.load(.metadata).count >= 0 : try await asset.load(.fileSize) > 0 }
+            }
+            return try await group.reduce(into: 0) { $0 += $1 ? 1 : 0 }
+        }
         let (duration, tracks) = try await (a, b)
-        #expect(duration.seconds > 3 && tracks.count == 1)
+        #expect(duration.seconds > 3 && tracks.count == 1 && loads == 6)
+        #expect(asset.inspectedDemuxer.inspections == 1, "the file was inspected \(asset.inspectedDemuxer.inspections) times")
+        _ = try await asset.load(.containerFormat)
+        #expect(asset.inspectedDemuxer.inspections == 1, "a later load inspected it again")
     }
 }
 

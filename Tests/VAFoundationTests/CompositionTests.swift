@@ -318,7 +318,20 @@ struct VideoCompositionExportTests {
         return child.standardOutput.prefix(3).map { Int($0) }
     }
 
-    @Test func aCrossfadesMiddleFrameIsTheEvenBlend() async throws {
+    /// The RGB of the pixel at (x, y) of every frame, in order (no frame dropped or repeated),
+    /// decoded by ffmpeg: frame n of a constant-rate export is the picture at n frame durations.
+    static func pixels(_ url: URL, x: Int, y: Int) async throws -> [[Int]] {
+        let child = try await ChildProcess.run(which("ffmpeg")!, ["-v", "error", "-nostdin", "-i", url.path, "-an", "-fps_mode", "passthrough",
+                                                                  "-vf", "format=rgb24,crop=2:2:\(x):\(y)", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"], timeLimit: 120)
+        let bytes = [UInt8](child.standardOutput)
+        try #require(!bytes.isEmpty && bytes.count % 12 == 0, "ffmpeg gave no whole frames of \(url.lastPathComponent): \(child.stderr)")
+        return stride(from: 0, to: bytes.count, by: 12).map { bytes[$0..<$0 + 3].map { Int($0) } }
+    }
+
+    /// A 1 s cross-dissolve from red to blue over 1–2 s at 30 fps: frame n of the ramp
+    /// (p = n/30 − 1) is red × (1 − p) + blue × p, checked at p = 1/5, 1/3, 1/2, 2/3 and 4/5 so
+    /// that swapped or reversed weights (the same picture at the middle) fail.
+    @Test func aCrossfadesFramesFollowTheRamp() async throws {
         let dir = try TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let red = dir.appendingPathComponent("red.mp4"), blue = dir.appendingPathComponent("blue.mp4")
@@ -345,14 +358,19 @@ struct VideoCompositionExportTests {
         let result = try await session.export(to: output, as: .mp4)
         #expect(result.pathReason.contains("compositor"))
         #expect(abs(try CompositionExportTests.duration(output, stream: "v") - 3) <= 1.0 / 30 + 0.001)
-        let before = try await Self.pixel(output, at: 0.5, x: 160, y: 120)
-        let middle = try await Self.pixel(output, at: 1.5, x: 160, y: 120)
-        let after = try await Self.pixel(output, at: 2.5, x: 160, y: 120)
-        // Tolerance: ±8 per channel, for the two 4:2:0 round trips and two H.264 encodes (the
-        // source clips' and the export's) between the blend and the pixel read back.
-        for c in 0..<3 {
-            let even = (before[c] + after[c]) / 2
-            #expect(abs(middle[c] - even) <= 8, "channel \(c): \(middle[c]) at 1.5 s, the even blend of \(before[c]) and \(after[c]) is \(even)")
+        let frames = try await Self.pixels(output, x: 160, y: 120)
+        try #require(frames.count == 90, "3 s at 30 fps: \(frames.count) frames")
+        let (before, after) = (frames[15], frames[75])
+        #expect(before[0] > 200 && before[2] < 60 && after[2] > 200 && after[0] < 60, "red then blue: \(before) \(after)")
+        for n in [36, 40, 45, 50, 54] {
+            let p = Double(n) / 30 - 1
+            // Tolerance: ±8 per channel, for the two 4:2:0 round trips and two H.264 encodes (the
+            // source clips' and the export's) between the blend and the pixel read back; a frame
+            // early or late moves a channel by 255/30 ≈ 8.5, swapped weights by 50 or more.
+            for c in 0..<3 {
+                let blend = Double(before[c]) * (1 - p) + Double(after[c]) * p
+                #expect(abs(Double(frames[n][c]) - blend) <= 8, "channel \(c) of frame \(n) (p = \(p)): \(frames[n][c]), the blend is \(blend)")
+            }
         }
     }
 
@@ -420,12 +438,19 @@ struct ImageGeneratorDrawingTests {
         ])
         let generator = AssetImageGenerator(asset: composition)
         generator.videoComposition = video
-        let (image, actual) = try await generator.image(at: MediaTime(value: 1, timescale: 1))
-        #expect(actual == MediaTime(value: 1, timescale: 1))
-        #expect(image.width == 320 && image.height == 240)
-        let p = image.pixel(x: 160, y: 120)
-        // Half red over blue: (128, 0, 128) within ±10 (one H.264 encode and the RGB conversion).
-        #expect(abs(Int(p.red) - 128) <= 10 && p.green < 20 && abs(Int(p.blue) - 128) <= 10, "\(p)")
+        // Red fades out over 0–2 s above blue: at t, red × (1 − t/2) + blue × t/2, checked at a
+        // quarter, a half and three quarters of the ramp (swapped weights agree only at the half).
+        for quarter in 1...3 {
+            let time = MediaTime(value: Int64(quarter), timescale: 2)
+            let (image, actual) = try await generator.image(at: time)
+            #expect(actual == time)
+            #expect(image.width == 320 && image.height == 240)
+            let p = image.pixel(x: 160, y: 120)
+            let blue = Double(quarter) / 4
+            // ±10 per channel: one H.264 encode and the RGB conversion.
+            #expect(abs(Double(p.red) - 255 * (1 - blue)) <= 10 && p.green < 20 && abs(Double(p.blue) - 255 * blue) <= 10,
+                    "at \(time.seconds) s: \(p), expected \(255 * (1 - blue)), 0, \(255 * blue)")
+        }
     }
 
     /// An HLG picture tone-mapped to SDR matches ffmpeg's own tone mapping of it (zscale +

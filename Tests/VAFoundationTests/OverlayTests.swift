@@ -89,7 +89,7 @@ struct OverlayTests {
         #expect((below.max() ?? 255) <= 8 && (right.max() ?? 255) <= 8, "away from the title: below \(below.max() ?? 0), right \(right.max() ?? 0)")
     }
 
-    @Test func anOpacityRampIsHalfWayAtItsMiddleFrame() async throws {
+    @Test func anOpacityRampIsLinearOverItsFrames() async throws {
         let dir = try TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let clip = dir.appendingPathComponent("black.mp4"), output = dir.appendingPathComponent("out.mp4")
@@ -97,12 +97,17 @@ struct OverlayTests {
         var solid = OverlayLayer(content: .solid(.white), frame: Rect(x: 0, y: 0, width: 320, height: 240))
         solid.setOpacityRamp(from: 0, to: 1, timeRange: MediaTimeRange(start: .zero, duration: Self.second))
         try await Self.export(clip, layers: [solid], to: output)
-        let start = try await VideoCompositionExportTests.pixel(output, at: 0, x: 160, y: 120)
-        let middle = try await VideoCompositionExportTests.pixel(output, at: 0.5, x: 160, y: 120)
-        let held = try await VideoCompositionExportTests.pixel(output, at: 1.5, x: 160, y: 120)
-        #expect(start.allSatisfy { $0 <= 6 }, "at 0 s: \(start)")
-        #expect(middle.allSatisfy { abs($0 - 128) <= 8 }, "at 0.5 s: \(middle), half way is 128 ± 8")
-        #expect(held.allSatisfy { $0 >= 248 }, "at 1.5 s, after the ramp: \(held)")
+        // Frame n (30 fps) of the 1 s ramp is white at opacity n/30 over black: 255 × n/30.
+        let frames = try await VideoCompositionExportTests.pixels(output, x: 160, y: 120)
+        try #require(frames.count == 60, "2 s at 30 fps: \(frames.count) frames")
+        #expect(frames[0].allSatisfy { $0 <= 6 }, "at 0 s: \(frames[0])")
+        for n in [6, 10, 15, 20, 24] {
+            let grey = 255 * Double(n) / 30
+            // ±8: one H.264 encode and 4:2:0 between the blend and the pixel read back; a frame
+            // early or late is 8.5 away, a reversed or eased ramp much further off the middle.
+            #expect(frames[n].allSatisfy { abs(Double($0) - grey) <= 8 }, "frame \(n): \(frames[n]), expected \(grey) ± 8")
+        }
+        #expect(frames[45].allSatisfy { $0 >= 248 }, "at 1.5 s, after the ramp: \(frames[45])")
     }
 
     @Test func aPositionRampMovesTheLayerFromItsStartToItsEnd() async throws {

@@ -123,8 +123,9 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == before, "no output or temporary file left")
     }
 
-    /// A 0.5 s dissolve between a red and a blue clip: at the cut the picture is the even
-    /// blend, before it red, after it blue (ffmpeg decodes the pixels).
+    /// A 0.5 s dissolve between a red and a blue clip (1.75–2.25 s at 24 fps): each frame of it
+    /// is red × (1 − p) + blue × p, p = (t − 1.75 s)/0.5 s, checked at p = 1/4, 1/2 and 3/4 (swapped
+    /// weights agree only at the cut); before it red, after it blue (ffmpeg decodes the pixels).
     @Test func aDissolveBlendsTheClipsAtTheCut() throws {
         let dir = try Self.scratch()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -143,16 +144,90 @@ import Testing
         #expect(result.status == 0, "\(result.stderr)")
         let output = dir.appendingPathComponent("dissolve.mp4").path
         #expect(abs(try Self.video(output).duration - 4) <= 1.0 / 24 + 0.001)
-        func rgb(_ seconds: Double) throws -> [Int] {
-            let child = try ChildProcess.run(Self.ffmpeg, ["-v", "error", "-nostdin", "-ss", "\(seconds)", "-i", output, "-frames:v", "1",
-                                                           "-vf", "format=rgb24,crop=2:2:160:120", "-f", "rawvideo", "-"], timeLimit: 60)
-            try #require(child.standardOutput.count == 12)
-            return child.standardOutput.prefix(3).map { Int($0) }
-        }
-        let (before, cut, after) = (try rgb(1), try rgb(2), try rgb(3))
+        // The centre pixel of every frame, in order: frame n is the picture at n/24 s.
+        let child = try ChildProcess.run(Self.ffmpeg, ["-v", "error", "-nostdin", "-i", output, "-an", "-fps_mode", "passthrough",
+                                                       "-vf", "format=rgb24,crop=2:2:160:120", "-f", "rawvideo", "-"], timeLimit: 60)
+        let bytes = [UInt8](child.standardOutput)
+        try #require(bytes.count == 96 * 12, "4 s at 24 fps: \(bytes.count / 12) frames")
+        let frames = stride(from: 0, to: bytes.count, by: 12).map { bytes[$0..<$0 + 3].map { Int($0) } }
+        let (before, after) = (frames[24], frames[72])
         #expect(before[0] > 200 && before[2] < 60 && after[2] > 200 && after[0] < 60, "red then blue: \(before) \(after)")
-        // ±10 per channel: two H.264 encodes and 4:2:0 between the blend and the pixel read back.
-        for c in 0..<3 { #expect(abs(cut[c] - (before[c] + after[c]) / 2) <= 10, "channel \(c) at the cut: \(cut) between \(before) and \(after)") }
+        for (n, p) in [(45, 0.25), (48, 0.5), (51, 0.75)] {
+            // ±10 per channel: two H.264 encodes and 4:2:0 between the blend and the pixel read
+            // back; a frame early or late moves a channel by 255/12 ≈ 21.
+            for c in 0..<3 {
+                let blend = Double(before[c]) * (1 - p) + Double(after[c]) * p
+                #expect(abs(Double(frames[n][c]) - blend) <= 10, "channel \(c) of frame \(n) (p = \(p)): \(frames[n]), the blend is \(blend)")
+            }
+        }
+    }
+
+    /// The amplitude of the `hertz` sine in `samples` (mono) over the `window` samples centred
+    /// on sample `centre`: Goertzel's single-bin DFT, 2·|X(f)|/N. The window holds a whole number
+    /// of periods of each tone the tests use, so one tone does not leak into the other's bin.
+    static func amplitude(of hertz: Double, in samples: [Float], around centre: Int, window: Int, rate: Double) -> Double {
+        let start = centre - window / 2
+        guard start >= 0, start + window <= samples.count else { return .nan }
+        var re = 0.0, im = 0.0
+        for n in 0..<window {
+            let phase = 2 * Double.pi * hertz * Double(start + n) / rate
+            re += Double(samples[start + n]) * cos(phase)
+            im -= Double(samples[start + n]) * sin(phase)
+        }
+        return 2 * (re * re + im * im).squareRoot() / Double(window)
+    }
+
+    /// The first audio stream of `path`, decoded by ffmpeg to mono 32-bit float at 48 kHz.
+    static func pcm(_ path: String) throws -> [Float] {
+        let child = try ChildProcess.run(ffmpeg, ["-v", "error", "-nostdin", "-i", path, "-vn", "-ac", "1", "-ar", "48000",
+                                                  "-f", "f32le", "-c:a", "pcm_f32le", "-"], timeLimit: 60)
+        try #require(child.succeeded, "ffmpeg: \(child.stderr)")
+        return child.standardOutput.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+    }
+
+    /// An audio dissolve is a linear crossfade: a 1 s dissolve centred on the cut at 2 s between
+    /// a 400 Hz tone and a 1 kHz tone. ffmpeg decodes the render; each tone's amplitude, measured
+    /// apart (Goertzel, 20 ms windows: 8 and 20 whole periods), must follow its own ramp at
+    /// 1/8, 1/4, 1/2, 3/4 and 7/8 of the dissolve (outgoing × (1 − p), incoming × p, the levels
+    /// measured in the sources the same way) and be absent outside it. Swapped ramps, a missing
+    /// crossfade or one in the wrong place all miss by a quarter of the level or more.
+    @Test func anAudioDissolveCrossfadesTheTonesLinearlyOverItsRange() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-render-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for (name, hertz) in [("low.wav", 400), ("high.wav", 1000)] {
+            let made = try Vaf.run(executable: Self.ffmpeg, ["-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", "sine=f=\(hertz):r=48000:d=4",
+                                                             "-af", "volume=4", "-c:a", "pcm_s16le", dir.appendingPathComponent(name).path])
+            try #require(made.status == 0, "ffmpeg: \(made.stderr)")
+        }
+        // low's 0–2 s, then high's 1–3 s; the dissolve takes 0.5 s of each clip's handle.
+        let half = #"{"OTIO_SCHEMA": "RationalTime.1", "value": 24000, "rate": 48000}"#
+        let dissolve = #"{"OTIO_SCHEMA": "Transition.1", "name": "x", "transition_type": "SMPTE_Dissolve", "in_offset": \#(half), "out_offset": \#(half)}"#
+        let text = #"{"OTIO_SCHEMA": "Timeline.1", "name": "x", "tracks": {"OTIO_SCHEMA": "Stack.1", "children": [{"OTIO_SCHEMA": "Track.1", "name": "A", "kind": "Audio", "children": ["#
+            + #"\#(Self.clip("low", "low.wav", Self.range(0, 96000, 48000))), \#(dissolve), \#(Self.clip("high", "high.wav", Self.range(48000, 96000, 48000)))]}]}}"#
+        let timeline = dir.appendingPathComponent("crossfade.otio")
+        try Data(text.utf8).write(to: timeline)
+        let result = try Vaf.run(["render", timeline.path])
+        #expect(result.status == 0, "\(result.stderr)")
+
+        let rate = 48000.0, window = 960
+        let output = try Self.pcm(dir.appendingPathComponent("crossfade.mp4").path)
+        #expect(abs(Double(output.count) / rate - 4) <= 0.05, "4 s of sound: \(Double(output.count) / rate) s")
+        let (low, high) = (try Self.pcm(dir.appendingPathComponent("low.wav").path), try Self.pcm(dir.appendingPathComponent("high.wav").path))
+        let lowLevel = Self.amplitude(of: 400, in: low, around: 96000, window: window, rate: rate)
+        let highLevel = Self.amplitude(of: 1000, in: high, around: 96000, window: window, rate: rate)
+        try #require(lowLevel > 0.4 && highLevel > 0.4, "the sources' tones: \(lowLevel), \(highLevel)")
+        // (time in s, the incoming tone's weight p); the dissolve runs from 1.5 s to 2.5 s.
+        let points: [(Double, Double)] = [(0.75, 0), (1.25, 0), (1.625, 0.125), (1.75, 0.25), (2, 0.5), (2.25, 0.75), (2.375, 0.875), (2.75, 1), (3.5, 1)]
+        for (seconds, p) in points {
+            let at = Int(seconds * rate)
+            let outgoing = Self.amplitude(of: 400, in: output, around: at, window: window, rate: rate) / lowLevel
+            let incoming = Self.amplitude(of: 1000, in: output, around: at, window: window, rate: rate) / highLevel
+            // ±0.04 of full level: AAC's coding error on a pure tone (under 1 %), and a ramp
+            // late or early by up to one 1024-sample AAC frame (2 % of a 1 s ramp).
+            #expect(abs(outgoing - (1 - p)) <= 0.04, "400 Hz at \(seconds) s: \(outgoing) of its level, expected \(1 - p)")
+            #expect(abs(incoming - p) <= 0.04, "1 kHz at \(seconds) s: \(incoming) of its level, expected \(p)")
+        }
     }
 
     /// `--dry-run --json` prints the composition (segments and layers) and renders nothing.

@@ -33,6 +33,7 @@ enum AssetInspector {
     /// at the start of the data.
     static func inspect(path: String, options: Asset.Options, handoff: DemuxerHandoff? = nil) throws(MediaError) -> AssetInspection {
         let fileSize = try checkReadableFile(path)
+        handoff?.countInspection()
         let demuxer: Demuxer
         do {
             demuxer = try Demuxer(path: path)

@@ -40,6 +40,14 @@ final class DemuxerHandoff: Sendable {
     /// Whether a demuxer waits in the slot.
     var isHolding: Bool { slot.withLock { $0 != nil } }
 
+    /// How many times the asset's file was opened and probed for inspection: one, however many
+    /// loads ask at once (a test's count; `AssetInspector.inspect` adds to it).
+    var inspections: Int { inspectionCount.withLock { $0 } }
+    private let inspectionCount = Locked(0)
+
+    /// Counts one inspection of the file.
+    func countInspection() { inspectionCount.withLock { $0 += 1 } }
+
     /// The handoffs holding a kept demuxer, oldest first, held weakly: one whose demuxer was
     /// taken (or whose asset went) leaves at the next `add`, so it never counts against the
     /// limit nor pushes out a demuxer still waiting. Its lock is taken before a slot's, never
