@@ -120,7 +120,7 @@ struct BatchJob: Sendable {
             report.status = .planned
             report.fill(plan)
         } catch {
-            report = report.failing("\(error)")
+            report = report.failing(error)
         }
         return report
     }
@@ -134,17 +134,17 @@ struct BatchJob: Sendable {
         do {
             try FileManager.default.createDirectory(at: URL(fileURLWithPath: output).deletingLastPathComponent(), withIntermediateDirectories: true)
         } catch {
-            return report.failing("\(output): cannot create its directory: \(error.localizedDescription)")
+            return report.failing("\(output): cannot create its directory: \(error.localizedDescription)", code: JobReport.directoryFailureCode(error))
         }
         let asset = Asset(url: URL(fileURLWithPath: input))
         let job: BatchJob
         do { job = try await resolvingFrameCounts(asset) } catch {
-            return report.failing("\(error)")
+            return report.failing(error)
         }
         let session = job.makeSession(asset: asset)
         if replacesStale { session.overwritesExistingFile = true }
         do { try await watermark?.apply(to: session, asset: asset) } catch {
-            return report.failing("\(error)")
+            return report.failing(error)
         }
         let (seconds, fps) = await job.progressScale(of: asset)
         var finished = await export(session, seconds: seconds, frameRate: fps, display: display, report: report)
@@ -183,22 +183,22 @@ struct BatchJob: Sendable {
     /// is left: the outputs are one export.
     private static func runTogether(_ jobs: [BatchJob], display: ProgressDisplay) async -> [JobReport] {
         var reports = jobs.map(\.baseReport)
-        func failingAll(_ message: String) -> [JobReport] { reports.map { $0.failing(message) } }
+        func failingAll(_ error: any Error) -> [JobReport] { reports.map { $0.failing(error) } }
         // Past the checks an existing output is a stale one of vaf's own: it is made again.
         let replacesStale = jobs.map { !$0.overwrite && FileManager.default.fileExists(atPath: $0.output) }
         for job in jobs {
             do {
                 try FileManager.default.createDirectory(at: URL(fileURLWithPath: job.output).deletingLastPathComponent(), withIntermediateDirectories: true)
             } catch {
-                return failingAll("\(job.output): cannot create its directory: \(error.localizedDescription)")
+                return reports.map { $0.failing("\(job.output): cannot create its directory: \(error.localizedDescription)", code: JobReport.directoryFailureCode(error)) }
             }
         }
         let asset = Asset(url: URL(fileURLWithPath: jobs[0].input))
         let first: BatchJob
-        do { first = try await jobs[0].resolvingFrameCounts(asset) } catch { return failingAll("\(error)") }
+        do { first = try await jobs[0].resolvingFrameCounts(asset) } catch { return failingAll(error) }
         let session = first.makeSession(asset: asset)
         if replacesStale.contains(true) { session.overwritesExistingFile = true }
-        do { try await first.watermark?.apply(to: session, asset: asset) } catch { return failingAll("\(error)") }
+        do { try await first.watermark?.apply(to: session, asset: asset) } catch { return failingAll(error) }
         let (seconds, fps) = await first.progressScale(of: asset)
         let outputs = jobs.map { ExportSession.Output(url: URL(fileURLWithPath: $0.output), fileType: $0.fileType, preset: $0.preset) }
         let name = "\(URL(fileURLWithPath: first.input).lastPathComponent) (\(jobs.count) outputs)"
@@ -214,13 +214,12 @@ struct BatchJob: Sendable {
                     if replacesStale[i] { reports[i].warnings.append("made again: the output was made earlier with other settings") }
                     jobs[i].journal?.record(output: jobs[i].output, plan: jobs[i].planFingerprint)
                 case .failure(let error):
-                    reports[i] = reports[i].failing(error.description)
+                    reports[i] = reports[i].failing(error)
                 }
             }
         } catch {
-            let mediaError = error as? MediaError
-            reports = failingAll(mediaError?.description ?? "\(error)")
-            if mediaError?.code == .cancelled || Task.isCancelled {
+            reports = failingAll(error)
+            if (error as? MediaError)?.code == .cancelled || Task.isCancelled {
                 for i in reports.indices { reports[i].status = .cancelled }
             }
         }
@@ -278,9 +277,8 @@ struct BatchJob: Sendable {
             report.status = .completed
             report.fill(result)
         } catch {
-            let mediaError = error as? MediaError
-            report = report.failing(mediaError?.description ?? "\(error)")
-            if mediaError?.code == .cancelled || Task.isCancelled { report.status = .cancelled }
+            report = report.failing(error)
+            if (error as? MediaError)?.code == .cancelled || Task.isCancelled { report.status = .cancelled }
         }
         return report
     }
@@ -303,6 +301,8 @@ struct JobReport: Encodable, Sendable {
     var output: String
     var status: Status
     var error: String?
+    /// The failure's kind (`MediaError.Code`), which says whether retrying may help; nil unless failed.
+    var errorCode: String?
     var preset: String
     var videoCodec: String?
     var width: Int?
@@ -349,12 +349,51 @@ struct JobReport: Encodable, Sendable {
         return Int((q * 100).rounded())
     }
 
-    func failing(_ message: String) -> JobReport {
+    /// This report failed with `message`, of kind `code` (nil: a cause in the input or the
+    /// command's settings, where retrying cannot help).
+    func failing(_ message: String, code: MediaError.Code? = nil) -> JobReport {
         var copy = self
         copy.status = .failed
         copy.error = message
+        copy.errorCode = code?.rawValue
         return copy
     }
+
+    /// This report failed with `error`: its one-line description, and its kind when it is a `MediaError`.
+    func failing(_ error: any Error) -> JobReport {
+        let mediaError = error as? MediaError
+        return failing(mediaError?.description ?? "\(error)", code: mediaError?.code)
+    }
+
+    /// Failures that another try may not meet (the sysexits `EX_TEMPFAIL` kind): the device
+    /// failed or is missing here, or the disk or network failed or filled up. Every other
+    /// failure lies in the input or the settings, and retrying cannot help (`EX_DATAERR`).
+    static let temporaryFailures: Set<String> = [MediaError.Code.hardwareFailed, .ioError, .writeFailed].map(\.rawValue).reduce(into: []) { $0.insert($1) }
+
+    /// What a command exits with when `reports` hold failures, for a scheduler to act on: 75
+    /// (`EX_TEMPFAIL`) when any failure is temporary, else 65 (`EX_DATAERR`); nil without failures.
+    static func failureExitCode(_ reports: [JobReport]) -> Int32? {
+        let failures = reports.filter { $0.status == .failed }
+        guard !failures.isEmpty else { return nil }
+        return failures.contains { $0.errorCode.map(temporaryFailures.contains) == true } ? exitTemporaryFailure : exitBadInput
+    }
+
+    /// The kind of a failure to create an output's folder: no permission or a read-only file
+    /// system is the setup's (retrying cannot help); anything else (a full disk, an I/O error) may pass.
+    static func directoryFailureCode(_ error: any Error) -> MediaError.Code {
+        let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
+        let posix = underlying?.domain == NSPOSIXErrorDomain ? Int32(underlying!.code) : nil
+        let refused = posix.map { [EACCES, EPERM, EROFS].contains($0) } ?? ((error as NSError).code == CocoaError.fileWriteNoPermission.rawValue)
+        return refused ? .permissionDenied : .ioError
+    }
+
+    /// A report of nothing in particular, to judge a failure that belongs to no one input.
+    static let baseline = JobReport(input: "", output: "", status: .failed, preset: "", inputBytes: nil)
+
+    /// sysexits' `EX_DATAERR`: some input is bad; retrying cannot help.
+    static let exitBadInput: Int32 = 65
+    /// sysexits' `EX_TEMPFAIL`: a temporary failure; retrying, on this node or another, may help.
+    static let exitTemporaryFailure: Int32 = 75
 
     mutating func fill(_ plan: ExportPlan) {
         videoCodec = plan.videoSettings?.codec.rawValue
@@ -398,7 +437,7 @@ struct JobReport: Encodable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case schemaVersion, input, output, status, error, preset, videoCodec, width, height, frameRate, frameRatePolicy, frames, seconds, speed
+        case schemaVersion, input, output, status, error, errorCode, preset, videoCodec, width, height, frameRate, frameRatePolicy, frames, seconds, speed
         case elapsedSeconds, inputBytes, outputBytes, videoBitRate, videoMaxBitRate, quality, encoder, path, pathReason, hostTransfers, hostTransferBytes
         case hardwareDevice, fallbackReason, droppedTracks, warnings, shard
     }
@@ -410,6 +449,7 @@ struct JobReport: Encodable, Sendable {
         try c.encode(output, forKey: .output)
         try c.encode(status, forKey: .status)
         try c.encode(error, forKey: .error)
+        try c.encode(errorCode, forKey: .errorCode)
         try c.encode(preset, forKey: .preset)
         try c.encode(videoCodec, forKey: .videoCodec)
         try c.encode(width, forKey: .width)

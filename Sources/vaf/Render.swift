@@ -103,8 +103,8 @@ extension Vaf {
             defer { if printsReport { report.print(json: json) } }
             // A dry run writes nothing, so an existing output does not stop it.
             if !overwrite && !dryRun && FileManager.default.fileExists(atPath: job.output) {
-                report.job = report.job.failing("\(job.output): the output exists (use --overwrite to replace it)")
-                throw ExitCode(1)
+                report.job = report.job.failing("\(job.output): the output exists (use --overwrite to replace it)", code: .outputExists)
+                throw ExitCode(JobReport.exitBadInput)
             }
             let composition: MutableComposition
             var drawing: (video: VideoComposition?, audio: AudioMix?) = (nil, nil)
@@ -117,8 +117,8 @@ extension Vaf {
                 job.frameRate = frameRate.lowercased() == "timeline"
                     ? timelineReport.frameRate.map(FrameRatePolicy.constant) ?? .automatic : try Transcode.parseFrameRate(frameRate)
             } catch {
-                report.job = report.job.failing((error as? MediaError)?.description ?? "\(timeline): \(error)")
-                throw ExitCode(1)
+                report.job = error is MediaError ? report.job.failing(error) : report.job.failing("\(timeline): \(error)")
+                throw ExitCode(JobReport.exitBadInput)
             }
             if dryRun {
                 printsReport = false
@@ -142,7 +142,8 @@ extension Vaf {
             report.job = exported
             // 128 + the signal, as shells report a process it stopped: 130 SIGINT, 143 SIGTERM, 129 SIGHUP.
             if let signal { throw ExitCode(128 + signal) }
-            if report.job.status != .completed { throw ExitCode(1) }
+            if let code = JobReport.failureExitCode([report.job]) { throw ExitCode(code) }
+            if report.job.status != .completed { throw ExitCode(130) }
         }
     }
 }

@@ -31,7 +31,11 @@ extension Vaf {
                 The shard and its source are said on stderr and in each JSON line; an index without a \
                 count, or values that name no one shard, are usage errors, never a full batch.
 
-                Exit status: 0 when every input completed or was skipped; 1 when any failed; 130 after \
+                Exit status: 0 when every input completed or was skipped; 65 (EX_DATAERR) when inputs \
+                failed for causes in the input or the settings, where retrying cannot help; 75 \
+                (EX_TEMPFAIL) when any failure is temporary (the device failed or is missing, a full \
+                disk, an I/O error: errorCode hardwareFailed, ioError or writeFailed), where retrying \
+                may help; 130 after \
                 Ctrl-C (SIGINT), 143 after SIGTERM, 129 after SIGHUP (each cancels running exports and \
                 removes their partial files; finished outputs are kept); 64 for a usage error.
                 """
@@ -237,7 +241,13 @@ extension Vaf {
                 print(ExportPreset.all.map(presetLine).joined(separator: "\n"))
                 return
             }
-            let units = try makePlan(shard: try shardAssignment())
+            let units: [[BatchJob]]
+            do { units = try makePlan(shard: try shardAssignment()) } catch let error as MediaError {
+                // The inputs themselves cannot be read (a folder without media): one line, and the
+                // exit status a scheduler acts on.
+                FileHandle.standardError.write(Data("vaf: \(JobReport.oneLine(error.description))\n".utf8))
+                throw ExitCode(JobReport.failureExitCode([JobReport.baseline.failing(error)]) ?? JobReport.exitBadInput)
+            }
             let plan = units.flatMap { $0 }
             let lines = JSONLines(enabled: json)
             if dryRun {
@@ -247,7 +257,7 @@ extension Vaf {
                     return report
                 }
                 emit(reports)
-                if reports.contains(where: { $0.status == .failed }) { throw ExitCode(1) }
+                if let code = JobReport.failureExitCode(reports) { throw ExitCode(code) }
                 return
             }
             BatchRunner.removeStalePartialFiles(of: plan.map(\.output))
@@ -261,7 +271,7 @@ extension Vaf {
             // 129 SIGHUP, 141 SIGPIPE (stdout's reader went away).
             if let signal { throw ExitCode(128 + signal) }
             if reports.contains(where: { $0.status == .cancelled }) { throw ExitCode(130) }
-            if reports.contains(where: { $0.status == .failed }) { throw ExitCode(1) }
+            if let code = JobReport.failureExitCode(reports) { throw ExitCode(code) }
         }
 
         private func presetLine(_ p: ExportPreset) -> String {

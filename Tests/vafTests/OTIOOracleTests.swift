@@ -262,7 +262,7 @@ struct OTIOOracleTests {
         }
         let before = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
         let rendered = try await Self.render(timeline.path, to: dir.appendingPathComponent("\(name).mp4").path)
-        #expect(rendered.exitStatus == 1, "status \(String(describing: rendered.exitStatus)): \(rendered.stderr)")
+        #expect(rendered.exitStatus == 65, "status \(String(describing: rendered.exitStatus)): \(rendered.stderr)")
         let lines = rendered.stderr.split(separator: "\n")
         #expect(lines.count == 1 && rendered.stderr.hasPrefix("vaf render: \(timeline.path): "), "\(rendered.stderr)")
         for words in naming { #expect(rendered.stderr.contains(words), "\(words) in \(rendered.stderr)") }

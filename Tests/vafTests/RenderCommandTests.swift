@@ -100,7 +100,7 @@ import Testing
         #expect(tracks.first?["gaps"] as? Int == 2 && tracks.first?["clips"] as? Int == 2)
 
         let again = try Vaf.run(["render", timeline])
-        #expect(again.status == 1, "an existing output is kept without --overwrite")
+        #expect(again.status == 65, "an existing output is kept without --overwrite")
         #expect(again.stderr.split(separator: "\n").count == 1 && again.stderr.contains("\(output): the output exists"), "\(again.stderr)")
         let replaced = try Vaf.run(["render", timeline, "--overwrite", "-o", dir.appendingPathComponent("other.mov").path])
         #expect(replaced.status == 0, "\(replaced.stderr)")
@@ -114,7 +114,7 @@ import Testing
         try Data(Self.timeline(middle: Self.transition).utf8).write(to: timeline)
         let before = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
         let result = try Vaf.run(["render", timeline.path, "--json"])
-        #expect(result.status == 1)
+        #expect(result.status == 65)
         #expect(result.stderr == "vaf render: \(timeline.path): track 1 \"V1\", item 2 \"dissolve\": in_offset is not a RationalTime with a finite value and a positive rate\n")
         let line = try #require(try Vaf.jsonLines(result.stdout).first)
         #expect(line["status"] as? String == "failed" && line["schemaVersion"] as? Int == 1)
@@ -260,7 +260,7 @@ import Testing
     @Test func usageErrorsAndAMissingTimeline() throws {
         let missing = "/nonexistent/cut.otio"
         let noFile = try Vaf.run(["render", missing])
-        #expect(noFile.status == 1)
+        #expect(noFile.status == 65)
         #expect(noFile.stderr == "vaf render: \(missing): the timeline file does not exist\n")
         #expect(try Vaf.run(["render", missing, "--bogus"]).status == 64)
         #expect(try Vaf.run(["render", missing, "--preset", "nonsense"]).status == 64)
