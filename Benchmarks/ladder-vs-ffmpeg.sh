@@ -36,9 +36,9 @@ for i in "${!presets[@]}"; do filter+="[s$i]"; done
 filter+=";"
 for i in "${!presets[@]}"; do
   out="$work/probe/source-${presets[$i]}.mp4"
-  size=$(ffprobe -v error -select_streams v -show_entries stream=width,height -of csv=s=:p=0 "$out")
+  size=$(ffprobe -v error -select_streams v -show_entries stream=width,height -of csv=s=x:p=0 "$out")
   audio=$(ffprobe -v error -select_streams a -show_entries stream=bit_rate -of csv=p=0 "$out")
-  filter+="[s$i]scale=${size}[v$i];"
+  filter+="[s$i]scale=size=${size}[v$i];"
   split_outputs+=(-map "[v$i]" -map 0:a -c:v libx264 -crf 23 -pix_fmt yuv420p -x264-params "$(x264_params_of "$out")"
                   -c:a aac -b:a "$audio" "$work/ffmpeg-$i.mp4")
 done

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Mutation testing of user-visible behaviour: each mutation below is a bug a user would notice,
+# put into a scratch copy of the tree; the tests named beside it must fail on it. For each one
+# the script applies it, builds incrementally, runs that filter (with a time limit: a hang is a
+# failure too), restores the file, and at the end prints a table of caught and missed.
+#
+#     bash Hardware/mutants.sh                 # every mutation
+#     bash Hardware/mutants.sh export reader   # the mutations of these subsystems
+#     bash Hardware/mutants.sh --check         # only check that every mutation still applies
+#
+# Not part of CI (it builds once per mutation): run it before resolving an issue, for the
+# subsystems it touched, and put the table in the closing note. The scratch copy lives in
+# ${VAF_MUTANTS_DIR:-/tmp/vaf-mutants} and keeps its build between runs. Exit status: 0 when
+# every mutation run was caught, 1 when one was missed or no longer applies.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/opt/swift/usr/bin"
+exec python3 - "$PWD" "$@" <<'PY'
+import os, subprocess, sys, time
+
+# Each mutation: id, subsystem, test filter, file, the text to find (exactly once), its replacement.
+MUTATIONS = [
+    ("time-ticks-truncate", "time", "TimeBaseTests|ExactTrimTests", "Sources/MediaCore/TimeBase.swift",
+     "let method = rounding == .quickTime ? .roundHalfAwayFromZero : rounding",
+     "let method: MediaTime.RoundingMethod = .roundTowardZero"),
+    ("reader-range-whole-ticks", "reader", "ExactTrimTests", "Sources/VAFoundation/Reading/ReaderPipelines.swift",
+     "self.end = end.isNumeric ? timeBase.clock?.clampedTicks(of: end, rounding: .roundTowardPositiveInfinity) : nil",
+     "self.end = end.isNumeric ? Int64(end.seconds * Double(timeBase.denominator / max(timeBase.numerator, 1))) : nil"),
+    ("reader-drops-frame-on-screen", "reader", "ExactTrimTests",
+     "Sources/VAFoundation/Reading/ReaderPipelines.swift",
+     "                shownBeforeStart = current\n                continue",
+     "                continue"),
+    ("reader-counts-no-damage", "reader", "DecodeDamageTests", "Sources/VAFoundation/Reading/ReaderPipelines.swift",
+     "        damagedPackets.append(time)", "        _ = time"),
+    ("reader-ogg-seek-no-fallback", "reader", "ExactTrimTests", "Sources/VAFoundation/Export/ExportSession+Running.swift",
+     "let seeked = settings.withLock { $0.timeRange.start > .zero }", "let seeked = false"),
+    ("writer-drops-chapters", "writer", "ChapterTests", "Sources/VAFoundation/Writing/WriterEngine.swift",
+     "for (id, chapter) in configuration.chapters.enumerated() {", "for (id, chapter) in [Chapter]().enumerated() {"),
+    ("writer-partial-lock-not-held", "writer", "PartialFileLockTests", "Sources/VAFoundation/Writing/PartialFileLock.swift",
+     "repeat { locked = flock(fd, LOCK_EX) } while locked != 0 && errno == EINTR", "locked = 0"),
+    ("writer-opus-keeps-44k", "writer", "OpusSampleRateTests", "Sources/VAFoundation/Writing/WriterCodecs.swift",
+     "        guard !rates.contains(rate) else { return rate }\n", "        return rate\n"),
+    ("export-chapters-not-moved", "export", "ChapterTests", "Sources/VAFoundation/Asset/Asset.swift",
+     "MediaTimeRange(start: first - start, end: last - start)", "MediaTimeRange(start: first, end: last)"),
+    ("export-no-shared-decode", "export", "FanOutExportTests", "Sources/VAFoundation/Export/ExportSession+Outputs.swift",
+     "        let shared = order.filter { wanted[$0]!.count > 1 }", "        let shared = [SharedDecodeRequest]()"),
+    ("export-fanout-hands-wrong-picture", "export", "FanOutExportTests|FanOutWindowTests", "Sources/VAFoundation/Pipeline/FanOut.swift",
+     "return .take(s.window[cursor - s.firstIndex])", "return .take(s.window[s.window.count - 1])"),
+    ("export-failed-ladder-keeps-outputs", "export", "FanOutExportTests", "Sources/VAFoundation/Export/ExportSession+Outputs.swift",
+     "                if case .success = result { unlink(outputs[i].url.path) }", "                _ = result"),
+    ("export-dv-loss-silent", "export", "LossWarningTests", "Sources/VAFoundation/Export/ExportSession+Planning.swift",
+     "        if let dolbyVision = video?.dolbyVision, dolbyVision.hasRPU {", "        if let dolbyVision = video?.dolbyVision, dolbyVision.hasRPU, false {"),
+    ("assistant-table-not-interpolated", "assistant", "ExportPresetTests", "Sources/VAFoundation/Export/ExportBitRate.swift",
+     "let t = (mb - lo.macroblocks) / (hi.macroblocks - lo.macroblocks)", "let t = 0.0"),
+    ("aspect-bitstream-wins", "reader", "PixelAspectTests", "Sources/FFmpegSupport/Decoder.swift",
+     "if let containerSampleAspectRatio { frame.pointer.pointee.sample_aspect_ratio = containerSampleAspectRatio.avRational }",
+     "_ = containerSampleAspectRatio"),
+    ("compositions-ramp-reversed", "compositions", "CompositionTests|OverlayTests", "Sources/VAFoundation/Editing/Internal/RampTimeline.swift",
+     "return Value.interpolate(from: change.start, to: change.end, fraction: fraction)",
+     "return Value.interpolate(from: change.start, to: change.end, fraction: 1 - fraction)"),
+    ("render-audio-crossfade-dropped", "render", "RenderCommandTests", "Sources/VAFoundation/Editing/OpenTimelineIO.swift",
+     "report.audioMix = audioMix(of: composition, dissolves: dissolves)", "report.audioMix = nil"),
+    ("thumbnails-cue-wrong-tile", "thumbnails", "ThumbnailsCommandTests", "Sources/vaf/Thumbnails.swift",
+     "cues.append(\"\\(Self.vttTime(start)) --> \\(Self.vttTime(end))\\n\\(name)#xywh=\\(x),\\(y),",
+     "cues.append(\"\\(Self.vttTime(start)) --> \\(Self.vttTime(end))\\n\\(name)#xywh=\\((x + tileWidth) % (grid.columns * tileWidth)),\\(y),"),
+    ("thumbnails-cue-half-tile-late", "thumbnails", "ThumbnailsCommandTests", "Sources/vaf/Thumbnails.swift",
+     "let start = n == 0 ? MediaTime.zero : Self.midpoint(times[n - 1], times[n])",
+     "let start = times[n]"),
+    ("batch-resume-ignores-quality", "batch", "ResumeCommandTests", "Sources/vaf/ResumeJournal.swift",
+     "\"quality=\\(quality.map(String.init) ?? \"none\")\", ", ""),
+    ("batch-slurm-step-ignored", "batch", "BatchPlanTests|ShardCommandTests", "Sources/vaf/ShardAssignment.swift",
+     "return ShardAssignment(shard: Shard(index: (id - min) / step, count: count), sources: sources)",
+     "return ShardAssignment(shard: Shard(index: min(id - min, count - 1), count: count), sources: sources)"),
+    ("batch-temporary-exit-65", "batch", "ExitCodeCommandTests", "Sources/vaf/BatchRunner.swift",
+     "? exitTemporaryFailure : exitBadInput", "? exitBadInput : exitBadInput"),
+    ("batch-ladder-shares-no-name", "batch", "LadderCommandTests", "Sources/vaf/Transcode.swift",
+     "presets.count > 1 && name == OutputNamer.defaultTemplate ? \"{dir}/{name}-{preset}.{ext}\" : name",
+     "name"),
+    ("hardware-ladder-decodes-per-output", "hardware", "HardwareExportTests", "Sources/VAFoundation/Export/ExportSession+Outputs.swift",
+     "let onDevice = plan.device != nil && plan.hardware?.scalesOnDevice == true", "let onDevice = false"),
+    ("hardware-session-limit-ignored", "hardware", "HardwareExportTests", "Sources/VAFoundation/Hardware/VideoDevice.swift",
+     "sessions = ExportSlots(limit: max(1, maximumConcurrentSessions))", "sessions = ExportSlots(limit: 1000)"),
+    ("softva-global-alpha-ignored", "softva", "VPPCompositionTests|DeviceCompositionTests", "Hardware/SoftVA/softva_driver.c",
+     "blend.global_alpha = layer->blend_state.global_alpha;", "blend.global_alpha = 1.0f;"),
+    ("softva-jpeg-decodes-uncounted", "softva", "HardwareExportTests", "Hardware/SoftVA/softva_driver.c",
+     "            drv->counters.decodes++;\n            drv->counters.codec_decodes[SVA_CODEC_JPEG]++;",
+     "            drv->counters.codec_decodes[SVA_CODEC_JPEG]++;"),
+    ("asset-inspects-twice", "asset", "AssetTests", "Sources/VAFoundation/Asset/Asset.swift",
+     "            if let task { return try await task.value }", "            if let task, Bool(false) { return try await task.value }"),
+]
+
+root = sys.argv[1]
+args = sys.argv[2:]
+check_only = "--check" in args
+wanted = [a for a in args if not a.startswith("--")]
+scratch = os.environ.get("VAF_MUTANTS_DIR", "/tmp/vaf-mutants")
+selected = [m for m in MUTATIONS if m[4] is not None and (not wanted or m[1] in wanted)]
+incomplete = [m[0] for m in MUTATIONS if m[4] is None]
+
+def occurrences(base, m):
+    with open(os.path.join(base, m[3])) as f:
+        return f.read().count(m[4])
+
+stale = [m[0] for m in selected if occurrences(root, m) != 1]
+if stale:
+    print("mutants: these no longer apply (their text is not found exactly once): " + ", ".join(stale), file=sys.stderr)
+if check_only:
+    print(f"mutants: {len(selected) - len(stale)} of {len(selected)} apply" + (f"; not yet written: {', '.join(incomplete)}" if incomplete else ""))
+    sys.exit(1 if stale else 0)
+
+os.makedirs(scratch, exist_ok=True)
+subprocess.run(["rsync", "-a", "--delete", "--exclude", ".build", "--exclude", ".build-*", "--exclude", ".git",
+                root + "/", scratch + "/"], check=True)
+print(f"mutants: building the scratch copy in {scratch} …", file=sys.stderr)
+subprocess.run(["swift", "build", "--build-tests"], cwd=scratch, check=True, stdout=subprocess.DEVNULL)
+
+rows = []
+for m in selected:
+    ident, subsystem, filt, path, old, new = m
+    if ident in stale:
+        rows.append((ident, subsystem, filt, "STALE", 0))
+        continue
+    target = os.path.join(scratch, path)
+    original = open(target).read()
+    started = time.time()
+    try:
+        with open(target, "w") as f:
+            f.write(original.replace(old, new, 1))
+        built = subprocess.run(["swift", "build", "--build-tests"], cwd=scratch, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if built.returncode != 0:
+            outcome = "BUILD FAILS"
+        else:
+            try:
+                tested = subprocess.run(["swift", "test", "--skip-build", "--filter", filt], cwd=scratch,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=900)
+                outcome = "caught" if tested.returncode != 0 else "MISSED"
+            except subprocess.TimeoutExpired:
+                outcome = "caught (hang)"
+    finally:
+        with open(target, "w") as f:
+            f.write(original)
+    rows.append((ident, subsystem, filt, outcome, time.time() - started))
+    print(f"mutants: {ident}: {outcome}", file=sys.stderr)
+
+print(f"| mutation | subsystem | tests | outcome | seconds |")
+print(f"| --- | --- | --- | --- | --- |")
+for ident, subsystem, filt, outcome, seconds in rows:
+    print(f"| {ident} | {subsystem} | `{filt}` | {outcome} | {seconds:.0f} |")
+caught = sum(1 for r in rows if r[3].startswith("caught"))
+print(f"\n{caught} of {len(rows)} caught" + (f"; not yet written: {', '.join(incomplete)}" if incomplete else ""))
+sys.exit(0 if caught == len(rows) else 1)
+PY
