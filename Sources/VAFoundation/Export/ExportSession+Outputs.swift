@@ -44,27 +44,7 @@ extension ExportSession {
         try begin()
         try await acquireSlot(path: asset.displayPath)
         defer { Task { await ExportSlots.shared.release() } }
-        run.withLock { $0.status = .exporting }
-        publishState()
-        do {
-            let results = try await withTaskCancellationHandler {
-                try await exportBranches(outputs)
-            } onCancel: {
-                cancelExportWithoutWaiting()
-            }
-            run.withLock {
-                $0.progress = 1
-                $0.status = .completed
-            }
-            publishState()
-            return results
-        } catch {
-            let cancelled = run.withLock { $0.cancelled } || Task.isCancelled
-            let mediaError = cancelled ? MediaError(.cancelled, "export cancelled", path: asset.displayPath)
-                : (error as? MediaError ?? MediaError(.encodeFailed, "\(error)", path: asset.displayPath))
-            finish(mediaError)
-            throw mediaError
-        }
+        return try await runningPhase(path: asset.displayPath) { try await exportBranches(outputs) }
     }
 
     /// Runs one session per output over the shared decodes; see `export(to:)`.

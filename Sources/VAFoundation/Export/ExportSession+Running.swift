@@ -30,30 +30,41 @@ extension ExportSession {
     /// The export once it may run: an output of a multi-output export runs under the slot its
     /// parent holds.
     func exportHoldingSlot(to url: URL, as fileType: FileType) async throws -> ExportResult {
+        try await runningPhase(path: url.path) {
+            let started = ContinuousClock.now
+            var result = try await performWithFallback(to: url, as: fileType)
+            let elapsed = ContinuousClock.now - started
+            result.elapsedSeconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            return result
+        }
+    }
+
+    /// Runs `body` as the export's running phase, for one output or several: `.exporting`, a
+    /// task cancellation cancels it, and success is `.completed` at progress 1. A failure is
+    /// finished as `.cancelled` or `.failed`, once the writer's partial file is gone, and thrown
+    /// as a `MediaError` about `path`.
+    func runningPhase<T>(path: String, _ body: () async throws -> T) async throws -> T {
         run.withLock { $0.status = .exporting }
         publishState()
-        let started = ContinuousClock.now
         do {
-            var result = try await withTaskCancellationHandler {
-                try await performWithFallback(to: url, as: fileType)
+            let value = try await withTaskCancellationHandler {
+                try await body()
             } onCancel: {
                 cancelExportWithoutWaiting()
             }
-            let elapsed = ContinuousClock.now - started
-            result.elapsedSeconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             run.withLock {
                 $0.progress = 1
                 $0.status = .completed
             }
             publishState()
-            return result
+            return value
         } catch {
             let cancelled = run.withLock { $0.cancelled } || Task.isCancelled
             // The cancellation handler only started cancelling the writer: finish it here, so
             // the partial file is gone before this returns.
             if cancelled { run.withLock { $0.writer }?.cancelWriting() }
-            let mediaError = cancelled ? MediaError(.cancelled, "export cancelled", path: url.path)
-                : (error as? MediaError ?? MediaError(.encodeFailed, "\(error)", path: url.path))
+            let mediaError = cancelled ? MediaError(.cancelled, "export cancelled", path: path)
+                : (error as? MediaError ?? MediaError(.encodeFailed, "\(error)", path: path))
             finish(mediaError)
             throw mediaError
         }
