@@ -10,13 +10,14 @@
 #
 # Not part of CI (it builds once per mutation): run it before resolving an issue, for the
 # subsystems it touched, and put the table in the closing note. The scratch copy lives in
-# ${VAF_MUTANTS_DIR:-/tmp/vaf-mutants} and keeps its build between runs. Exit status: 0 when
+# ${VAF_MUTANTS_DIR:-/tmp/vaf-mutants} (the files git lists, copied where they differ) and keeps
+# its build between runs. Exit status: 0 when
 # every mutation run was caught, 1 when one was missed or no longer applies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/opt/swift/usr/bin"
 exec python3 - "$PWD" "$@" <<'PY'
-import os, subprocess, sys, time
+import filecmp, os, shutil, subprocess, sys, time
 
 # Each mutation: id, subsystem, test filter, file, the text to find (exactly once), its replacement.
 MUTATIONS = [
@@ -108,9 +109,17 @@ if check_only:
     print(f"mutants: {len(selected) - len(stale)} of {len(selected)} apply" + (f"; not yet written: {', '.join(incomplete)}" if incomplete else ""))
     sys.exit(1 if stale else 0)
 
+# The scratch copy: the files git tracks and the untracked ones it does not ignore, copied only
+# where they differ, so the scratch build stays incremental.
 os.makedirs(scratch, exist_ok=True)
-subprocess.run(["rsync", "-a", "--delete", "--exclude", ".build", "--exclude", ".build-*", "--exclude", ".git",
-                root + "/", scratch + "/"], check=True)
+listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=root, check=True,
+                        capture_output=True).stdout.decode().split("\0")
+for name in filter(None, listed):
+    source, copy = os.path.join(root, name), os.path.join(scratch, name)
+    if not os.path.isfile(source) or (os.path.exists(copy) and filecmp.cmp(source, copy, shallow=False)):
+        continue
+    os.makedirs(os.path.dirname(copy), exist_ok=True)
+    shutil.copy2(source, copy)
 print(f"mutants: building the scratch copy in {scratch} …", file=sys.stderr)
 subprocess.run(["swift", "build", "--build-tests"], cwd=scratch, check=True, stdout=subprocess.DEVNULL)
 
