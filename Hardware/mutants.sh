@@ -5,7 +5,7 @@
 # failure too), restores the file, and at the end prints a table of caught and missed.
 #
 #     bash Hardware/mutants.sh                 # every mutation
-#     bash Hardware/mutants.sh export reader   # the mutations of these subsystems
+#     bash Hardware/mutants.sh export reader   # the mutations of these subsystems (or these mutations' ids)
 #     bash Hardware/mutants.sh --check         # only check that every mutation still applies
 #
 # Not part of CI (it builds once per mutation): run it before resolving an issue, for the
@@ -71,7 +71,7 @@ MUTATIONS = [
      "\"quality=\\(quality.map(String.init) ?? \"none\")\", ", ""),
     ("batch-slurm-step-ignored", "batch", "BatchPlanTests|ShardCommandTests", "Sources/vaf/ShardAssignment.swift",
      "return ShardAssignment(shard: Shard(index: (id - min) / step, count: count), sources: sources)",
-     "return ShardAssignment(shard: Shard(index: min(id - min, count - 1), count: count), sources: sources)"),
+     "return ShardAssignment(shard: Shard(index: Swift.min(id - min, count - 1), count: count), sources: sources)"),
     ("batch-temporary-exit-65", "batch", "ExitCodeCommandTests", "Sources/vaf/BatchRunner.swift",
      "? exitTemporaryFailure : exitBadInput", "? exitBadInput : exitBadInput"),
     ("batch-ladder-shares-no-name", "batch", "LadderCommandTests", "Sources/vaf/Transcode.swift",
@@ -95,7 +95,7 @@ args = sys.argv[2:]
 check_only = "--check" in args
 wanted = [a for a in args if not a.startswith("--")]
 scratch = os.environ.get("VAF_MUTANTS_DIR", "/tmp/vaf-mutants")
-selected = [m for m in MUTATIONS if m[4] is not None and (not wanted or m[1] in wanted)]
+selected = [m for m in MUTATIONS if m[4] is not None and (not wanted or m[1] in wanted or m[0] in wanted)]
 incomplete = [m[0] for m in MUTATIONS if m[4] is None]
 
 def occurrences(base, m):

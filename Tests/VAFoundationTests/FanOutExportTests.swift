@@ -131,6 +131,27 @@ import Testing
         #expect(left.isEmpty, "no output and no partial file is left: \(left)")
     }
 
+    /// The second output to reach its end fails there, after the first one was finished and
+    /// moved into place: the export fails, and the finished output is removed too.
+    @Test func aFailureAfterAnotherOutputFinishedRemovesThatOutputToo() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = try Self.source(in: dir)
+        let session = ExportSession(asset: Asset(url: source), preset: .preset640x480)
+        let finishing = Locked(0)
+        session.stageProbe = StageProbe { step throws(MediaError) in
+            guard step == .finishing else { return }
+            if finishing.withLock({ n in defer { n += 1 }; return n }) == 1 { throw MediaError(.ioError, "injected failure at the second finish") }
+        }
+        let outputs = [ExportSession.Output(url: dir.appendingPathComponent("a.mp4"), fileType: .mp4),
+                       ExportSession.Output(url: dir.appendingPathComponent("b.mp4"), fileType: .mp4, preset: .lowQuality)]
+        await #expect(throws: MediaError.self) { _ = try await session.export(to: outputs) }
+        #expect(finishing.withLock { $0 } == 2, "both outputs reached their end")
+        #expect(session.error.map { "\($0)".contains("injected failure") } == true, "\(String(describing: session.error))")
+        let left = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0 != "source.mp4" }
+        #expect(left.isEmpty, "the finished output is removed with the failed one: \(left)")
+    }
+
     @Test func anOptionalOutputFailsAlone() async throws {
         let dir = try TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
