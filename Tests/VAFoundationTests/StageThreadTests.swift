@@ -86,6 +86,10 @@ struct StageThreadTests {
         let released = Locked(false)
         let seenByJob = Locked<Bool?>(nil), seenByThen = Locked<Bool?>(nil)
         let onStage = Locked(false)
+        // The stage waits until this thread has let go of its own reference to the picture, so
+        // the job's capture is the last one whatever the threads' speeds (TSan slows this one).
+        let gate = DispatchSemaphore(value: 0)
+        stage.async { gate.wait() }
         do {
             let picture = Picture(released: released)
             stage.async({ seenByJob.withLock { $0 = picture.released.withLock { $0 } } },
@@ -94,6 +98,7 @@ struct StageThreadTests {
                             onStage.withLock { $0 = stage.isCurrent }
                         })
         }
+        gate.signal()
         stage.sync {}
         #expect(seenByJob.withLock { $0 } == false, "the job ran with its picture")
         #expect(seenByThen.withLock { $0 } == true, "the picture was gone when `then` ran")
