@@ -41,10 +41,8 @@ final class FanOutSource: Sendable {
         state = ConditionLocked(State(cursors: Array(repeating: 0, count: branches)))
     }
 
-    var branchCount: Int { state.withLock { $0.cursors.count } }
-
     /// What a branch does next, decided under the lock.
-    private enum Step { case take(SampleBuffer), end, read }
+    private enum Step { case take(SampleBuffer), end, read(index: Int, branches: Int) }
 
     /// Branch `branch`'s next sample: from the window, or read from the source when the
     /// branch is first to need it and the window has room; nil at the end or once detached.
@@ -65,7 +63,7 @@ final class FanOutSource: Sendable {
                 if let failure = s.failure { throw failure }
                 if s.ended { return .end }
                 s.reading = true
-                return .read
+                return .read(index: s.firstIndex + s.window.count, branches: s.cursors.count)
             }
             switch step {
             case .take(let sample):
@@ -74,11 +72,10 @@ final class FanOutSource: Sendable {
                 return sample
             case .end:
                 return nil
-            case .read:
-                let index = state.withLock { $0.firstIndex + $0.window.count }
+            case .read(let index, let branches):
                 let result = Result { () throws(MediaError) -> SampleBuffer? in
                     let sample = try self.readSource()
-                    if sample != nil { try self.probe?.step(.sharedSampleRead(self.source.mediaType, index: index, branches: self.branchCount)) }
+                    if sample != nil { try self.probe?.step(.sharedSampleRead(self.source.mediaType, index: index, branches: branches)) }
                     return sample
                 }
                 state.withLockWakingWaiters { s in
@@ -108,9 +105,6 @@ final class FanOutSource: Sendable {
             s.trim()
         }
     }
-
-    /// Whether every branch has let go: the source can stop.
-    var isAbandoned: Bool { state.withLock { $0.cursors.allSatisfy { $0 == nil } } }
 }
 
 /// One branch of a `FanOutSource`, read like any output of the branch's own reader: the
