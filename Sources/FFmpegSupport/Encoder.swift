@@ -177,15 +177,19 @@ public final class Encoder {
 
     /// Hands a frame to the encoder; its timestamps must be in `timeBase`. With a fixed
     /// quantiser the frame carries it too: libavcodec's mpegvideo encoders (mjpeg) read the
-    /// per-frame `quality`, as ffmpeg's `-q:v` sets it. The corresponding C function is `avcodec_send_frame`.
-    public func send(_ frame: Frame) throws(FFmpegError) -> SendResult {
+    /// per-frame `quality`, as ffmpeg's `-q:v` sets it. `forcingKeyframe` makes a video frame a
+    /// keyframe (an IDR picture where the encoder is told `forced-idr`, as for libx264 and
+    /// libx265; always for VA-API encoders). The corresponding C function is `avcodec_send_frame`.
+    public func send(_ frame: Frame, forcingKeyframe: Bool = false) throws(FFmpegError) -> SendResult {
         if context.pointee.flags & AV_CODEC_FLAG_QSCALE != 0, frame.pointer.pointee.quality == 0 {
             frame.pointer.pointee.quality = context.pointee.global_quality
         }
         // A decoded picture keeps its source's picture type, which libx264, libx265 and the
         // VA-API encoders take as a forced keyframe when it is I: every frame of an MJPEG source
         // would become one. The encoder decides its own GOP, as ffmpeg's CLI lets it.
-        if context.pointee.codec_type == AVMEDIA_TYPE_VIDEO { frame.pointer.pointee.pict_type = AV_PICTURE_TYPE_NONE }
+        if context.pointee.codec_type == AVMEDIA_TYPE_VIDEO {
+            frame.pointer.pointee.pict_type = forcingKeyframe ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
+        }
         let result = avcodec_send_frame(context, frame.pointer)
         if result == cffmpeg_averror(EAGAIN) { return .outputPending }
         try check(result, "avcodec_send_frame")

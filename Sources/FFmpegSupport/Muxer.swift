@@ -1,13 +1,16 @@
 internal import CFFmpeg
 import MediaCore
 
-/// Writes packets into a media file. Owns the output `AVFormatContext` and its `AVIOContext`;
-/// one task or queue at a time. The file is closed in `deinit` if `finish` was not reached,
-/// so a failed header or write never leaks the context or the descriptor.
+/// Writes packets into a media file, or into memory that the caller takes piece by piece
+/// (segments). Owns the output `AVFormatContext` and its `AVIOContext`; one task or queue at
+/// a time. The output is closed in `deinit` if `finish` was not reached, so a failed header
+/// or write never leaks the context, the descriptor or the buffer.
 public final class Muxer {
     let context: UnsafeMutablePointer<AVFormatContext>
-    /// The path being written.
+    /// The path being written; empty for a muxer writing into memory.
     public let path: String
+    /// The output is a growing memory buffer (`takeWrittenBytes`), not a file.
+    public let writesToMemory: Bool
     private var headerWritten = false
     private var trailerWritten = false
 
@@ -25,11 +28,57 @@ public final class Muxer {
         }
         self.context = context
         self.path = path
+        writesToMemory = false
+    }
+
+    /// A muxer for `formatName` writing into memory; `takeWrittenBytes()` hands out what it
+    /// wrote so far. The corresponding C functions are `avformat_alloc_output_context2` and
+    /// `avio_open_dyn_buf`.
+    public init(formatName: String) throws(FFmpegError) {
+        FFmpegLogging.installDefaultLevel()
+        var allocated: UnsafeMutablePointer<AVFormatContext>? = nil
+        try check(avformat_alloc_output_context2(&allocated, nil, formatName, nil), "avformat_alloc_output_context2")
+        guard let context = allocated else { throw FFmpegError(code: .outOfMemory, function: "avformat_alloc_output_context2") }
+        let opened = avio_open_dyn_buf(&context.pointee.pb)
+        if opened < 0 {
+            avformat_free_context(context)
+            throw FFmpegError(opened, "avio_open_dyn_buf")
+        }
+        self.context = context
+        path = ""
+        writesToMemory = true
     }
 
     deinit {
-        avio_closep(&context.pointee.pb)
+        if writesToMemory {
+            _ = Self.closeMemory(&context.pointee.pb)
+        } else {
+            avio_closep(&context.pointee.pb)
+        }
         avformat_free_context(context)
+    }
+
+    /// Closes a memory output and returns its bytes. The corresponding C functions are
+    /// `avio_close_dyn_buf` and `av_free`.
+    private static func closeMemory(_ pb: inout UnsafeMutablePointer<AVIOContext>?) -> [UInt8] {
+        guard let open = pb else { return [] }
+        pb = nil
+        var buffer: UnsafeMutablePointer<UInt8>? = nil
+        let count = avio_close_dyn_buf(open, &buffer)
+        defer { av_free(buffer) }
+        guard let buffer, count > 0 else { return [] }
+        return Array(UnsafeBufferPointer(start: buffer, count: Int(count)))
+    }
+
+    /// The bytes a memory muxer wrote since the last call (empty for a file muxer); writing
+    /// goes on into a new buffer. The corresponding C functions are `avio_close_dyn_buf` and
+    /// `avio_open_dyn_buf`.
+    public func takeWrittenBytes() throws(FFmpegError) -> [UInt8] {
+        guard writesToMemory else { return [] }
+        let bytes = Self.closeMemory(&context.pointee.pb)
+        guard !trailerWritten else { return bytes }
+        try check(avio_open_dyn_buf(&context.pointee.pb), "avio_open_dyn_buf")
+        return bytes
     }
 
     /// FFmpeg's short name for the container ("mp4").
@@ -191,12 +240,22 @@ public final class Muxer {
         try check(av_interleaved_write_frame(context, packet.pointer), "av_interleaved_write_frame")
     }
 
-    /// Flushes interleaved packets, writes the trailer (the moov box for mp4) and closes the file.
+    /// Writes every packet waiting for interleaving, then ends the fragment under way (a
+    /// `moof` and its `mdat`, for an mp4 muxer opened with `movflags=frag_custom`). The
+    /// corresponding C functions are `av_interleaved_write_frame` and `av_write_frame` with
+    /// a null packet.
+    public func flushFragment() throws(FFmpegError) {
+        try check(av_interleaved_write_frame(context, nil), "av_interleaved_write_frame")
+        try check(av_write_frame(context, nil), "av_write_frame")
+    }
+
+    /// Flushes interleaved packets, writes the trailer (the moov box for mp4) and closes the
+    /// file; a memory muxer keeps its last bytes for `takeWrittenBytes()`.
     /// The corresponding C functions are `av_write_trailer` and `avio_closep`.
     public func finish() throws(FFmpegError) {
         guard !trailerWritten else { return }
         trailerWritten = true
         try check(av_write_trailer(context), "av_write_trailer")
-        try check(avio_closep(&context.pointee.pb), "avio_closep")
+        if !writesToMemory { try check(avio_closep(&context.pointee.pb), "avio_closep") }
     }
 }

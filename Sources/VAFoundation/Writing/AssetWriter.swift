@@ -3,7 +3,8 @@ import FFmpegSupport
 
 /// Writes media samples into a new file (`AVAssetWriter`'s role): encodes pictures and audio
 /// with FFmpeg's software encoders, or passes compressed samples through, and muxes them into
-/// mp4, mov, m4v, m4a, mkv or webm.
+/// mp4, mov, m4v, m4a, mkv or webm; or cuts them into fragmented-MPEG-4 segments for HLS and
+/// DASH, handed to a delegate (`init(fileType:)`, `outputFileTypeProfile`).
 ///
 /// The file is written beside the destination under a hidden temporary name and renamed
 /// into place only when `finishWriting()` succeeds; a failed, cancelled or abandoned write
@@ -16,7 +17,8 @@ public final class AssetWriter: Sendable {
         public var description: String { ["unknown", "writing", "completed", "failed", "cancelled"][rawValue] }
     }
 
-    public let outputURL: URL
+    /// The file written; nil for a writer that hands segments to its delegate.
+    public let outputURL: URL?
     public let outputFileType: FileType
     /// True when an existing file at `outputURL` may be replaced.
     public let overwritesExistingFile: Bool
@@ -27,6 +29,11 @@ public final class AssetWriter: Sendable {
         var chapters: [Chapter] = []
         var shouldOptimizeForNetworkUse = false
         var movieFragmentInterval = MediaTime.invalid
+        var outputFileTypeProfile: FileTypeProfile?
+        var preferredOutputSegmentInterval = MediaTime.invalid
+        var initialSegmentStartTime = MediaTime.invalid
+        weak var delegate: (any AssetWriterDelegate)?
+        var segmentHandler: SegmentHandler?
         var movieTimeScale: Int32 = 0
         var expectedContent: ExpectedContent?
         var probe: StageProbe?
@@ -53,6 +60,19 @@ public final class AssetWriter: Sendable {
         self.overwritesExistingFile = overwritesExistingFile
         core = WriterCore(destinationPath: url.path)
     }
+
+    /// A writer that writes no file: it cuts the media into fragmented-MPEG-4 segments and
+    /// hands each to its `delegate` (`AVAssetWriter(contentType:)`). Set `outputFileTypeProfile`
+    /// and a delegate before `startWriting()`. `fileType` must be mp4, m4v, m4a or mov.
+    public init(fileType: FileType) {
+        outputURL = nil
+        outputFileType = fileType
+        overwritesExistingFile = false
+        core = WriterCore(destinationPath: "\(fileType) segments")
+    }
+
+    /// What errors name as the output.
+    private var displayPath: String { outputURL?.path ?? core.destinationPath }
 
     /// A writer that is dropped while writing cancels, deleting its partial output.
     deinit { core.cancel() }
@@ -107,6 +127,49 @@ public final class AssetWriter: Sendable {
         get { options.withLock { $0.movieFragmentInterval } }
         set { options.withLock { $0.movieFragmentInterval = newValue } }
     }
+    /// The kind of segments to write (`AVAssetWriter.outputFileTypeProfile`). A writer with a
+    /// file writes them into it as fragments; one made with `init(fileType:)` hands them to
+    /// its delegate. Set before `startWriting()`.
+    public var outputFileTypeProfile: FileTypeProfile? {
+        get { options.withLock { $0.outputFileTypeProfile } }
+        set { options.withLock { $0.outputFileTypeProfile = newValue } }
+    }
+    /// How long segments should last: each ends before the first sync sample of the leading
+    /// track (the first video input) at or after a multiple of this past
+    /// `initialSegmentStartTime`, and an encoding video input makes that picture a keyframe.
+    /// `.indefinite` ends one only at `flushSegment()`. Set before `startWriting()`.
+    public var preferredOutputSegmentInterval: MediaTime {
+        get { options.withLock { $0.preferredOutputSegmentInterval } }
+        set { options.withLock { $0.preferredOutputSegmentInterval = newValue } }
+    }
+    /// Where segment boundaries are counted from, on the appended samples' timeline; invalid
+    /// (the default) counts from the session's start. Set before `startWriting()`.
+    public var initialSegmentStartTime: MediaTime {
+        get { options.withLock { $0.initialSegmentStartTime } }
+        set { options.withLock { $0.initialSegmentStartTime = newValue } }
+    }
+    /// Receives the segments of a writer made with `init(fileType:)`; held weakly.
+    public var delegate: (any AssetWriterDelegate)? {
+        get { options.withLock { $0.delegate } }
+        set { options.withLock { $0.delegate = newValue } }
+    }
+    /// Receives the segments in the library's own callers, instead of a delegate: an error
+    /// it throws fails the writer (and its output goes). Set before `startWriting()`.
+    var segmentHandler: SegmentHandler? {
+        get { options.withLock { $0.segmentHandler } }
+        set { options.withLock { $0.segmentHandler = newValue } }
+    }
+
+    /// Ends the segment under way: the leading input's next sample opens the next one (an
+    /// encoding video input makes it a keyframe; a passthrough one should give a sync sample,
+    /// else the segment ends at its next one). For `preferredOutputSegmentInterval` `.indefinite`.
+    public func flushSegment() throws(MediaError) {
+        guard options.withLock({ $0.outputFileTypeProfile != nil }) else {
+            throw MediaError(.invalidState, "flushSegment needs an outputFileTypeProfile", path: displayPath)
+        }
+        try core.flushSegment()
+    }
+
     /// Time scale of the mp4/mov movie header; 0 lets FFmpeg choose. Set before `startWriting()`.
     public var movieTimeScale: Int32 {
         get { options.withLock { $0.movieTimeScale } }
@@ -130,10 +193,10 @@ public final class AssetWriter: Sendable {
     }
 
     private func check(_ input: AssetWriterInput) throws(MediaError) {
-        guard status == .unknown else { throw MediaError(.invalidState, "inputs must be added before startWriting", path: outputURL.path) }
-        guard !input.isAttached else { throw MediaError(.invalidState, "the input already belongs to a writer", path: outputURL.path) }
+        guard status == .unknown else { throw MediaError(.invalidState, "inputs must be added before startWriting", path: displayPath) }
+        guard !input.isAttached else { throw MediaError(.invalidState, "the input already belongs to a writer", path: displayPath) }
         guard availableMediaTypes.contains(input.mediaType) else {
-            throw MediaError(.unsupported, "a \(outputFileType) file cannot hold \(input.mediaType)", path: outputURL.path)
+            throw MediaError(.unsupported, "a \(outputFileType) file cannot hold \(input.mediaType)", path: displayPath)
         }
         if let error = incompatibility(input.outputSettings, input.mediaType) { throw error }
     }
@@ -146,7 +209,7 @@ public final class AssetWriter: Sendable {
 
     /// Why `settings` cannot be used for `mediaType` in this file type, nil when they can.
     private func incompatibility(_ settings: AssetWriterInput.OutputSettings?, _ mediaType: MediaType) -> MediaError? {
-        let path = outputURL.path
+        let path = displayPath
         guard availableMediaTypes.contains(mediaType) else {
             return MediaError(.unsupported, "a \(outputFileType) file cannot hold \(mediaType)", path: path)
         }
@@ -176,24 +239,61 @@ public final class AssetWriter: Sendable {
     public func startWriting() throws(MediaError) {
         let snapshot = options.withLock { $0 }
         guard !snapshot.inputs.isEmpty else {
-            let error = MediaError(.invalidState, "add at least one input before startWriting", path: outputURL.path)
+            let error = MediaError(.invalidState, "add at least one input before startWriting", path: displayPath)
             core.failBeforeStart(error)
             throw error
         }
-        if !overwritesExistingFile && FileManager.default.fileExists(atPath: outputURL.path) {
-            let error = MediaError(.outputExists, "the output exists and overwriting was not allowed", path: outputURL.path)
+        if let outputURL, !overwritesExistingFile && FileManager.default.fileExists(atPath: outputURL.path) {
+            let error = MediaError(.outputExists, "the output exists and overwriting was not allowed", path: displayPath)
             core.failBeforeStart(error)
             throw error
         }
-        let temporary = Self.temporaryURL(beside: outputURL)
-        partialFile.withLock { $0 = temporary }
+        let segmentation: WriterSegmentation?
+        do throws(MediaError) { segmentation = try Self.segmentation(snapshot, writesFile: outputURL != nil, writer: self) } catch {
+            core.failBeforeStart(error)
+            throw error
+        }
+        let file = outputURL.map { (destination: $0, temporary: Self.temporaryURL(beside: $0)) }
+        partialFile.withLock { $0 = file?.temporary }
         let configuration = WriterConfiguration(
-            destination: outputURL, temporary: temporary, fileType: outputFileType,
+            file: file, displayPath: displayPath, fileType: outputFileType,
             overwritesExistingFile: overwritesExistingFile, metadata: snapshot.metadata, chapters: snapshot.chapters,
             shouldOptimizeForNetworkUse: snapshot.shouldOptimizeForNetworkUse,
-            movieFragmentInterval: snapshot.movieFragmentInterval, movieTimeScale: snapshot.movieTimeScale,
+            movieFragmentInterval: snapshot.movieFragmentInterval, segmentation: segmentation, movieTimeScale: snapshot.movieTimeScale,
             expectedContent: snapshot.expectedContent, probe: snapshot.probe)
         try core.start(configuration, inputs: snapshot.inputs.map { $0.configurationSnapshot() })
+    }
+
+    /// How the options cut the output: segments where a profile is set (to the delegate or
+    /// handler when there is no file), fragments where only `movieFragmentInterval` is.
+    private static func segmentation(_ o: Options, writesFile: Bool, writer: AssetWriter) throws(MediaError) -> WriterSegmentation? {
+        let path = writer.displayPath
+        guard let profile = o.outputFileTypeProfile else {
+            guard writesFile else {
+                throw MediaError(.invalidState, "a writer without a file needs an outputFileTypeProfile for its segments", path: path)
+            }
+            let fragment = o.movieFragmentInterval
+            guard fragment.isNumeric && fragment > .zero else { return nil }
+            return WriterSegmentation(profile: nil, interval: fragment, origin: .invalid, handler: nil)
+        }
+        let interval = o.preferredOutputSegmentInterval
+        guard interval.isIndefinite || (interval.isNumeric && interval > .zero) else {
+            throw MediaError(.invalidArgument, "segments need a positive preferredOutputSegmentInterval, or .indefinite", path: path)
+        }
+        var handler: SegmentHandler?
+        if !writesFile {
+            if let own = o.segmentHandler {
+                handler = own
+            } else if o.delegate != nil {
+                handler = { [weak writer] data, type, report in
+                    guard let writer, let delegate = writer.delegate else { return }
+                    delegate.assetWriter(writer, didOutputSegmentData: data, segmentType: type, segmentReport: report)
+                }
+            } else {
+                throw MediaError(.invalidState, "a writer without a file needs a delegate for its segments", path: path)
+            }
+        }
+        return WriterSegmentation(profile: profile, interval: interval, origin: o.initialSegmentStartTime, handler: handler)
     }
 
     /// Calls `observer` with `writtenDuration` each time a packet reaches the file, on the
@@ -214,6 +314,7 @@ public final class AssetWriter: Sendable {
     /// Bytes written so far: the size of the partial file on disk while writing (the muxer's
     /// last few kilobytes may still be buffered), the output's size once finished.
     public var bytesWritten: Int64 {
+        guard let outputURL else { return 0 }
         let path = status == .completed ? outputURL.path : (partialFile.withLock { $0 }?.path ?? outputURL.path)
         return (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
     }

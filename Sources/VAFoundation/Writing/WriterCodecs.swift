@@ -113,12 +113,15 @@ enum WriterCodecs {
         switch name {
         case "libx264":
             options.append(("preset", speed?.value ?? (realTime ? "veryfast" : "medium")))
+            // A keyframe the writer forces (a segment's start) is an IDR picture.
+            options.append(("forced-idr", "1"))
             if realTime { options.append(("tune", "zerolatency")) }
             if let crf { options.append(("crf", crf)) }
             if let p = s.profile { options.append(("profile", p.lowercased())) }
             if let l = s.level { options.append(("level", l)) }
         case "libx265":
             options.append(("preset", speed?.value ?? (realTime ? "veryfast" : "medium")))
+            options.append(("forced-idr", "1"))
             if let crf { options.append(("crf", crf)) }
             if let p = s.profile { options.append(("profile", p.lowercased())) }
             var params = ["log-level=error"]

@@ -372,6 +372,17 @@ final class WriterCore: Sendable {
         wakeWaiters()
     }
 
+    /// Queues the end of the segment under way, behind the samples already appended.
+    func flushSegment() throws(MediaError) {
+        let engine = try state.withLock { s throws(MediaError) -> WriterEngine in
+            guard s.status == .writing, let engine = s.engine, s.sessionStart.isNumeric else {
+                throw s.error ?? MediaError(.invalidState, "flushSegment needs a started session", path: destinationPath)
+            }
+            return engine
+        }
+        stage.async { engine.flushSegment() }
+    }
+
     func endSession(at time: MediaTime) throws(MediaError) {
         let engine = try state.withLock { s throws(MediaError) -> WriterEngine in
             guard s.status == .writing, let engine = s.engine, s.sessionStart.isNumeric else {

@@ -17,6 +17,9 @@ struct WriterInputConfiguration: Sendable {
     var resumable = false
     /// Told where the video stage encoded and scaled, and of each surface/host copy.
     var observations: StageObservations?
+    /// Makes the first picture at or after each multiple of this (after the session's start)
+    /// a keyframe, so that renditions encoded alike switch at the same times.
+    var forcedKeyframeInterval: MediaTime?
     /// What the input carries, when its caller knows (an export): the file and the track.
     var source: Source?
 
@@ -30,8 +33,11 @@ struct WriterInputConfiguration: Sendable {
 
 /// What the writer was configured with when writing started.
 struct WriterConfiguration: Sendable {
-    var destination: URL
-    var temporary: URL
+    /// The file written, and its hidden partial twin; nil for a writer that hands its
+    /// segments to a delegate.
+    var file: (destination: URL, temporary: URL)?
+    /// What errors name as the output: the destination's path, or what the segments are for.
+    var displayPath: String
     var fileType: FileType
     var overwritesExistingFile: Bool
     var metadata: [MetadataItem]
@@ -39,6 +45,8 @@ struct WriterConfiguration: Sendable {
     var chapters: [Chapter]
     var shouldOptimizeForNetworkUse: Bool
     var movieFragmentInterval: MediaTime
+    /// How the output is cut into fragments or segments; nil writes one index at the end.
+    var segmentation: WriterSegmentation?
     var movieTimeScale: Int32
     /// What the writer's caller knows it will write, when it knows (a remux: the source's
     /// index): lets a network-optimised mp4/mov reserve room for its index up front.
@@ -93,6 +101,10 @@ final class WriterEngine: @unchecked Sendable {
         var framesKept = 0
         /// The device under this input failed: its samples are ignored until it is resumed.
         var deviceFailed = false
+        /// The next times (after the session's start) whose picture is made a keyframe: the
+        /// input's forced keyframe interval, and the segments' boundaries.
+        var nextForcedKeyframe: MediaTime?
+        var nextSegmentKeyframe: MediaTime?
 
         init(_ configuration: WriterInputConfiguration) { self.configuration = configuration }
     }
@@ -106,6 +118,18 @@ final class WriterEngine: @unchecked Sendable {
     private var sessionStart = MediaTime.invalid
     private var sessionEnd = MediaTime.invalid
     private(set) var closed = false
+    /// Holds each track's packets until their fragment is complete; nil when the output is
+    /// not fragmented, or before the first packet.
+    private var cutter: FragmentCutter<Packet>?
+    /// `flushSegment()` was called: the leading input's next sample starts a segment.
+    private var segmentFlushRequested = false
+    /// Media segments handed out so far.
+    private var segmentsWritten = 0
+    /// A cut `flushSegment()` asked for before the cutter existed.
+    private var pendingCut: MediaTime?
+    /// The movie header of a fragmented output is written (with the first fragment: the
+    /// muxer delays it until the first samples give the edit list its start).
+    private var movieHeaderWritten = false
 
     /// Told the written duration (`writtenSeconds`) after each packet reaches the muxer.
     private let didWrite: (@Sendable (Double) -> Void)?
@@ -143,8 +167,8 @@ final class WriterEngine: @unchecked Sendable {
         }
     }
 
-    private var path: String { configuration.destination.path }
-    private var name: String { configuration.destination.lastPathComponent }
+    private var path: String { configuration.displayPath }
+    private var name: String { configuration.file?.destination.lastPathComponent ?? configuration.displayPath }
 
     // MARK: Opening
 
@@ -152,20 +176,26 @@ final class WriterEngine: @unchecked Sendable {
     func open(_ inputs: [WriterInputConfiguration]) throws(MediaError) {
         checkConfinement()
         let fileType = configuration.fileType
-        if configuration.movieFragmentInterval.isValid || configuration.movieTimeScale > 0 {
+        if configuration.segmentation != nil || configuration.movieTimeScale > 0 {
             guard ["mp4", "mov", "ipod"].contains(fileType.muxerName) else {
-                throw MediaError(.invalidArgument, "movie fragments and the movie time scale apply to mp4/mov files, not \(fileType)", path: path)
+                throw MediaError(.invalidArgument, "movie fragments, segments and the movie time scale apply to mp4/mov files, not \(fileType)", path: path)
             }
         }
-        // The partial file is created and locked before the muxer opens it, so it is never
-        // there unlocked for another run's clean-up to take as abandoned.
-        do { partialLock = try PartialFileLock(creating: configuration.temporary) } catch {
-            throw MediaError(error.code, "cannot create the output beside \(name)", path: path, underlying: error)
-        }
         let muxer: Muxer
-        do { muxer = try Muxer(formatName: fileType.muxerName, path: configuration.temporary.path) } catch {
-            let code: MediaError.Code = error.code == .permissionDenied ? .permissionDenied : .ioError
-            throw MediaError(code, "cannot create the output beside \(name)", path: path, underlying: error)
+        if let file = configuration.file {
+            // The partial file is created and locked before the muxer opens it, so it is never
+            // there unlocked for another run's clean-up to take as abandoned.
+            do { partialLock = try PartialFileLock(creating: file.temporary) } catch {
+                throw MediaError(error.code, "cannot create the output beside \(name)", path: path, underlying: error)
+            }
+            do { muxer = try Muxer(formatName: fileType.muxerName, path: file.temporary.path) } catch {
+                let code: MediaError.Code = error.code == .permissionDenied ? .permissionDenied : .ioError
+                throw MediaError(code, "cannot create the output beside \(name)", path: path, underlying: error)
+            }
+        } else {
+            do { muxer = try Muxer(formatName: fileType.muxerName) } catch {
+                throw MediaError(.ioError, "cannot open the \(fileType) segment muxer", path: path, underlying: error)
+            }
         }
         self.muxer = muxer
         try configuration.probe?.step(.outputCreated)
@@ -235,6 +265,50 @@ final class WriterEngine: @unchecked Sendable {
     func startSession(at time: MediaTime) {
         checkConfinement()
         sessionStart = time
+        let firstBoundary = segmentBoundary(after: .zero)
+        for pipeline in pipelines where pipeline.video != nil {
+            pipeline.nextForcedKeyframe = pipeline.configuration.forcedKeyframeInterval.map { _ in .zero }
+            pipeline.nextSegmentKeyframe = firstBoundary
+        }
+    }
+
+    /// Ends the segment under way before the leading input's next sample, which an encoding
+    /// input makes a keyframe (`AssetWriter.flushSegment()`).
+    func flushSegment() {
+        checkConfinement()
+        segmentFlushRequested = true
+    }
+
+    /// The first segment boundary after `time` (on the session's timeline): the segments'
+    /// origin plus a multiple of their interval; nil without a regular interval.
+    private func segmentBoundary(after time: MediaTime) -> MediaTime? {
+        guard let segmentation = configuration.segmentation, segmentation.interval.isNumeric, segmentation.interval > .zero,
+              sessionStart.isNumeric else { return nil }
+        var boundary = segmentation.origin.isNumeric ? segmentation.origin - sessionStart : .zero
+        while boundary <= time { boundary = boundary + segmentation.interval }
+        return boundary
+    }
+
+    /// The leading input: the first video input, else the first; its keyframes set the cuts.
+    private var leadPipeline: Pipeline? {
+        pipelines.first { $0.configuration.mediaType == .video } ?? pipelines.first
+    }
+
+    /// Whether the picture at `time` must be a keyframe (a forced interval or a segment
+    /// boundary is due), advancing the schedules past it.
+    private func keyframeIsDue(at time: MediaTime, _ pipeline: Pipeline) -> Bool {
+        var due = false
+        if let next = pipeline.nextForcedKeyframe, time >= next, let interval = pipeline.configuration.forcedKeyframeInterval {
+            due = true
+            var following = next
+            while following <= time { following = following + interval }
+            pipeline.nextForcedKeyframe = following
+        }
+        if let next = pipeline.nextSegmentKeyframe, time >= next {
+            due = true
+            pipeline.nextSegmentKeyframe = segmentBoundary(after: time)
+        }
+        return due
     }
 
     /// Later samples at or after `time` are dropped; held audio packets are trimmed to it.
@@ -304,8 +378,18 @@ final class WriterEngine: @unchecked Sendable {
                     if pipeline.pictureDurations.count >= 1024 { pipeline.pictureDurations = [:] }
                     pipeline.pictureDurations[t] = duration
                 }
-                try emit(video.encode(picture, pts: t, duration: duration), pipeline)
+                var keyframe = keyframeIsDue(at: start, pipeline)
+                if segmentFlushRequested && pipeline === leadPipeline {
+                    segmentFlushRequested = false
+                    keyframe = true
+                    requestCut(at: start)
+                }
+                try emit(video.encode(picture, pts: t, duration: duration, forcingKeyframe: keyframe), pipeline)
             } else if let audio = pipeline.audio {
+                if segmentFlushRequested && pipeline === leadPipeline {
+                    segmentFlushRequested = false
+                    requestCut(at: relative)
+                }
                 guard case .audio(let buffer) = sample.content else {
                     throw MediaError(.invalidArgument, "input \(i) encodes audio but was given a \(sample.formatDescription.mediaType) sample", path: path)
                 }
@@ -345,6 +429,10 @@ final class WriterEngine: @unchecked Sendable {
                 : (sample.presentationTimeStamp.timescale > 0 ? sample.presentationTimeStamp.timescale : 90000)
             pipeline.timeBase = Rational(1, scale)
             try writeHeaderIfReady()
+        }
+        if segmentFlushRequested && pipeline === leadPipeline {
+            segmentFlushRequested = false
+            requestCut(at: sample.presentationTimeStamp - sessionStart)
         }
         let packet = try source.reference()
         let pts = ticks(sample.presentationTimeStamp - sessionStart, pipeline.timeBase)
@@ -411,7 +499,11 @@ final class WriterEngine: @unchecked Sendable {
             try flushPendingVideo(pipeline)
             try releaseOpenGOP(pipeline)
             try writeHeaderIfReady()
-            if let stream = pipeline.streamIndex { written.withLock { $0[stream]?.finished = true } }
+            if let stream = pipeline.streamIndex {
+                written.withLock { $0[stream]?.finished = true }
+                cutter?.finish(track: stream)
+                try writeCompleteFragments(final: false)
+            }
         } catch let error as MediaError {
             throw error
         } catch {
@@ -434,6 +526,7 @@ final class WriterEngine: @unchecked Sendable {
                 for packet in pipeline.held { try write(packet, pipeline) }
                 pipeline.held = []
             }
+            try writeCompleteFragments(final: true)
             try muxer.finish()
         } catch let error as FFmpegError {
             throw MediaError(.writeFailed, "cannot finish the file", path: path, underlying: error)
@@ -448,7 +541,7 @@ final class WriterEngine: @unchecked Sendable {
         // the last reference to the engine happens to drop: the writer's caller may hand the
         // device to the next export as soon as this returns.
         pipelines = []
-        try moveIntoPlace()
+        if configuration.file != nil { try moveIntoPlace() }
     }
 
     /// Closes and deletes the temporary file, and closes the encoders; later work is ignored.
@@ -457,12 +550,13 @@ final class WriterEngine: @unchecked Sendable {
         muxer = nil
         pipelines = []
         closed = true
-        unlink(configuration.temporary.path)
+        if let file = configuration.file { unlink(file.temporary.path) }
         partialLock = nil
     }
 
     private func moveIntoPlace() throws(MediaError) {
-        let temporary = configuration.temporary.path
+        guard let file = configuration.file else { return }
+        let temporary = file.temporary.path
         defer { partialLock = nil }
         if configuration.overwritesExistingFile {
             if rename(temporary, path) != 0 {
@@ -595,8 +689,88 @@ final class WriterEngine: @unchecked Sendable {
             pipeline.dtsRepairs += 1
         }
         if let dts = packet.dts { pipeline.lastWrittenDTS = dts }
-        try muxer.write(packet)
+        if configuration.segmentation != nil {
+            try cut(packet, stream: stream, timeBase: muxer.timeBase(ofStream: stream))
+        } else {
+            try muxer.write(packet)
+        }
         didWrite?(writtenSeconds)
+    }
+
+    // MARK: Fragments and segments
+
+    private func requestCut(at time: MediaTime) {
+        if cutter != nil { cutter!.requestCut(at: time) } else { pendingCut = time }
+    }
+
+    /// Hands a packet (in its stream's final time base) to the fragment cutter and writes
+    /// every fragment that became complete.
+    private func cut(_ packet: Packet, stream: Int, timeBase: Rational) throws {
+        guard let segmentation = configuration.segmentation else { return }
+        if cutter == nil {
+            let streams = pipelines.compactMap(\.streamIndex)
+            let lead = leadPipeline?.streamIndex ?? streams.min() ?? 0
+            let origin = segmentation.origin.isNumeric ? segmentation.origin - sessionStart : .zero
+            var fresh = FragmentCutter<Packet>(trackCount: (streams.max() ?? 0) + 1, leadTrack: lead,
+                                              interval: segmentation.interval, origin: origin)
+            for pipeline in pipelines where pipeline.finished { if let index = pipeline.streamIndex { fresh.finish(track: index) } }
+            if let pendingCut { fresh.requestCut(at: pendingCut) }
+            pendingCut = nil
+            cutter = fresh
+        }
+        let pts = packet.pts ?? packet.dts ?? 0
+        cutter!.add(.init(payload: packet, track: stream, time: timeBase.time(ofTicks: pts),
+                          decodeTime: timeBase.time(ofTicks: packet.dts ?? pts), duration: timeBase.time(ofTicks: max(packet.duration, 0)),
+                          isSync: packet.isKeyframe, byteCount: packet.size))
+        try writeCompleteFragments(final: false)
+    }
+
+    /// Writes the fragments complete in every track (all that is left, when `final`), each
+    /// ended with its own `moof`, and hands segments to the handler.
+    private func writeCompleteFragments(final: Bool) throws {
+        guard let muxer else { return }
+        while let fragment = cutter?.nextFragment(final: final) {
+            guard !fragment.isEmpty else { continue }
+            for item in fragment { try muxer.write(item.payload) }
+            try writeMovieHeaderIfNeeded()
+            try muxer.flushFragment()
+            segmentsWritten += 1
+            guard let handler = configuration.segmentation?.handler else { continue }
+            var data = Data(try muxer.takeWrittenBytes())
+            if configuration.segmentation?.profile == .mpeg4CMAFCompliant { data = SegmentBoxes.segmentType + data }
+            let report = SegmentReport(segmentType: .separable, sequenceNumber: segmentsWritten,
+                                       trackReports: trackReports(fragment, in: data))
+            try handler(data, .separable, report)
+        }
+    }
+
+    /// Writes the movie header (the muxer's first flush, with `delay_moov`, writes only it)
+    /// and hands it out as the initialization segment.
+    private func writeMovieHeaderIfNeeded() throws {
+        guard !movieHeaderWritten, let muxer else { return }
+        movieHeaderWritten = true
+        try muxer.flushFragment()
+        guard let handler = configuration.segmentation?.handler else { return }
+        try handler(Data(try muxer.takeWrittenBytes()), .initialization, nil)
+    }
+
+    /// Each track's part of a fragment, as its report gives it.
+    private func trackReports(_ fragment: [FragmentCutter<Packet>.Item], in data: Data) -> [SegmentTrackReport] {
+        let tracks = Set(fragment.map(\.track)).sorted()
+        return tracks.compactMap { track in
+            let items = fragment.filter { $0.track == track }
+            guard let earliest = items.map(\.time).min(), let end = items.map({ $0.time + $0.duration }).max(),
+                  let pipeline = pipelines.first(where: { $0.streamIndex == track }) else { return nil }
+            let mediaType = pipeline.configuration.mediaType
+            var first: SegmentSampleInformation?
+            if mediaType == .video, let sample = items.first {
+                let offset = SegmentBoxes.firstSampleOffset(ofTrack: track + 1, in: data) ?? 0
+                first = SegmentSampleInformation(presentationTimeStamp: sample.time, offset: offset, length: sample.byteCount,
+                                                 isSyncSample: sample.isSync)
+            }
+            return SegmentTrackReport(trackID: track + 1, mediaType: mediaType, earliestPresentationTimeStamp: earliest,
+                                      duration: end - earliest, firstVideoSampleInformation: first, sampleCount: items.count)
+        }
     }
 
     /// Adds the streams and writes the header once every input that will write has its parameters.
@@ -656,10 +830,12 @@ final class WriterEngine: @unchecked Sendable {
         guard ["mp4", "mov", "ipod"].contains(configuration.fileType.muxerName) else { return [] }
         var options: [(name: String, value: String)] = []
         var flags = ""
-        let fragment = configuration.movieFragmentInterval
-        if fragment.isNumeric && fragment > .zero {
-            flags += "+empty_moov+default_base_moof"
-            options.append(("frag_duration", String(Int64((fragment.seconds * 1_000_000).rounded()))))
+        if let segmentation = configuration.segmentation {
+            // The writer ends each fragment itself (`FragmentCutter`).
+            flags += "+frag_custom+delay_moov+default_base_moof"
+            options.append(("use_editlist", "1"))
+            if segmentation.handler != nil { flags += "+skip_trailer" }
+            if segmentation.profile == .mpeg4CMAFCompliant { flags += "+cmaf+dash" }
         } else if configuration.shouldOptimizeForNetworkUse {
             // Room reserved for the index after the header puts it first without faststart's
             // second pass, which reads and rewrites the whole file.

@@ -30,13 +30,14 @@ final class WriterVideoStage {
         outputFrames = try FramePool(width: encoder.width, height: encoder.height, pixelFormat: hostFormat, capacity: PipelineBounds.writerHostFrames)
     }
 
-    /// Encodes `picture` at `pts` (encoder time base) and returns the packets that became ready.
-    func encode(_ picture: PixelBuffer, pts: Int64, duration: Int64) throws(FFmpegError) -> [Packet] {
+    /// Encodes `picture` at `pts` (encoder time base), as a keyframe when `forcingKeyframe`,
+    /// and returns the packets that became ready.
+    func encode(_ picture: PixelBuffer, pts: Int64, duration: Int64, forcingKeyframe: Bool = false) throws(FFmpegError) -> [Packet] {
         let frame = try prepare(picture.frame)
         frame.pts = pts
         frame.duration = duration
         var packets: [Packet] = []
-        while try encoder.send(frame) == .outputPending {
+        while try encoder.send(frame, forcingKeyframe: forcingKeyframe) == .outputPending {
             try drain(into: &packets)
         }
         try drain(into: &packets)

@@ -1,0 +1,238 @@
+import Foundation
+import Testing
+@testable import VAFoundation
+
+/// Collects what a segmenting writer hands out, in order.
+final class SegmentCollector: AssetWriterDelegate {
+    let segments = Locked<[(data: Data, type: SegmentType, report: SegmentReport?)]>([])
+
+    func assetWriter(_ writer: AssetWriter, didOutputSegmentData segmentData: Data, segmentType: SegmentType,
+                     segmentReport report: SegmentReport?) {
+        segments.withLock { $0.append((segmentData, segmentType, report)) }
+    }
+}
+
+/// Segmented writing (`AssetWriter(fileType:)` with a delegate): where segments are cut,
+/// what they hold, and that the concatenated segments play in ffmpeg, an independent reader.
+@Suite struct SegmentedWriterTests {
+    private static let second = MediaTime(value: 1, timescale: 1)
+
+    /// Writes `frames` pattern pictures at 30 fps (and, with `audio`, AAC in 1/30 s blocks
+    /// beside them) through a segmenting writer, calling `flushSegment()` before the pictures
+    /// in `flushBefore`; returns what the delegate received.
+    private func writeSegments(profile: FileTypeProfile = .mpeg4AppleHLS, interval: MediaTime, frames: Int, audio: Bool = false,
+                               keyFrameInterval: Int = 250, flushBefore: Set<Int> = [],
+                               initialSegmentStartTime: MediaTime = .invalid) async throws -> [(data: Data, type: SegmentType, report: SegmentReport?)] {
+        let collector = SegmentCollector()
+        let writer = AssetWriter(fileType: .mp4)
+        writer.outputFileTypeProfile = profile
+        writer.preferredOutputSegmentInterval = interval
+        writer.initialSegmentStartTime = initialSegmentStartTime
+        writer.delegate = collector
+        let video = try AssetWriterInput(videoSettings: VideoSettings(codec: .h264, width: 64, height: 48, maxKeyFrameInterval: keyFrameInterval))
+        let adaptor = try AssetWriterInputPixelBufferAdaptor(assetWriterInput: video,
+                                                             sourcePixelBufferAttributes: PixelBufferAttributes(pixelFormat: .yuv420p, width: 64, height: 48))
+        try writer.add(video)
+        var sound: AssetWriterInput?
+        if audio {
+            let input = try AssetWriterInput(audioSettings: AudioSettings(codec: .aac, sampleRate: 48000, channelCount: 1, bitRate: 64000))
+            try writer.add(input)
+            sound = input
+        }
+        try writer.startWriting()
+        try writer.startSession(atSourceTime: .zero)
+        let pool = try #require(adaptor.pixelBufferPool)
+        for i in 0..<frames {
+            if flushBefore.contains(i) { try writer.flushSegment() }
+            let buffer = try await pool.waitForPixelBuffer()
+            _ = try WriterTestSupport.pattern(width: 64, height: 48, index: i, into: buffer)
+            try await adaptor.append(buffer, withPresentationTime: MediaTime(value: Int64(i), timescale: 30))
+            if let sound {
+                let block = try WriterTestSupport.sine(sampleCount: 1600, offset: i * 1600, sampleRate: 48000)
+                try await sound.append(SampleBuffer(audioBuffer: block, presentationTimeStamp: MediaTime(value: Int64(i * 1600), timescale: 48000)))
+            }
+        }
+        try await writer.finishWriting()
+        #expect(writer.status == .completed)
+        #expect(writer.outputURL == nil)
+        return collector.segments.withLock { $0 }
+    }
+
+    /// The segments joined into one file, as a player fetching them in order reads them.
+    private func joined(_ segments: [(data: Data, type: SegmentType, report: SegmentReport?)], in dir: URL) throws -> URL {
+        let url = dir.appendingPathComponent("joined.mp4")
+        try segments.reduce(Data()) { $0 + $1.data }.write(to: url)
+        return url
+    }
+
+    /// ffprobe's video packets of `url`: presentation time in seconds and keyframe flag.
+    private func videoPackets(_ url: URL) throws -> [(time: Double, key: Bool)] {
+        let json = try WriterTestSupport.probe(url, ["-select_streams", "v:0", "-show_entries", "packet=pts_time,flags", "-show_packets"])
+        return (json["packets"] as? [[String: Any]] ?? []).map {
+            (Double($0["pts_time"] as? String ?? "") ?? -1, ($0["flags"] as? String ?? "").hasPrefix("K"))
+        }
+    }
+
+    @Test(.disabled(if: ffprobePath == nil, "ffprobe is not installed (Hardware/setup.sh installs it)"))
+    func segmentsStartAtKeyframesOnEachBoundary() async throws {
+        let segments = try await writeSegments(interval: Self.second, frames: 120)
+        #expect(segments.first?.type == .initialization && segments.first?.report == nil)
+        let media = segments.dropFirst()
+        #expect(media.allSatisfy { $0.type == .separable })
+        // Keyframes every 250 frames would give one segment: the writer forces one at each second.
+        #expect(media.count == 4, "\(media.count) media segments")
+        for (k, segment) in media.enumerated() {
+            let report = try #require(segment.report)
+            #expect(report.sequenceNumber == k + 1)
+            let track = try #require(report.trackReports.first)
+            #expect(track.mediaType == .video && track.trackID == 1)
+            #expect(track.earliestPresentationTimeStamp == MediaTime(value: Int64(k), timescale: 1), "segment \(k): \(track.earliestPresentationTimeStamp)")
+            #expect(track.duration == Self.second && track.sampleCount == 30)
+            let first = try #require(track.firstVideoSampleInformation)
+            #expect(first.isSyncSample && first.presentationTimeStamp == track.earliestPresentationTimeStamp)
+            // The offset points into the segment's mdat, at a sample of the stated length.
+            #expect(first.offset > 0 && first.offset + first.length <= segment.data.count)
+            #expect(String(decoding: segment.data[4..<8], as: UTF8.self) == "moof", "an HLS segment is moof + mdat")
+        }
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let packets = try videoPackets(try joined(segments, in: dir))
+        #expect(packets.count == 120)
+        let keyTimes = packets.filter(\.key).map(\.time)
+        for k in 0..<4 { #expect(keyTimes.contains { abs($0 - Double(k)) < 0.001 }, "no keyframe at \(k) s: \(keyTimes)") }
+        #expect(try WriterTestSupport.probeStream(try joined(segments, in: dir), "v:0")["nb_read_frames"] as? String == "120")
+    }
+
+    @Test(.disabled(if: ffprobePath == nil, "ffprobe is not installed (Hardware/setup.sh installs it)"))
+    func cmafSegmentsOpenWithStypAndSidx() async throws {
+        let segments = try await writeSegments(profile: .mpeg4CMAFCompliant, interval: Self.second, frames: 60)
+        let initialization = try #require(segments.first)
+        #expect(String(decoding: initialization.data[4..<8], as: UTF8.self) == "ftyp")
+        #expect(initialization.data.range(of: Data("cmfc".utf8)) != nil, "the CMAF brand is declared")
+        for segment in segments.dropFirst() {
+            #expect(String(decoding: segment.data[4..<8], as: UTF8.self) == "styp")
+            #expect(String(decoding: segment.data[28 + 4..<28 + 8], as: UTF8.self) == "sidx")
+        }
+        #expect(segments.count == 3)
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        #expect(try WriterTestSupport.probeStream(try joined(segments, in: dir), "v:0")["nb_read_frames"] as? String == "60")
+    }
+
+    @Test(.disabled(if: ffprobePath == nil, "ffprobe is not installed (Hardware/setup.sh installs it)"))
+    func indefiniteIntervalCutsOnlyAtFlushSegment() async throws {
+        let segments = try await writeSegments(interval: .indefinite, frames: 90, flushBefore: [20, 75])
+        let starts = segments.dropFirst().compactMap { $0.report?.trackReports.first?.earliestPresentationTimeStamp }
+        #expect(starts == [.zero, MediaTime(value: 20, timescale: 30), MediaTime(value: 75, timescale: 30)], "\(starts)")
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let keys = try videoPackets(try joined(segments, in: dir)).filter(\.key).map(\.time)
+        #expect(keys.contains { abs($0 - 20.0 / 30) < 0.001 } && keys.contains { abs($0 - 2.5) < 0.001 }, "\(keys)")
+    }
+
+    @Test func segmentBoundariesCountFromTheInitialSegmentStartTime() async throws {
+        let segments = try await writeSegments(interval: Self.second, frames: 75, initialSegmentStartTime: MediaTime(value: 1, timescale: 2))
+        let starts = segments.dropFirst().compactMap { $0.report?.trackReports.first?.earliestPresentationTimeStamp.seconds }
+        #expect(starts == [0, 0.5, 1.5], "\(starts)")
+    }
+
+    /// With audio beside the video, each segment holds the audio shown up to the video's next
+    /// cut: every track of a segment starts within one AAC frame of its video.
+    @Test(.disabled(if: ffprobePath == nil, "ffprobe is not installed (Hardware/setup.sh installs it)"))
+    func audioFollowsTheVideoCuts() async throws {
+        let segments = try await writeSegments(interval: Self.second, frames: 90, audio: true)
+        let media = segments.dropFirst()
+        #expect(media.count == 3)
+        let aacFrame = MediaTime(value: 1024, timescale: 48000)
+        for segment in media {
+            let reports = try #require(segment.report?.trackReports)
+            let video = try #require(reports.first { $0.mediaType == .video })
+            let audio = try #require(reports.first { $0.mediaType == .audio }, "every segment carries audio")
+            #expect(audio.trackID == 2)
+            let gap = audio.earliestPresentationTimeStamp - video.earliestPresentationTimeStamp
+            #expect(gap < aacFrame && MediaTime.zero - gap <= aacFrame, "audio starts \(gap.seconds) s from its video")
+        }
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = try joined(segments, in: dir)
+        #expect(try WriterTestSupport.probeStream(url, "v:0")["nb_read_frames"] as? String == "90")
+        let audioSeconds = Double(try WriterTestSupport.probeStream(url, "a:0")["duration"] as? String ?? "") ?? 0
+        #expect(abs(audioSeconds - 3) < 0.05, "audio lasts \(audioSeconds) s")
+    }
+
+    @Test func aWriterWithoutAFileNeedsAProfileAndADelegate() throws {
+        for withProfile in [false, true] {
+            let writer = AssetWriter(fileType: .mp4)
+            if withProfile { writer.outputFileTypeProfile = .mpeg4AppleHLS }
+            writer.preferredOutputSegmentInterval = Self.second
+            try writer.add(try AssetWriterInput(videoSettings: VideoSettings(codec: .h264, width: 64, height: 48)))
+            #expect { try writer.startWriting() } throws: {
+                ($0 as? MediaError)?.message.contains(withProfile ? "delegate" : "outputFileTypeProfile") == true
+            }
+            #expect(writer.status == .failed)
+        }
+        let writer = AssetWriter(fileType: .mkv)
+        writer.outputFileTypeProfile = .mpeg4CMAFCompliant
+        writer.preferredOutputSegmentInterval = Self.second
+        let collector = SegmentCollector()
+        writer.delegate = collector
+        try writer.add(try AssetWriterInput(videoSettings: VideoSettings(codec: .h264, width: 64, height: 48)))
+        #expect { try writer.startWriting() } throws: { ($0 as? MediaError)?.message.contains("mp4/mov") == true }
+        #expect(collector.segments.withLock { $0.isEmpty })
+    }
+}
+
+/// The fragment cutter alone: where cuts fall and which samples each fragment takes.
+@Suite struct FragmentCutterTests {
+    typealias Cutter = FragmentCutter<String>
+    private static func t(_ value: Int64, _ scale: Int32 = 30) -> MediaTime { MediaTime(value: value, timescale: scale) }
+    private static func item(_ name: String, track: Int, time: MediaTime, decode: MediaTime? = nil, sync: Bool = true) -> Cutter.Item {
+        .init(payload: name, track: track, time: time, decodeTime: decode ?? time, duration: t(1), isSync: sync, byteCount: 1)
+    }
+
+    @Test func aFragmentWaitsForEveryTrackToPassTheCut() {
+        var cutter = Cutter(trackCount: 2, leadTrack: 0, interval: MediaTime(value: 1, timescale: 1), origin: .zero)
+        for i in 0..<30 { cutter.add(Self.item("v\(i)", track: 0, time: Self.t(Int64(i)), sync: i == 0)) }
+        cutter.add(Self.item("v30", track: 0, time: Self.t(30)))
+        #expect(cutter.nextFragment() == nil, "the audio has not reached 1 s")
+        cutter.add(Self.item("a0", track: 1, time: .zero))
+        cutter.add(Self.item("a1", track: 1, time: MediaTime(value: 99, timescale: 100)))
+        #expect(cutter.nextFragment() == nil)
+        cutter.add(Self.item("a2", track: 1, time: MediaTime(value: 1, timescale: 1)))
+        let first = cutter.nextFragment()?.map(\.payload)
+        #expect(first?.count == 32 && first?.contains("a1") == true && first?.contains("a2") == false && first?.contains("v30") == false)
+        #expect(cutter.nextFragment() == nil)
+        #expect(cutter.nextFragment(final: true)?.map(\.payload).sorted() == ["a2", "v30"])
+    }
+
+    @Test func aLateKeyframeCutsLateAndTheNextBoundaryStaysOnTheGrid() {
+        var cutter = Cutter(trackCount: 1, leadTrack: 0, interval: MediaTime(value: 1, timescale: 1), origin: .zero)
+        // Keyframes at 0, 1.2 s and 2.0 s: cuts at 1.2 (first at or after 1) and 2.0.
+        for i in 0..<75 { cutter.add(Self.item("\(i)", track: 0, time: Self.t(Int64(i)), sync: [0, 36, 60].contains(i))) }
+        #expect(cutter.nextFragment()?.count == 36)
+        #expect(cutter.nextFragment()?.count == 24)
+        #expect(cutter.nextFragment() == nil)
+        #expect(cutter.nextFragment(final: true)?.count == 15)
+    }
+
+    @Test func aFinishedTrackHoldsNothingBack() {
+        var cutter = Cutter(trackCount: 2, leadTrack: 0, interval: MediaTime(value: 1, timescale: 1), origin: .zero)
+        cutter.add(Self.item("a0", track: 1, time: .zero))
+        cutter.finish(track: 1)
+        cutter.add(Self.item("v0", track: 0, time: .zero))
+        cutter.add(Self.item("v1", track: 0, time: Self.t(30)))
+        #expect(cutter.nextFragment()?.map(\.payload).sorted() == ["a0", "v0"])
+    }
+
+    @Test func decodeOrderAcrossTracksAndARequestedCut() {
+        var cutter = Cutter(trackCount: 1, leadTrack: 0, interval: .indefinite, origin: .zero)
+        cutter.add(Self.item("I0", track: 0, time: Self.t(0), decode: Self.t(-1)))
+        cutter.add(Self.item("P2", track: 0, time: Self.t(2), decode: Self.t(0), sync: false))
+        cutter.add(Self.item("B1", track: 0, time: Self.t(1), decode: Self.t(1), sync: false))
+        cutter.requestCut(at: Self.t(3))
+        cutter.add(Self.item("I3", track: 0, time: Self.t(3), decode: Self.t(2)))
+        #expect(cutter.nextFragment()?.map(\.payload) == ["I0", "P2", "B1"])
+        cutter.add(Self.item("I4", track: 0, time: Self.t(4)))
+        #expect(cutter.nextFragment() == nil, "with an indefinite interval only a requested cut ends a fragment")
+    }
+}
