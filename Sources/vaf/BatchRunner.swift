@@ -334,6 +334,8 @@ struct JobReport: Encodable, Sendable {
     var warnings: [String] = []
     /// The shard of the batch this input was run in and what chose it; nil when unsharded.
     var shard: ShardAssignment?
+    /// A streaming package's renditions (`vaf package`), as its playlists declare them.
+    var renditions: [PackageRendition]?
 
     init(input: String, output: String, status: Status, preset: String, inputBytes: Int64?) {
         self.input = input
@@ -439,7 +441,7 @@ struct JobReport: Encodable, Sendable {
     enum CodingKeys: String, CodingKey {
         case schemaVersion, input, output, status, error, errorCode, preset, videoCodec, width, height, frameRate, frameRatePolicy, frames, seconds, speed
         case elapsedSeconds, inputBytes, outputBytes, videoBitRate, videoMaxBitRate, quality, encoder, path, pathReason, hostTransfers, hostTransferBytes
-        case hardwareDevice, fallbackReason, droppedTracks, warnings, shard
+        case hardwareDevice, fallbackReason, droppedTracks, warnings, shard, renditions
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -475,6 +477,7 @@ struct JobReport: Encodable, Sendable {
         try c.encode(droppedTracks, forKey: .droppedTracks)
         try c.encode(warnings, forKey: .warnings)
         try c.encode(shard, forKey: .shard)
+        try c.encodeIfPresent(renditions, forKey: .renditions)
     }
 
     /// `text` with newlines, tabs and other control characters escaped, so it stays one line.

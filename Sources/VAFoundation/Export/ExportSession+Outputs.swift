@@ -15,6 +15,10 @@ extension ExportSession {
         /// output fails the whole export, and every output is removed.
         public var isOptional: Bool
 
+        /// A rendition of a streaming package (`StreamingPackager`) writes segments to its
+        /// handler instead of a file at `url`, which then only names it.
+        var rendition: RenditionOutput?
+
         public init(url: URL, fileType: FileType, preset: ExportPreset? = nil, isOptional: Bool = false) {
             self.url = url
             self.fileType = fileType
@@ -55,6 +59,10 @@ extension ExportSession {
             branch.settings.withLock {
                 $0 = common
                 $0.holdsParentsDeviceSlot = true
+                if let rendition = output.rendition {
+                    $0.rendition = rendition
+                    if let size = rendition.outputSize { $0.outputSize = size }
+                }
             }
             branch.stageProbe = stageProbe
             return branch
@@ -101,7 +109,7 @@ extension ExportSession {
         }
         if let firstFailure {
             // The export failed as a whole: no output of it is left, finished ones included.
-            for (i, result) in results.enumerated() {
+            for (i, result) in results.enumerated() where outputs[i].rendition == nil {
                 if case .success = result { unlink(outputs[i].url.path) }
             }
             throw firstFailure

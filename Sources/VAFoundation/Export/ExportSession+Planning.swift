@@ -134,6 +134,7 @@ extension ExportSession {
         assistant.encoderSpeed = s.encoderSpeed
         assistant.capsBitRatesAtSource = s.capsBitRatesAtSource
         if let size = s.outputSize { assistant.sizeOverride = size }
+        assistant.tableVideoBitRate = s.rendition?.tableVideoBitRate
         return assistant
     }
 
@@ -189,8 +190,12 @@ extension ExportSession {
         do { return (try VideoDevice.shared(s.hardwareDeviceName), nil) } catch { return (nil, error.message) }
     }
 
-    func makePlan(tracks: [AssetTrack], fileType: FileType, softwareOnly: Bool) async throws -> ExportPlan {
+    func makePlan(tracks allTracks: [AssetTrack], fileType: FileType, softwareOnly: Bool) async throws -> ExportPlan {
         let s = settings.withLock { $0 }
+        // A rendition of a streaming package writes its video, or one audio track, alone.
+        let tracks = s.rendition.map { rendition in
+            allTracks.filter { ($0.mediaType == .video && rendition.writesVideo) || ($0.mediaType == .audio && $0.trackID == rendition.audioTrackID) }
+        } ?? allTracks
         var plan = ExportPlan(frameRatePolicy: preset.isPassthrough ? .passthrough : s.frameRatePolicy)
         let isComposition = asset is Composition
         if preset.isPassthrough && isComposition {
@@ -278,6 +283,12 @@ extension ExportSession {
                 }
                 if let codec = codecs.audio { audioSettings.codec = codec }
                 if let bitRate = s.audioBitRate { audioSettings.bitRate = bitRate }
+                if s.rendition != nil {
+                    // A streaming package's audio is AAC-LC stereo, which every player takes.
+                    audioSettings.codec = .aac
+                    audioSettings.channelCount = 2
+                    audioSettings.channelLayout = "stereo"
+                }
                 if let encoder = try? WriterCodecs.audioEncoderName(audioSettings) {
                     // The nearest layout the encoder takes; the reader remixes to it.
                     let source = audioSettings.channelLayout

@@ -203,14 +203,23 @@ extension ExportSession {
         let reader = AssetReader(asset: asset)
         reader.timeRange = range
         reader.seeksToRangeStart = !run.withLock { $0.readsFromFileStart }
-        let writer = try AssetWriter(url: url, fileType: fileType, overwritesExistingFile: s.overwritesExistingFile)
-        writer.shouldOptimizeForNetworkUse = s.shouldOptimizeForNetworkUse
+        let writer: AssetWriter
+        if let rendition = s.rendition {
+            // A streaming package's rendition: segments to its handler, no file, no metadata.
+            writer = AssetWriter(fileType: fileType)
+            writer.outputFileTypeProfile = rendition.segments.profile
+            writer.preferredOutputSegmentInterval = rendition.segments.interval
+            writer.segmentHandler = rendition.segments.handler
+        } else {
+            writer = try AssetWriter(url: url, fileType: fileType, overwritesExistingFile: s.overwritesExistingFile)
+            writer.shouldOptimizeForNetworkUse = s.shouldOptimizeForNetworkUse
+            // Carry the source's metadata over, minus what the muxer writes itself, and its chapters.
+            let sourceMetadata = try await asset.load(.metadata)
+            writer.metadata = s.metadata ?? MetadataItem.carriedOver(sourceMetadata)
+            writer.chapters = Chapter.carriedOver(try await asset.load(.chapters), from: start, to: stop)
+        }
         let probe = stageProbe
         writer.probe = probe
-        // Carry the source's metadata over, minus what the muxer writes itself, and its chapters.
-        let sourceMetadata = try await asset.load(.metadata)
-        writer.metadata = s.metadata ?? MetadataItem.carriedOver(sourceMetadata)
-        writer.chapters = Chapter.carriedOver(try await asset.load(.chapters), from: start, to: stop)
         run.withLock {
             $0.reader = reader
             $0.writer = writer
@@ -295,7 +304,14 @@ extension ExportSession {
                 trackOutput.observations.withLock { $0 = observations }
                 output = trackOutput
             }
-            let input = try AssetWriterInput(mediaType: .video, outputSettings: .video(videoSettings))
+            var encoded = videoSettings
+            if let segments = s.rendition?.segments, let average = encoded.averageBitRate, encoded.maxBitRate == nil {
+                // HLS authoring (rule 1.19): no segment's rate above twice the average.
+                encoded.maxBitRate = average * 3 / 2
+                encoded.maxBitRateWindow = min(segments.keyframeInterval, MediaTime(value: 1, timescale: 1))
+            }
+            let input = try AssetWriterInput(mediaType: .video, outputSettings: .video(encoded))
+            input.forcedKeyframeInterval = s.rendition?.segments.keyframeInterval
             if hardware?.encodesOnDevice == true { input.hardwareDevice = plan.device }
             input.observations = observations
             input.transform = s.videoComposition == nil ? video.preferredTransform : .identity
@@ -387,13 +403,15 @@ extension ExportSession {
         for (i, lane) in lanes.enumerated() where lane.track.mediaType == .video { result.videoFrames = written[i] }
         result.stoppedAtFileLengthLimit = tally.limitReached.withLock { $0 }
             || (limit.map { l in tally.bytes.withLock { $0.reduce(0, +) } >= l || writer.bytesWritten >= l } ?? false)
-        result.outputBytes = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value ?? 0
-        // Said from what the file holds, read back, not from what was handed to the muxer.
-        let readBack = (try? AssetInspector.containerMetadata(path: url.path)) ?? []
-        let kept = Set(readBack.map { $0.key.lowercased() })
-        let lost = writer.metadata.map(\.key).filter { !kept.contains($0.lowercased()) }
-        if !lost.isEmpty {
-            result.warnings.append("metadata a \(fileType) file cannot hold was left out: \(lost.joined(separator: ", "))")
+        if s.rendition == nil {
+            result.outputBytes = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value ?? 0
+            // Said from what the file holds, read back, not from what was handed to the muxer.
+            let readBack = (try? AssetInspector.containerMetadata(path: url.path)) ?? []
+            let kept = Set(readBack.map { $0.key.lowercased() })
+            let lost = writer.metadata.map(\.key).filter { !kept.contains($0.lowercased()) }
+            if !lost.isEmpty {
+                result.warnings.append("metadata a \(fileType) file cannot hold was left out: \(lost.joined(separator: ", "))")
+            }
         }
         for lane in lanes {
             if let damage = (lane.output as? AssetReaderTrackOutput)?.damageReport {

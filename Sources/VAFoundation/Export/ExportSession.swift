@@ -57,6 +57,8 @@ public final class ExportSession: Sendable {
         /// the device for all its outputs: waiting for slots of their own, beside outputs that
         /// wait for them, they could wait for ever.
         var holdsParentsDeviceSlot = false
+        /// This session writes one rendition of a streaming package: segments, not a file.
+        var rendition: RenditionOutput?
     }
 
     struct Run {

@@ -85,6 +85,9 @@ public struct OutputSettingsAssistant: Sendable {
     public var sourceDuration: MediaTime?
     /// Overrides the fitted size when set (still never larger than the source, still even).
     public var sizeOverride: (width: Int, height: Int)?
+    /// Replaces the preset table's rate (a streaming ladder's rung): still capped at the
+    /// source-matched rate while `capsBitRatesAtSource`, unlike `videoBitRateOverride`.
+    public var tableVideoBitRate: Int?
 
     /// The presets the assistant offers on this machine: those whose encoder libavcodec has.
     public static func availableOutputSettingsPresets() -> [ExportPreset] {
@@ -140,7 +143,7 @@ public struct OutputSettingsAssistant: Sendable {
         if let videoBitRateOverride { return videoBitRateOverride }
         guard let (width, height) = outputSize else { return nil }
         let fps = outputFrameRate ?? rate(sourceVideoAverageFrameDuration)
-        let table = ExportBitRate.bitsPerSecond(width: width, height: height, frameRate: fps, table: preset.bitRateTable)
+        let table = tableVideoBitRate ?? ExportBitRate.bitsPerSecond(width: width, height: height, frameRate: fps, table: preset.bitRateTable)
         guard capsBitRatesAtSource, let cap = sourceMatchedVideoBitRate else { return table }
         return min(table, cap)
     }

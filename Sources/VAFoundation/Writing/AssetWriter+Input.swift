@@ -30,6 +30,7 @@ public final class AssetWriterInput: Sendable {
         var observations: StageObservations?
         var resumable = false
         var source: WriterInputConfiguration.Source?
+        var forcedKeyframeInterval: MediaTime?
     }
     private let properties = Locked(Properties())
 
@@ -46,6 +47,13 @@ public final class AssetWriterInput: Sendable {
     var resumable: Bool {
         get { properties.withLock { $0.resumable } }
         set { properties.withLock { $0.resumable = newValue } }
+    }
+
+    /// Makes the first picture at or after each multiple of this (after the session's
+    /// start) a keyframe: renditions of a streaming package switch at the same times.
+    var forcedKeyframeInterval: MediaTime? {
+        get { properties.withLock { $0.forcedKeyframeInterval } }
+        set { properties.withLock { $0.forcedKeyframeInterval = newValue } }
     }
 
     /// Where an export's stages record what they did (set by the export before writing starts).
@@ -201,7 +209,7 @@ public final class AssetWriterInput: Sendable {
         return WriterInputConfiguration(mediaType: mediaType, settings: outputSettings, sourceFormatHint: sourceFormatHint,
                                         transform: p.transform, languageCode: p.languageCode, mediaTimeScale: p.mediaTimeScale,
                                         expectsMediaDataInRealTime: p.expectsMediaDataInRealTime, hardwareDevice: p.hardwareDevice, resumable: p.resumable,
-                                        observations: p.observations, source: p.source)
+                                        observations: p.observations, source: p.source, forcedKeyframeInterval: p.forcedKeyframeInterval)
     }
 
     private func writer() throws(MediaError) -> (core: WriterCore, index: Int) {

@@ -128,3 +128,102 @@ enum SegmentBoxes {
         return nil
     }
 }
+
+extension SegmentBoxes {
+    /// The contents (after the header) of the first box reached by `path` from the top
+    /// level, as (offset, end) in `bytes`: `["moov", "trak", "mdia", "mdhd"]`. Sample
+    /// descriptions and sample entries are stepped into past their fixed fields.
+    static func find(_ path: [String], in bytes: [UInt8]) -> (start: Int, end: Int)? {
+        func word(_ at: Int) -> Int? {
+            guard at >= 0, at + 4 <= bytes.count else { return nil }
+            return Int(bytes[at..<at + 4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+        }
+        /// How many bytes of fixed fields precede a box's children.
+        func childOffset(_ type: String) -> Int {
+            switch type {
+            case "stsd": 8
+            case "avc1", "avc3", "hvc1", "hev1", "encv": 78
+            case "mp4a", "enca": 28
+            default: 0
+            }
+        }
+        var range = (start: 0, end: bytes.count)
+        var parent = ""
+        for name in path {
+            var at = range.start + childOffset(parent)
+            var found: (Int, Int)?
+            while at + 8 <= range.end, let size = word(at), size >= 8, at + size <= range.end {
+                if String(decoding: bytes[(at + 4)..<(at + 8)], as: UTF8.self) == name {
+                    found = (at + 8, at + size)
+                    break
+                }
+                at += size
+            }
+            guard let found else { return nil }
+            range = (found.0, found.1)
+            parent = name
+        }
+        return range
+    }
+
+    /// The RFC 6381 codec string of the first track of an initialization segment, read from
+    /// its sample entry: `avc1.64001f`, `hvc1.1.6.L93.B0`, `mp4a.40.2`; nil for other codecs.
+    static func codecString(initialization data: Data) -> String? {
+        let bytes = [UInt8](data)
+        let stsd = ["moov", "trak", "mdia", "minf", "stbl", "stsd"]
+        if let avcC = find(stsd + ["avc1", "avcC"], in: bytes) ?? find(stsd + ["avc3", "avcC"], in: bytes), avcC.end - avcC.start >= 4 {
+            let entry = find(stsd + ["avc1"], in: bytes) == nil ? "avc3" : "avc1"
+            return entry + "." + bytes[(avcC.start + 1)...(avcC.start + 3)].map { String(format: "%02x", $0) }.joined()
+        }
+        for entry in ["hvc1", "hev1"] {
+            guard let hvcC = find(stsd + [entry, "hvcC"], in: bytes), hvcC.end - hvcC.start >= 13 else { continue }
+            let b = Array(bytes[hvcC.start..<hvcC.end])
+            let space = ["", "A", "B", "C"][Int(b[1] >> 6)]
+            let tier = b[1] & 0x20 != 0 ? "H" : "L"
+            let profile = Int(b[1] & 0x1f)
+            let compatibility = b[2...5].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            var reversed: UInt32 = 0
+            for bit in 0..<32 where compatibility & (1 << bit) != 0 { reversed |= 1 << (31 - bit) }
+            var constraints = Array(b[6...11])
+            while constraints.last == 0 { constraints.removeLast() }
+            var parts = [entry, "\(space)\(profile)", String(reversed, radix: 16, uppercase: true), "\(tier)\(b[12])"]
+            parts += constraints.map { String($0, radix: 16, uppercase: true) }
+            return parts.joined(separator: ".")
+        }
+        if let esds = find(stsd + ["mp4a", "esds"], in: bytes) {
+            // The decoder-specific info (tag 5) starts with the audio object type's 5 bits.
+            var at = esds.start + 4
+            while at < esds.end {
+                let tag = bytes[at]
+                at += 1
+                var length = 0
+                for _ in 0..<4 where at < esds.end {
+                    let byte = bytes[at]
+                    at += 1
+                    length = length << 7 | Int(byte & 0x7f)
+                    if byte & 0x80 == 0 { break }
+                }
+                switch tag {
+                case 0x03: at += 3  // ES descriptor: ID, flags; its children follow.
+                case 0x04: at += 13 // Decoder config: object type, stream type, buffer, rates.
+                case 0x05 where at < esds.end: return "mp4a.40.\(bytes[at] >> 3)"
+                default: at += length
+                }
+            }
+            return nil
+        }
+        return nil
+    }
+
+    /// The coded width and height of the first track's visual sample entry.
+    static func pictureSize(initialization data: Data) -> (width: Int, height: Int)? {
+        let bytes = [UInt8](data)
+        guard let stsd = find(["moov", "trak", "mdia", "minf", "stbl", "stsd"], in: bytes) else { return nil }
+        // The first sample entry: 8 bytes of header, 6 reserved, 2 index, 16 pre-defined, then size.
+        let entry = stsd.start + 8
+        guard entry + 36 <= stsd.end else { return nil }
+        let width = Int(bytes[entry + 32]) << 8 | Int(bytes[entry + 33])
+        let height = Int(bytes[entry + 34]) << 8 | Int(bytes[entry + 35])
+        return width > 0 && height > 0 ? (width, height) : nil
+    }
+}

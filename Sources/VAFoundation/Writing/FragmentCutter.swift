@@ -3,7 +3,7 @@
 ///
 /// The leading track (the first video track, else the first) sets the cuts: a fragment ends
 /// before its first sync sample at or after the next boundary (`origin` plus a multiple of
-/// `interval`), or after a requested cut. Every other track's samples shown before that
+/// `interval`, after the output's start at zero), or after a requested cut. Every other track's samples shown before that
 /// sync sample belong to the fragment; it is complete once each of them has a sample shown
 /// at or after the cut, or has finished. Pure bookkeeping: the caller writes what it returns.
 struct FragmentCutter<Payload> {
@@ -34,7 +34,13 @@ struct FragmentCutter<Payload> {
     init(trackCount: Int, leadTrack: Int, interval: MediaTime, origin: MediaTime) {
         self.leadTrack = leadTrack
         self.interval = interval
-        nextBoundary = interval.isNumeric && interval > .zero ? origin : .positiveInfinity
+        nextBoundary = .positiveInfinity
+        if interval.isNumeric && interval > .zero && origin.isNumeric {
+            // A boundary at or before the output's start cuts nothing (an audio encoder's
+            // priming packets come before it).
+            nextBoundary = origin
+            while nextBoundary <= .zero { nextBoundary = nextBoundary + interval }
+        }
         queues = Array(repeating: [], count: trackCount)
         finished = Array(repeating: false, count: trackCount)
     }

@@ -17,11 +17,11 @@ struct WriterInputConfiguration: Sendable {
     var resumable = false
     /// Told where the video stage encoded and scaled, and of each surface/host copy.
     var observations: StageObservations?
+    /// What the input carries, when its caller knows (an export): the file and the track.
+    var source: Source?
     /// Makes the first picture at or after each multiple of this (after the session's start)
     /// a keyframe, so that renditions encoded alike switch at the same times.
     var forcedKeyframeInterval: MediaTime?
-    /// What the input carries, when its caller knows (an export): the file and the track.
-    var source: Source?
 
     /// A source file's track, as errors name it.
     struct Source: Sendable {

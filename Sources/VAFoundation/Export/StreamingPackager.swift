@@ -1,0 +1,346 @@
+import Foundation
+
+/// What a rendition of a streaming package takes from a multi-output export: its media, its
+/// size and rate, and where its segments go.
+struct RenditionOutput: Sendable {
+    var writesVideo: Bool
+    /// The audio track it writes (AAC-LC stereo); nil for none.
+    var audioTrackID: Int?
+    var outputSize: (width: Int, height: Int)?
+    /// The rung's rate, in place of the preset table's (still capped at the source's).
+    var tableVideoBitRate: Int?
+    var segments: Segments
+
+    struct Segments: Sendable {
+        var profile: FileTypeProfile
+        var interval: MediaTime
+        /// Keyframes at every multiple of this, in every rendition alike.
+        var keyframeInterval: MediaTime
+        var handler: SegmentHandler
+    }
+}
+
+/// Turns one asset into an HLS and DASH streaming package from one read of the source: an
+/// adaptive-bit-rate ladder of video renditions, one AAC stereo rendition per audio
+/// language, cut into CMAF segments that the HLS playlists and the DASH manifest both list.
+///
+/// ```swift
+/// let packager = StreamingPackager(asset: Asset(url: movie))
+/// packager.ladder = [StreamingRung(width: 1280, height: 720, bitRate: 3_000_000),
+///                    StreamingRung(width: 640, height: 360, bitRate: 730_000)]
+/// let result = try await packager.package(to: URL(fileURLWithPath: "out/movie"))
+/// ```
+///
+/// The package is built in a hidden folder beside its destination and renamed into place
+/// once complete: a reader never sees half a package, and a failure or cancellation leaves
+/// nothing.
+public final class StreamingPackager: Sendable {
+    /// Which manifests a package gets; both list the same segment files.
+    public struct Formats: OptionSet, Sendable, Hashable {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        public static let hls = Formats(rawValue: 1)
+        public static let dash = Formats(rawValue: 2)
+        public static let both: Formats = [.hls, .dash]
+    }
+
+    struct Options {
+        var ladder: [StreamingRung]?
+        var videoCodec = VideoCodec.h264
+        var segmentDuration = MediaTime(value: 6, timescale: 1)
+        var formats = Formats.both
+        var replacesExistingPackage = false
+    }
+
+    public let asset: Asset
+    /// The export under the package: its hardware policy and device, its time range, its
+    /// progress and cancellation.
+    public let exportSession: ExportSession
+    private let options = Locked(Options())
+
+    public init(asset: Asset) {
+        self.asset = asset
+        exportSession = ExportSession(asset: asset, preset: .highestQuality)
+    }
+
+    /// The video rungs; nil (the default) is the `auto` ladder (`StreamingRung.automatic`).
+    public var ladder: [StreamingRung]? {
+        get { options.withLock { $0.ladder } }
+        set { options.withLock { $0.ladder = newValue } }
+    }
+    /// H.264 (default) or HEVC.
+    public var videoCodec: VideoCodec {
+        get { options.withLock { $0.videoCodec } }
+        set { options.withLock { $0.videoCodec = newValue } }
+    }
+    /// How long segments last (default 6 s): each starts with a keyframe at a multiple of it.
+    public var segmentDuration: MediaTime {
+        get { options.withLock { $0.segmentDuration } }
+        set { options.withLock { $0.segmentDuration = newValue } }
+    }
+    public var formats: Formats {
+        get { options.withLock { $0.formats } }
+        set { options.withLock { $0.formats = newValue } }
+    }
+    /// Replace a package (or anything else) at the destination once the new one is complete;
+    /// otherwise an existing destination is an error. The old one stays until then.
+    public var replacesExistingPackage: Bool {
+        get { options.withLock { $0.replacesExistingPackage } }
+        set { options.withLock { $0.replacesExistingPackage = newValue } }
+    }
+
+    /// The keyframe interval of every rendition: 2 s (Apple's rule 1.12) where the segment
+    /// duration is a whole number of those, else the segment duration itself, so that every
+    /// segment boundary falls on a forced keyframe.
+    var keyframeInterval: MediaTime {
+        let two = MediaTime(value: 2, timescale: 1)
+        let segment = segmentDuration
+        var multiple = two
+        while multiple < segment { multiple = multiple + two }
+        return multiple == segment ? two : segment
+    }
+
+    /// The source's video track, as the export picks it.
+    private func videoTrack() async throws -> AssetTrack? {
+        let tracks = try await asset.load(.tracks)
+        return ExportSession.primaryVideoTrack(tracks)
+    }
+
+    /// The ladder this package will have: the rungs given, or the `auto` ladder for the source.
+    public func plannedLadder() async throws -> [StreamingRung] {
+        if let given = ladder { return given }
+        guard let video = try await videoTrack(), let format = video.formatDescription.video else { return [] }
+        var width = format.width
+        if let par = format.pixelAspectRatio, par.count == 2, par[0] > 0, par[1] > 0 {
+            width = Int((Double(width) * Double(par[0]) / Double(par[1])).rounded())
+        }
+        return StreamingRung.automatic(sourceWidth: width, sourceHeight: format.height,
+                                       frameRate: Double(video.nominalFrameRate), codec: videoCodec)
+    }
+
+    /// The audio tracks that become renditions: one per language (the first track of each),
+    /// the enabled one first; one track when none names its language.
+    func audioTracks() async throws -> [AssetTrack] {
+        let tracks = try await asset.load(.tracks)
+        let audio = tracks.filter { $0.mediaType == .audio && $0.sampleCount > 0 }
+        var chosen: [AssetTrack] = []
+        for track in audio where !chosen.contains(where: { $0.languageCode == track.languageCode }) { chosen.append(track) }
+        return chosen.sorted { $0.isEnabled && !$1.isEnabled }
+    }
+
+    /// Writes the package at `url` (a folder, which must not exist): see the type's summary.
+    public func package(to url: URL) async throws -> StreamingPackageResult {
+        let destination = url.standardizedFileURL
+        let parent = destination.deletingLastPathComponent()
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: parent.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw MediaError(.invalidArgument, "the output directory does not exist", path: parent.path)
+        }
+        let replaces = options.withLock { $0.replacesExistingPackage }
+        if !replaces && FileManager.default.fileExists(atPath: destination.path) {
+            throw MediaError(.outputExists, "the package folder exists", path: destination.path)
+        }
+        let rungs = try await plannedLadder()
+        let audio = try await audioTracks()
+        let video = try await videoTrack()
+        guard !rungs.isEmpty || !audio.isEmpty else {
+            throw MediaError(.noTracks, "nothing to package: the source has no video or audio with samples", path: asset.displayPath)
+        }
+        let o = options.withLock { $0 }
+        guard o.segmentDuration.isNumeric, o.segmentDuration >= MediaTime(value: 1, timescale: 1) else {
+            throw MediaError(.invalidArgument, "the segment duration must be at least 1 s", path: asset.displayPath)
+        }
+        // Built hidden beside the destination, renamed into place when complete.
+        let building = AssetWriter.temporaryURL(beside: destination)
+        do {
+            try FileManager.default.createDirectory(at: building, withIntermediateDirectories: false)
+        } catch {
+            throw MediaError(.ioError, "cannot create the package folder: \(error.localizedDescription)", path: destination.path)
+        }
+        do {
+            let result = try await build(in: building, destination: destination, rungs: video == nil ? [] : rungs, audio: audio, options: o)
+            // The old package, if replaced, is moved aside first and removed once the new one is in place.
+            let old = AssetWriter.temporaryURL(beside: destination)
+            let movedAside = replaces && rename(destination.path, old.path) == 0
+            defer { if movedAside { try? FileManager.default.removeItem(at: old) } }
+            if rename(building.path, destination.path) != 0 {
+                let e = errno
+                throw MediaError(e == EEXIST || e == ENOTEMPTY ? .outputExists : .ioError,
+                                 "cannot move the finished package into place: \(String(cString: strerror(e)))", path: destination.path)
+            }
+            return result
+        } catch {
+            try? FileManager.default.removeItem(at: building)
+            throw error
+        }
+    }
+
+    private func build(in folder: URL, destination: URL, rungs: [StreamingRung], audio: [AssetTrack],
+                       options o: Options) async throws -> StreamingPackageResult {
+        exportSession.videoCodec = o.videoCodec
+        let names = StreamingRung.folderNames(rungs)
+        let audioNames = audio.count == 1 ? ["audio"] : audio.enumerated().map { i, track in
+            "audio-\(track.languageCode ?? "und")" + (audio.prefix(i).contains { $0.languageCode == track.languageCode } ? "-\(i)" : "")
+        }
+        var recorders: [RenditionRecorder] = []
+        var outputs: [ExportSession.Output] = []
+        func segments(_ recorder: RenditionRecorder) -> RenditionOutput.Segments {
+            .init(profile: .mpeg4CMAFCompliant, interval: o.segmentDuration, keyframeInterval: keyframeInterval,
+                  handler: { data, type, report in try recorder.take(data, type: type, report: report) })
+        }
+        for (rung, name) in zip(rungs, names) {
+            let recorder = try RenditionRecorder(folder: folder.appendingPathComponent(name), name: name, mediaType: .video)
+            recorders.append(recorder)
+            var output = ExportSession.Output(url: recorder.folder, fileType: .mp4)
+            output.rendition = RenditionOutput(writesVideo: true, audioTrackID: nil, outputSize: (rung.width, rung.height),
+                                               tableVideoBitRate: rung.bitRate, segments: segments(recorder))
+            outputs.append(output)
+        }
+        for (track, name) in zip(audio, audioNames) {
+            let recorder = try RenditionRecorder(folder: folder.appendingPathComponent(name), name: name, mediaType: .audio)
+            recorder.language = track.languageCode
+            recorder.isDefault = track.isEnabled
+            recorders.append(recorder)
+            var output = ExportSession.Output(url: recorder.folder, fileType: .mp4)
+            output.rendition = RenditionOutput(writesVideo: false, audioTrackID: track.trackID, outputSize: nil, tableVideoBitRate: nil,
+                                               segments: segments(recorder))
+            outputs.append(output)
+        }
+        let results = try await exportSession.export(to: outputs)
+        let exports = try results.map { try $0.get() }
+        for (recorder, export) in zip(recorders, exports) where recorder.mediaType == .audio {
+            if let settings = export.audioSettings { recorder.audioFormat(sampleRate: settings.sampleRate, channels: settings.channelCount) }
+        }
+        let reports = try recorders.map { try $0.report() }
+        let finalVideo = reports.filter { $0.mediaType == .video }
+        let finalAudio = reports.filter { $0.mediaType == .audio }
+        for (recorder, report) in zip(recorders, reports) where recorder.mediaType == .video {
+            try OutputFile.write(Data(StreamingPlaylists.iFramePlaylist(report).utf8), to: recorder.folder.appendingPathComponent("iframes.m3u8"))
+        }
+        if o.formats.contains(.hls) {
+            for (recorder, report) in zip(recorders, reports) {
+                try OutputFile.write(Data(StreamingPlaylists.mediaPlaylist(report).utf8), to: recorder.folder.appendingPathComponent("index.m3u8"))
+            }
+            try OutputFile.write(Data(StreamingPlaylists.masterPlaylist(video: finalVideo, audio: finalAudio).utf8),
+                                 to: folder.appendingPathComponent("master.m3u8"))
+        }
+        if o.formats.contains(.dash) {
+            try OutputFile.write(Data(StreamingPlaylists.dashManifest(video: finalVideo, audio: finalAudio).utf8),
+                                 to: folder.appendingPathComponent("manifest.mpd"))
+        }
+        return StreamingPackageResult(url: destination, video: finalVideo, audio: finalAudio, exports: exports,
+                                      keyframeInterval: keyframeInterval)
+    }
+}
+
+/// What `StreamingPackager.package(to:)` wrote.
+public struct StreamingPackageResult: Sendable {
+    /// The package's folder.
+    public var url: URL
+    /// Each video rendition, largest first, and each audio rendition, measured from its segments.
+    public var video: [StreamingRenditionReport]
+    public var audio: [StreamingRenditionReport]
+    /// Each rendition's export, in the same order (video, then audio): path, encoder, warnings.
+    public var exports: [ExportResult]
+    /// The forced keyframe interval every video rendition shares.
+    public var keyframeInterval: MediaTime
+}
+
+/// Writes one rendition's segments into its folder as the writer hands them out, and keeps
+/// what the playlists need of each. A retried attempt starts over with a new initialization
+/// segment: what the failed one wrote goes.
+final class RenditionRecorder: Sendable {
+    let folder: URL
+    let name: String
+    let mediaType: MediaType
+    private struct State {
+        var codec: String?
+        var size: (width: Int, height: Int)?
+        var segments: [StreamingRenditionReport.Segment] = []
+        var language: String?
+        var isDefault = false
+        var sampleRate: Int?
+        var channels: Int?
+    }
+    private let state = Locked(State())
+
+    init(folder: URL, name: String, mediaType: MediaType) throws(MediaError) {
+        self.folder = folder
+        self.name = name
+        self.mediaType = mediaType
+        do { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false) } catch {
+            throw MediaError(.ioError, "cannot create the rendition folder: \(error.localizedDescription)", path: folder.path)
+        }
+    }
+
+    var language: String? {
+        get { state.withLock { $0.language } }
+        set { state.withLock { $0.language = newValue } }
+    }
+    var isDefault: Bool {
+        get { state.withLock { $0.isDefault } }
+        set { state.withLock { $0.isDefault = newValue } }
+    }
+
+    func audioFormat(sampleRate: Int, channels: Int) {
+        state.withLock {
+            $0.sampleRate = sampleRate
+            $0.channels = channels
+        }
+    }
+
+    /// Writes a segment the writer handed out; throws when it cannot be written.
+    func take(_ data: Data, type: SegmentType, report: SegmentReport?) throws {
+        switch type {
+        case .initialization:
+            let stale = state.withLock { s -> [String] in
+                defer {
+                    s.segments = []
+                    s.codec = SegmentBoxes.codecString(initialization: data)
+                    s.size = SegmentBoxes.pictureSize(initialization: data)
+                }
+                return s.segments.map(\.file)
+            }
+            for file in stale { try? FileManager.default.removeItem(at: folder.appendingPathComponent(file)) }
+            try write(data, "init.mp4")
+        case .separable:
+            guard let track = report?.trackReports.first(where: { $0.mediaType == mediaType }) ?? report?.trackReports.first else {
+                throw MediaError(.writeFailed, "a segment came without its report", path: folder.path)
+            }
+            let number = state.withLock { $0.segments.count } + 1
+            let file = String(format: "segment-%05d.m4s", number)
+            try write(data, file)
+            let keyframe = track.firstVideoSampleInformation.flatMap { $0.isSyncSample ? $0.offset + $0.length : nil }
+            state.withLock {
+                $0.segments.append(.init(file: file, start: track.earliestPresentationTimeStamp, duration: track.duration, bytes: data.count,
+                                         keyframeBytes: keyframe, sampleCount: track.sampleCount))
+            }
+        }
+    }
+
+    private func write(_ data: Data, _ file: String) throws {
+        let url = folder.appendingPathComponent(file)
+        do { try data.write(to: url) } catch {
+            throw MediaError(.ioError, "cannot write \(name)/\(file): \(error.localizedDescription)", path: url.path)
+        }
+    }
+
+    /// The rendition as written: each segment lasts until the next one starts, so the
+    /// playlist's durations add up to the rendition's.
+    func report() throws(MediaError) -> StreamingRenditionReport {
+        let s = state.withLock { $0 }
+        guard let codec = s.codec, !s.segments.isEmpty else {
+            throw MediaError(.writeFailed, "the \(name) rendition wrote no segments", path: folder.path)
+        }
+        var segments = s.segments
+        // The package starts at zero: an audio encoder's priming, before it, is cut by the edit list.
+        if segments[0].start < .zero {
+            segments[0].duration = segments[0].duration + segments[0].start
+            segments[0].start = .zero
+        }
+        for i in segments.indices.dropLast() { segments[i].duration = segments[i + 1].start - segments[i].start }
+        return StreamingRenditionReport(folder: name, mediaType: mediaType, codec: codec, width: s.size?.width, height: s.size?.height,
+                                        language: s.language, isDefault: s.isDefault, channelCount: s.channels, sampleRate: s.sampleRate,
+                                        segments: segments)
+    }
+}

@@ -1,0 +1,223 @@
+import Foundation
+
+/// What one rendition of a streaming package wrote, measured from its segments: what the
+/// HLS playlists and the DASH manifest declare.
+public struct StreamingRenditionReport: Sendable, Equatable {
+    /// One media segment file.
+    public struct Segment: Sendable, Equatable {
+        public var file: String
+        /// Where it starts on the package's timeline, and how long it lasts.
+        public var start: MediaTime
+        public var duration: MediaTime
+        public var bytes: Int
+        /// The byte range of the segment up to the end of its first (key) picture: what an
+        /// I-frame playlist fetches. Video only.
+        public var keyframeBytes: Int?
+        public var sampleCount: Int
+    }
+
+    /// The rendition's folder in the package ("720p", "audio").
+    public var folder: String
+    public var mediaType: MediaType
+    /// RFC 6381, read from the initialization segment ("avc1.64001f", "mp4a.40.2").
+    public var codec: String
+    /// The coded picture size, read from the initialization segment.
+    public var width: Int?
+    public var height: Int?
+    /// ISO 639-2 language of an audio rendition, and whether the source marked its track default.
+    public var language: String?
+    public var isDefault: Bool
+    public var channelCount: Int?
+    public var sampleRate: Int?
+    public var segments: [Segment]
+
+    public var duration: MediaTime { segments.reduce(MediaTime.zero) { $0 + $1.duration } }
+    public var sampleCount: Int { segments.reduce(0) { $0 + $1.sampleCount } }
+
+    /// The highest rate of any segment, bits per second, rounded up.
+    public var peakBitRate: Int {
+        segments.map { Int((Double($0.bytes * 8) / max($0.duration.seconds, 0.001)).rounded(.up)) }.max() ?? 0
+    }
+    /// The rate of all segments together, bits per second.
+    public var averageBitRate: Int {
+        Int((Double(segments.reduce(0) { $0 + $1.bytes } * 8) / max(duration.seconds, 0.001)).rounded())
+    }
+    /// Pictures a second, from the samples and the duration written.
+    public var frameRate: Double { Double(sampleCount) / max(duration.seconds, 0.001) }
+}
+
+/// The HLS playlists and DASH manifest of a package, written from its renditions' reports.
+enum StreamingPlaylists {
+    /// `#EXT-X-TARGETDURATION`: the longest segment rounded to the nearest second (RFC 8216
+    /// 4.3.3.1), at least 1.
+    static func targetDuration(_ r: StreamingRenditionReport) -> Int {
+        max(1, r.segments.map { Int($0.duration.seconds.rounded()) }.max() ?? 1)
+    }
+
+    private static func seconds(_ t: MediaTime) -> String { String(format: "%.6f", t.seconds) }
+
+    /// A rendition's media playlist (`index.m3u8`).
+    static func mediaPlaylist(_ r: StreamingRenditionReport) -> String {
+        var lines = ["#EXTM3U", "#EXT-X-VERSION:7", "#EXT-X-TARGETDURATION:\(targetDuration(r))", "#EXT-X-MEDIA-SEQUENCE:0",
+                     "#EXT-X-PLAYLIST-TYPE:VOD", "#EXT-X-INDEPENDENT-SEGMENTS", "#EXT-X-MAP:URI=\"init.mp4\""]
+        for segment in r.segments {
+            lines.append("#EXTINF:\(seconds(segment.duration)),")
+            lines.append(segment.file)
+        }
+        lines.append("#EXT-X-ENDLIST")
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// A video rendition's I-frame playlist (`iframes.m3u8`): each segment's first picture,
+    /// a keyframe, as a byte range of its segment, shown until the next one.
+    static func iFramePlaylist(_ r: StreamingRenditionReport) -> String {
+        var lines = ["#EXTM3U", "#EXT-X-VERSION:7", "#EXT-X-TARGETDURATION:\(targetDuration(r))", "#EXT-X-MEDIA-SEQUENCE:0",
+                     "#EXT-X-PLAYLIST-TYPE:VOD", "#EXT-X-I-FRAMES-ONLY", "#EXT-X-INDEPENDENT-SEGMENTS", "#EXT-X-MAP:URI=\"init.mp4\""]
+        for segment in r.segments {
+            guard let length = segment.keyframeBytes else { continue }
+            lines.append("#EXTINF:\(seconds(segment.duration)),")
+            lines.append("#EXT-X-BYTERANGE:\(length)@0")
+            lines.append(segment.file)
+        }
+        lines.append("#EXT-X-ENDLIST")
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The I-frame playlist's peak rate: each keyframe's bytes over the time it stands for.
+    static func iFramePeakBitRate(_ r: StreamingRenditionReport) -> Int {
+        r.segments.compactMap { s in s.keyframeBytes.map { Int((Double($0 * 8) / max(s.duration.seconds, 0.001)).rounded(.up)) } }.max() ?? 0
+    }
+
+    /// The master playlist: one variant per video rendition, each with the audio group; the
+    /// audio renditions as `EXT-X-MEDIA`; the I-frame playlists.
+    static func masterPlaylist(video: [StreamingRenditionReport], audio: [StreamingRenditionReport]) -> String {
+        var lines = ["#EXTM3U", "#EXT-X-VERSION:7", "#EXT-X-INDEPENDENT-SEGMENTS"]
+        let hasDefault = audio.contains(where: \.isDefault)
+        for (i, a) in audio.enumerated() {
+            let isDefault = a.isDefault || (!hasDefault && i == 0)
+            var attributes = ["TYPE=AUDIO", "GROUP-ID=\"audio\"", "NAME=\"\(audioName(a, index: i))\""]
+            if let language = a.language.flatMap(languageTag) { attributes.append("LANGUAGE=\"\(language)\"") }
+            attributes += ["DEFAULT=\(isDefault ? "YES" : "NO")", "AUTOSELECT=YES"]
+            if let channels = a.channelCount { attributes.append("CHANNELS=\"\(channels)\"") }
+            attributes.append("URI=\"\(a.folder)/index.m3u8\"")
+            lines.append("#EXT-X-MEDIA:" + attributes.joined(separator: ","))
+        }
+        let audioPeak = audio.map(\.peakBitRate).max() ?? 0
+        let audioAverage = audio.map(\.averageBitRate).max() ?? 0
+        let audioCodecs = Array(Set(audio.map(\.codec))).sorted()
+        for v in video {
+            var attributes = ["BANDWIDTH=\(v.peakBitRate + audioPeak)", "AVERAGE-BANDWIDTH=\(v.averageBitRate + audioAverage)",
+                              "CODECS=\"\(([v.codec] + audioCodecs).joined(separator: ","))\""]
+            if let w = v.width, let h = v.height { attributes.append("RESOLUTION=\(w)x\(h)") }
+            attributes.append(String(format: "FRAME-RATE=%.3f", v.frameRate))
+            if !audio.isEmpty { attributes.append("AUDIO=\"audio\"") }
+            lines.append("#EXT-X-STREAM-INF:" + attributes.joined(separator: ","))
+            lines.append("\(v.folder)/index.m3u8")
+        }
+        if video.isEmpty, let a = audio.first {
+            lines.append("#EXT-X-STREAM-INF:BANDWIDTH=\(a.peakBitRate),AVERAGE-BANDWIDTH=\(a.averageBitRate),CODECS=\"\(a.codec)\"")
+            lines.append("\(a.folder)/index.m3u8")
+        }
+        for v in video {
+            var attributes = ["BANDWIDTH=\(iFramePeakBitRate(v))", "CODECS=\"\(v.codec)\""]
+            if let w = v.width, let h = v.height { attributes.append("RESOLUTION=\(w)x\(h)") }
+            attributes.append("URI=\"\(v.folder)/iframes.m3u8\"")
+            lines.append("#EXT-X-I-FRAME-STREAM-INF:" + attributes.joined(separator: ","))
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    private static func audioName(_ a: StreamingRenditionReport, index: Int) -> String {
+        if let language = a.language, let name = Locale(identifier: "en").localizedString(forLanguageCode: languageTag(language) ?? language) {
+            return name
+        }
+        return index == 0 ? "Audio" : "Audio \(index + 1)"
+    }
+
+    /// The BCP 47 tag for an ISO 639-2 code (HLS `LANGUAGE`, DASH `lang`): the two-letter
+    /// code where ISO 639-1 has one, else the three letters; nil for undetermined.
+    static func languageTag(_ code: String) -> String? {
+        let lower = code.lowercased()
+        guard !lower.isEmpty, !["und", "mul", "zxx", "mis"].contains(lower) else { return nil }
+        let twoLetter: [String: String] = [
+            "eng": "en", "fra": "fr", "fre": "fr", "deu": "de", "ger": "de", "spa": "es", "ita": "it", "por": "pt", "nld": "nl",
+            "dut": "nl", "swe": "sv", "nor": "no", "nob": "nb", "dan": "da", "fin": "fi", "pol": "pl", "ces": "cs", "cze": "cs",
+            "rus": "ru", "ukr": "uk", "ell": "el", "gre": "el", "tur": "tr", "ara": "ar", "heb": "he", "hin": "hi", "jpn": "ja",
+            "kor": "ko", "zho": "zh", "chi": "zh", "tha": "th", "vie": "vi", "ind": "id", "hun": "hu", "ron": "ro", "rum": "ro",
+        ]
+        return twoLetter[lower] ?? lower
+    }
+
+    /// An ISO 8601 duration (`PT20.000S`).
+    private static func isoDuration(_ t: MediaTime) -> String { String(format: "PT%.3fS", t.seconds) }
+
+    /// The segments' timeline in milliseconds: start and duration of each, from rounded
+    /// starts so that the durations add up without drift.
+    private static func timeline(_ r: StreamingRenditionReport) -> String {
+        var entries: [String] = []
+        let starts = r.segments.map { Int64(($0.start.seconds * 1000).rounded()) }
+        let end = r.segments.last.map { Int64((($0.start + $0.duration).seconds * 1000).rounded()) } ?? 0
+        for (i, start) in starts.enumerated() {
+            let next = i + 1 < starts.count ? starts[i + 1] : end
+            entries.append(i == 0 ? "<S t=\"\(start)\" d=\"\(next - start)\"/>" : "<S d=\"\(next - start)\"/>")
+        }
+        return entries.joined()
+    }
+
+    private static func xml(_ text: String) -> String {
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "\"", with: "&quot;")
+            .replacingOccurrences(of: "<", with: "&lt;")
+    }
+
+    /// The DASH manifest (`manifest.mpd`, static, ISO BMFF live profile): one adaptation set
+    /// for the video renditions and one per audio rendition, each listing the same segment
+    /// files as the HLS playlists through a numbered template and a segment timeline.
+    static func dashManifest(video: [StreamingRenditionReport], audio: [StreamingRenditionReport]) -> String {
+        let duration = (video + audio).map(\.duration).max() ?? .zero
+        let longest = (video + audio).flatMap(\.segments).map(\.duration).max() ?? .zero
+        var lines = [
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>",
+            "<MPD xmlns=\"urn:mpeg:dash:schema:mpd:2011\" profiles=\"urn:mpeg:dash:profile:isoff-live:2011\" type=\"static\""
+                + " mediaPresentationDuration=\"\(isoDuration(duration))\" minBufferTime=\"\(isoDuration(longest))\">",
+            "  <Period id=\"0\" start=\"PT0S\">",
+        ]
+        func template(_ r: StreamingRenditionReport) -> String {
+            "        <SegmentTemplate timescale=\"1000\" initialization=\"\(xml(r.folder))/init.mp4\""
+                + " media=\"\(xml(r.folder))/segment-$Number%05d$.m4s\" startNumber=\"1\">"
+                + "<SegmentTimeline>\(timeline(r))</SegmentTimeline></SegmentTemplate>"
+        }
+        if !video.isEmpty {
+            let maxWidth = video.compactMap(\.width).max() ?? 0, maxHeight = video.compactMap(\.height).max() ?? 0
+            lines.append("    <AdaptationSet id=\"0\" contentType=\"video\" mimeType=\"video/mp4\" segmentAlignment=\"true\""
+                         + " startWithSAP=\"1\" maxWidth=\"\(maxWidth)\" maxHeight=\"\(maxHeight)\">")
+            for v in video {
+                var attributes = "id=\"\(xml(v.folder))\" bandwidth=\"\(v.peakBitRate)\" codecs=\"\(v.codec)\""
+                if let w = v.width, let h = v.height { attributes += " width=\"\(w)\" height=\"\(h)\"" }
+                attributes += String(format: " frameRate=\"%.3f\"", v.frameRate)
+                lines.append("      <Representation \(attributes)>")
+                lines.append(template(v))
+                lines.append("      </Representation>")
+            }
+            lines.append("    </AdaptationSet>")
+        }
+        for (i, a) in audio.enumerated() {
+            var set = "id=\"\(i + 1)\" contentType=\"audio\" mimeType=\"audio/mp4\" segmentAlignment=\"true\" startWithSAP=\"1\""
+            if let language = a.language.flatMap(languageTag) { set += " lang=\"\(language)\"" }
+            lines.append("    <AdaptationSet \(set)>")
+            if a.isDefault || (i == 0 && !audio.contains(where: \.isDefault)) {
+                lines.append("      <Role schemeIdUri=\"urn:mpeg:dash:role:2011\" value=\"main\"/>")
+            }
+            var attributes = "id=\"\(xml(a.folder))\" bandwidth=\"\(a.peakBitRate)\" codecs=\"\(a.codec)\""
+            if let rate = a.sampleRate { attributes += " audioSamplingRate=\"\(rate)\"" }
+            lines.append("      <Representation \(attributes)>")
+            if let channels = a.channelCount {
+                lines.append("        <AudioChannelConfiguration schemeIdUri=\"urn:mpeg:dash:23003:3:audio_channel_configuration:2011\" value=\"\(channels)\"/>")
+            }
+            lines.append(template(a))
+            lines.append("      </Representation>")
+            lines.append("    </AdaptationSet>")
+        }
+        lines += ["  </Period>", "</MPD>"]
+        return lines.joined(separator: "\n") + "\n"
+    }
+}
