@@ -1,0 +1,304 @@
+import Foundation
+import Testing
+
+/// One package made for the suite: an 8 s 640x360 30 fps source with two audio languages,
+/// packaged as a two-rung ladder with 2 s segments. Made once, checked by every test.
+actor PackageFixture {
+    static let shared = PackageFixture()
+    static let sourceFrames = 240
+    static let sourceSeconds = 8.0
+
+    struct Made: Sendable {
+        var dir: URL
+        var source: URL
+        var package: URL
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+    private var made: Made?
+
+    func package() async throws -> Made {
+        if let made { return made }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-package-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let source = dir.appendingPathComponent("talk.mp4")
+        let generated = try Vaf.run(executable: "/usr/bin/ffmpeg", [
+            "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30:duration=8",
+            "-f", "lavfi", "-i", "sine=frequency=440:duration=8:sample_rate=48000",
+            "-f", "lavfi", "-i", "sine=frequency=660:duration=8:sample_rate=44100",
+            "-map", "0:v", "-map", "1:a", "-map", "2:a", "-c:v", "libx264", "-b:v", "3M", "-c:a", "aac",
+            "-metadata:s:a:0", "language=eng", "-metadata:s:a:1", "language=fra", "-disposition:a:1", "0", source.path,
+        ])
+        try #require(generated.status == 0, "ffmpeg made no source: \(generated.stderr)")
+        let out = dir.appendingPathComponent("out")
+        let run = try Vaf.run(["package", source.path, "--output-dir", out.path, "--ladder", "640x360@900k,320x180@300k",
+                               "--segment-duration", "2", "--json"])
+        let result = Made(dir: dir, source: source, package: out.appendingPathComponent("talk"), status: run.status, stdout: run.stdout, stderr: run.stderr)
+        made = result
+        return result
+    }
+}
+
+/// `vaf package`, checked only by independent clients (ffmpeg, ffprobe, GStreamer) and the
+/// rules of RFC 8216 and Apple's HLS authoring specification, never by our own reader.
+@Suite struct PackageCommandTests {
+    static let ffmpeg = "/usr/bin/ffmpeg"
+    static let ffprobe = "/usr/bin/ffprobe"
+    static let gstLaunch = "/usr/bin/gst-launch-1.0"
+
+    private func made() async throws -> PackageFixture.Made {
+        let made = try await PackageFixture.shared.package()
+        try #require(made.status == 0, "vaf package failed: \(made.stderr)")
+        return made
+    }
+
+    /// The attributes of each `#EXT-X-…` line named `tag` in a playlist, with the URI line that follows.
+    static func tags(_ tag: String, in playlist: String) -> [(attributes: [String: String], next: String?)] {
+        let lines = playlist.split(separator: "\n").map(String.init)
+        return lines.enumerated().compactMap { i, line in
+            guard line.hasPrefix(tag + ":") else { return nil }
+            var attributes: [String: String] = [:]
+            var key = "", value = "", inKey = true, quoted = false
+            for c in line.dropFirst(tag.count + 1) + "," {
+                if inKey {
+                    if c == "=" { inKey = false } else { key.append(c) }
+                } else if c == "\"" {
+                    quoted.toggle()
+                } else if c == "," && !quoted {
+                    attributes[key] = value
+                    (key, value, inKey) = ("", "", true)
+                } else {
+                    value.append(c)
+                }
+            }
+            return (attributes, i + 1 < lines.count ? lines[i + 1] : nil)
+        }
+    }
+
+    /// The segments of a media playlist: file and `#EXTINF` duration.
+    static func segments(_ playlist: URL) throws -> [(file: String, duration: Double)] {
+        let lines = try String(contentsOf: playlist, encoding: .utf8).split(separator: "\n").map(String.init)
+        return lines.enumerated().compactMap { i, line in
+            guard line.hasPrefix("#EXTINF:"), i + 1 < lines.count, let d = Double(line.dropFirst(8).split(separator: ",")[0]) else { return nil }
+            return (lines[i + 1], d)
+        }
+    }
+
+    /// ffprobe's packets of one segment read after its init segment: time and keyframe flag.
+    static func packets(ofSegment file: URL, in dir: URL) throws -> [(time: Double, key: Bool)] {
+        let joined = dir.appendingPathComponent("probe-\(UUID().uuidString).mp4")
+        defer { try? FileManager.default.removeItem(at: joined) }
+        let initSegment = try Data(contentsOf: file.deletingLastPathComponent().appendingPathComponent("init.mp4"))
+        try (initSegment + Data(contentsOf: file)).write(to: joined)
+        let run = try Vaf.run(executable: ffprobe, ["-v", "error", "-show_entries", "packet=pts_time,flags", "-of", "csv=p=0", joined.path])
+        return run.stdout.split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: ",")
+            guard fields.count >= 2, let t = Double(fields[0]) else { return nil }
+            return (t, fields[1].hasPrefix("K"))
+        }
+    }
+
+    @Test(.disabled(if: !FileManager.default.fileExists(atPath: ffmpeg), "ffmpeg is not installed (Hardware/setup.sh installs it)"))
+    func layoutAndJSONLine() async throws {
+        let made = try await made()
+        let files = Set(try FileManager.default.subpathsOfDirectory(atPath: made.package.path))
+        for expected in ["master.m3u8", "manifest.mpd", "360p/init.mp4", "360p/index.m3u8", "360p/iframes.m3u8", "360p/segment-00001.m4s",
+                         "180p/index.m3u8", "180p/iframes.m3u8", "audio-eng/index.m3u8", "audio-fra/index.m3u8", "audio-eng/init.mp4"] {
+            #expect(files.contains(expected), "\(expected) missing from \(files.sorted())")
+        }
+        #expect(!files.contains("audio-eng/iframes.m3u8"), "audio has no I-frame playlist")
+        let parent = try FileManager.default.contentsOfDirectory(atPath: made.package.deletingLastPathComponent().path)
+        #expect(parent.filter { $0.hasPrefix(".") && $0 != ".vaf-journal.jsonl" }.isEmpty, "no hidden building folder left: \(parent)")
+        let row = try #require(try Vaf.jsonLines(made.stdout).first)
+        #expect(row["status"] as? String == "completed")
+        let renditions = try #require(row["renditions"] as? [[String: Any]])
+        #expect(renditions.map { $0["folder"] as? String } == ["360p", "180p", "audio-eng", "audio-fra"])
+    }
+
+    @Test(.disabled(if: !FileManager.default.fileExists(atPath: ffmpeg), "ffmpeg is not installed (Hardware/setup.sh installs it)"))
+    func ffmpegPlaysEveryVariantAndTheDASHManifest() async throws {
+        let made = try await made()
+        let master = made.package.appendingPathComponent("master.m3u8").path
+        for map in [["0:v:0", "0:a:0"], ["0:v:1", "0:a:1"]] {
+            let run = try Vaf.run(executable: Self.ffmpeg, ["-v", "error", "-i", master, "-map", map[0], "-map", map[1], "-f", "null", "-"])
+            #expect(run.status == 0 && run.stderr.isEmpty, "ffmpeg on \(map): \(run.stderr)")
+        }
+        let dash = try Vaf.run(executable: Self.ffmpeg, ["-v", "error", "-i", made.package.appendingPathComponent("manifest.mpd").path, "-map", "0", "-f", "null", "-"])
+        #expect(dash.status == 0 && dash.stderr.isEmpty, "ffmpeg on the DASH manifest: \(dash.stderr)")
+    }
+
+    @Test(.disabled(if: !FileManager.default.fileExists(atPath: gstLaunch), "GStreamer is not installed (Hardware/setup.sh installs gstreamer1.0-tools and its plugins)"))
+    func gstreamerPlaysThePackageToTheEnd() async throws {
+        let made = try await made()
+        let playlists = ["master.m3u8", "manifest.mpd", "360p/index.m3u8", "180p/index.m3u8", "audio-eng/index.m3u8", "audio-fra/index.m3u8"]
+        for playlist in playlists {
+            let uri = made.package.appendingPathComponent(playlist).absoluteString
+            let run = try Vaf.run(executable: Self.gstLaunch, ["-q", "playbin", "uri=\(uri)", "video-sink=fakesink", "audio-sink=fakesink"])
+            #expect(run.status == 0, "GStreamer on \(playlist): \(run.stdout) \(run.stderr)")
+            #expect(!run.stdout.contains("ERROR") && !run.stderr.contains("ERROR"), "GStreamer on \(playlist): \(run.stdout) \(run.stderr)")
+        }
+    }
+
+    /// Every video segment starts with a keyframe, at the same time in every rendition, and
+    /// where the playlist's durations say it does.
+    @Test(.disabled(if: !FileManager.default.fileExists(atPath: ffprobe), "ffprobe is not installed (Hardware/setup.sh installs it)"))
+    func segmentsAreAlignedOnKeyframes() async throws {
+        let made = try await made()
+        var startsByRendition: [[Double]] = []
+        for rendition in ["360p", "180p"] {
+            let folder = made.package.appendingPathComponent(rendition)
+            var starts: [Double] = []
+            var running = 0.0
+            for segment in try Self.segments(folder.appendingPathComponent("index.m3u8")) {
+                let packets = try Self.packets(ofSegment: folder.appendingPathComponent(segment.file), in: made.dir)
+                let first = try #require(packets.first, "\(rendition)/\(segment.file) has no packets")
+                #expect(first.key, "\(rendition)/\(segment.file) starts with a non-key picture")
+                let start = try #require(packets.map(\.time).min())
+                #expect(abs(start - running) < 0.0005, "\(rendition)/\(segment.file) starts at \(start), its playlist says \(running)")
+                starts.append(start)
+                running += segment.duration
+            }
+            startsByRendition.append(starts)
+        }
+        #expect(startsByRendition[0] == startsByRendition[1], "segment boundaries differ: \(startsByRendition)")
+        #expect(startsByRendition[0].count == 4, "8 s in 2 s segments: \(startsByRendition[0])")
+    }
+
+    /// BANDWIDTH is at least the measured peak segment rate (audio included), AVERAGE-BANDWIDTH
+    /// within 10 % of the measured average, CODECS and RESOLUTION as ffprobe reads them, and
+    /// the durations add up to the source's within a frame.
+    @Test(.disabled(if: !FileManager.default.fileExists(atPath: ffprobe), "ffprobe is not installed (Hardware/setup.sh installs it)"))
+    func declaredRatesAndCodecsMatchWhatWasWritten() async throws {
+        let made = try await made()
+        let master = try String(contentsOf: made.package.appendingPathComponent("master.m3u8"), encoding: .utf8)
+        #expect(master.contains("#EXT-X-INDEPENDENT-SEGMENTS"))
+        func measured(_ folder: String) throws -> (peak: Double, average: Double, seconds: Double) {
+            let dir = made.package.appendingPathComponent(folder)
+            let segments = try Self.segments(dir.appendingPathComponent("index.m3u8"))
+            var peak = 0.0, bits = 0.0, seconds = 0.0
+            for segment in segments {
+                let size = Double(try FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent(segment.file).path)[.size] as? Int ?? 0)
+                peak = max(peak, size * 8 / segment.duration)
+                bits += size * 8
+                seconds += segment.duration
+            }
+            return (peak, bits / seconds, seconds)
+        }
+        let audio = try measured("audio-eng")
+        let audioFra = try measured("audio-fra")
+        #expect(abs(audio.seconds - PackageFixture.sourceSeconds) < 0.03, "audio lasts \(audio.seconds) s")
+        let variants = Self.tags("#EXT-X-STREAM-INF", in: master)
+        #expect(variants.count == 2)
+        for variant in variants {
+            let uri = try #require(variant.next)
+            let folder = String(uri.split(separator: "/")[0])
+            let video = try measured(folder)
+            #expect(abs(video.seconds - PackageFixture.sourceSeconds) <= 1.0 / 30, "\(folder) lasts \(video.seconds) s")
+            let bandwidth = try #require(Double(variant.attributes["BANDWIDTH"] ?? ""))
+            let average = try #require(Double(variant.attributes["AVERAGE-BANDWIDTH"] ?? ""))
+            #expect(bandwidth >= video.peak + max(audio.peak, audioFra.peak) - 1, "\(folder): BANDWIDTH \(bandwidth) under the peak \(video.peak)")
+            let measuredAverage = video.average + max(audio.average, audioFra.average)
+            #expect(abs(average - measuredAverage) / measuredAverage < 0.10, "\(folder): AVERAGE-BANDWIDTH \(average) vs \(measuredAverage)")
+            // Rule 1.19: no segment above twice the average.
+            #expect(video.peak <= 2 * video.average, "\(folder): peak \(video.peak) over twice the average \(video.average)")
+
+            let stream = try Vaf.run(executable: Self.ffprobe, ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=profile,level,width,height,codec_tag_string",
+                                                                 "-of", "default=nw=1", made.package.appendingPathComponent(uri).path]).stdout
+            // An HLS playlist is read as a program too: the stream's fields may come twice.
+            let probed = Dictionary(stream.split(separator: "\n").compactMap { line -> (String, String)? in
+                let kv = line.split(separator: "=", maxSplits: 1).map(String.init)
+                return kv.count == 2 ? (kv[0], kv[1]) : nil
+            }, uniquingKeysWith: { first, _ in first })
+            #expect(variant.attributes["RESOLUTION"] == "\(probed["width"] ?? "?")x\(probed["height"] ?? "?")")
+            let codecs = (variant.attributes["CODECS"] ?? "").split(separator: ",").map(String.init)
+            let avc = try #require(codecs.first { $0.hasPrefix("avc1.") })
+            let profileByte = Int(avc.dropFirst(5).prefix(2), radix: 16)
+            let levelByte = Int(avc.suffix(2), radix: 16)
+            #expect(probed["codec_tag_string"] == "avc1" && probed["profile"] == "High" && profileByte == 100, "\(avc) vs \(probed)")
+            #expect(levelByte.map(String.init) == probed["level"], "\(avc) vs level \(probed["level"] ?? "?")")
+            #expect(codecs.contains("mp4a.40.2"), "AAC-LC audio: \(codecs)")
+            #expect(variant.attributes["FRAME-RATE"] == "30.000" && variant.attributes["AUDIO"] == "audio")
+        }
+        let audioProfile = try Vaf.run(executable: Self.ffprobe, ["-v", "error", "-select_streams", "a:0", "-show_entries", "stream=profile,channels",
+                                                                   "-of", "csv=p=0", made.package.appendingPathComponent("audio-fra/index.m3u8").path]).stdout
+        #expect(audioProfile.split(separator: "\n").first == "LC,2", "AAC-LC stereo: \(audioProfile)")
+        let media = Self.tags("#EXT-X-MEDIA", in: master)
+        #expect(media.map { $0.attributes["LANGUAGE"] } == ["en", "fr"])
+        #expect(media.map { $0.attributes["DEFAULT"] } == ["YES", "NO"], "the source's default track is the default rendition")
+        let iframes = Self.tags("#EXT-X-I-FRAME-STREAM-INF", in: master)
+        #expect(iframes.map { $0.attributes["URI"] } == ["360p/iframes.m3u8", "180p/iframes.m3u8"])
+    }
+
+    /// Each rendition has the source's frames, and pictures as ffmpeg's own scale of the source makes them.
+    @Test(.disabled(if: !FileManager.default.fileExists(atPath: ffmpeg), "ffmpeg is not installed (Hardware/setup.sh installs it)"))
+    func renditionsMatchFFmpegsScaleOfTheSource() async throws {
+        let made = try await made()
+        for (folder, size, floor) in [("360p", "640:360", 38.0), ("180p", "320:180", 38.0)] {
+            let playlist = made.package.appendingPathComponent("\(folder)/index.m3u8").path
+            let count = try Vaf.run(executable: Self.ffprobe, ["-v", "error", "-count_frames", "-select_streams", "v:0",
+                                                               "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", playlist])
+            // An HLS playlist is read as a program too: the stream's line may come twice.
+            #expect(count.stdout.split(separator: "\n").first.map(String.init) == String(PackageFixture.sourceFrames), "\(folder): \(count.stdout)")
+            let psnr = try Vaf.run(executable: Self.ffmpeg, ["-v", "info", "-nostats", "-i", playlist, "-i", made.source.path,
+                                                             "-lavfi", "[1:v]scale=\(size)[ref];[0:v][ref]psnr", "-f", "null", "-"])
+            let average = psnr.stderr.components(separatedBy: "average:").last.flatMap { Double($0.prefix { $0 == "." || $0.isNumber }) }
+            let value = try #require(average, "no PSNR in \(psnr.stderr.suffix(300))")
+            #expect(value >= floor, "\(folder): PSNR \(value) dB against ffmpeg's scale of the source")
+        }
+    }
+
+    @Test func dryRunPrintsTheLadderAndWritesNothing() async throws {
+        let made = try await made()
+        let out = made.dir.appendingPathComponent("dry")
+        let run = try Vaf.run(["package", made.source.path, "--output-dir", out.path, "--dry-run", "--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let row = try #require(try Vaf.jsonLines(run.stdout).first)
+        #expect(row["status"] as? String == "planned")
+        // auto for a 640x360 30 fps source: Apple's H.264 rows at or below it.
+        let rungs = (row["renditions"] as? [[String: Any]] ?? []).map { "\($0["width"] ?? 0)x\($0["height"] ?? 0)@\($0["bandwidth"] ?? 0)" }
+        #expect(rungs == ["640x360@365000", "416x234@145000"], "\(rungs)")
+        #expect(!FileManager.default.fileExists(atPath: out.appendingPathComponent("talk").path))
+    }
+
+    @Test func aRerunSkipsTheFinishedPackage() async throws {
+        let made = try await made()
+        let out = made.package.deletingLastPathComponent()
+        let run = try Vaf.run(["package", made.source.path, "--output-dir", out.path, "--ladder", "640x360@900k,320x180@300k",
+                               "--segment-duration", "2", "--json"])
+        #expect(run.status == 0)
+        let row = try #require(try Vaf.jsonLines(run.stdout).first)
+        #expect(row["status"] as? String == "skipped" && (row["error"] as? String ?? "").hasPrefix("done"), "\(row)")
+    }
+
+    @Test func badInputFailsWithNothingLeft() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-package-bad-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let bad = dir.appendingPathComponent("broken.mp4")
+        try Data("not a movie at all".utf8).write(to: bad)
+        let out = dir.appendingPathComponent("out")
+        let run = try Vaf.run(["package", bad.path, "--output-dir", out.path, "--json"])
+        #expect(run.status == 65, "bad input is EX_DATAERR: \(run.status) \(run.stderr)")
+        let row = try #require(try Vaf.jsonLines(run.stdout).first)
+        #expect(row["status"] as? String == "failed" && (row["error"] as? String ?? "").contains("broken.mp4"), "\(row)")
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: out.path)) ?? []
+        #expect(left.filter { $0 != ".vaf-journal.jsonl" }.isEmpty, "nothing left: \(left)")
+    }
+
+    /// SIGTERM while packaging: exit 143, and neither the package nor its hidden folder is left.
+    @Test func sigtermLeavesNoPackage() async throws {
+        let made = try await made()
+        let out = made.dir.appendingPathComponent("term")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        let script = """
+            "$0" package "$1" --output-dir "$2" --ladder 640x360@900k,320x180@300k --segment-duration 2 --quiet & p=$!
+            until [ -n "$(find "$2" -name 'segment-*' 2>/dev/null | head -1)" ] || ! kill -0 $p 2>/dev/null; do sleep 0.02; done
+            kill -TERM $p; wait $p; echo $?
+            """
+        let run = try Vaf.run(executable: "/bin/bash", ["-c", script, Vaf.binary, made.source.path, out.path])
+        #expect(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "143", "exit status after SIGTERM: \(run.stdout) \(run.stderr)")
+        let left = try FileManager.default.contentsOfDirectory(atPath: out.path).filter { $0 != ".vaf-journal.jsonl" }
+        #expect(left.isEmpty, "nothing left after SIGTERM: \(left)")
+    }
+}
