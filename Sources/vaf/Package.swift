@@ -70,7 +70,8 @@ extension Vaf {
                 A package is built in a hidden folder and renamed into place once complete: a \
                 failure or a signal leaves nothing. Re-running resumes: a package recorded in \
                 --output-dir/.vaf-journal.jsonl as made from the same input with the same settings \
-                is skipped. Shards, --json lines, exit codes and signals are those of vaf transcode.
+                is skipped. Shards, --json lines (schema: Schemas/vaf-package.schema.json), exit codes and \
+                signals are those of vaf transcode.
                 """
         )
 

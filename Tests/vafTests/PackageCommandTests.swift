@@ -112,6 +112,8 @@ actor PackageFixture {
         #expect(parent.filter { $0.hasPrefix(".") && $0 != ".vaf-journal.jsonl" }.isEmpty, "no hidden building folder left: \(parent)")
         let row = try #require(try Vaf.jsonLines(made.stdout).first)
         #expect(row["status"] as? String == "completed")
+        let schema = try JSONLinesTests.schema("vaf-package.schema.json")
+        #expect(schema.violations(of: row).isEmpty, "\(schema.violations(of: row))")
         let renditions = try #require(row["renditions"] as? [[String: Any]])
         #expect(renditions.map { $0["folder"] as? String } == ["360p", "180p", "audio-eng", "audio-fra"])
     }
@@ -255,6 +257,7 @@ actor PackageFixture {
         #expect(run.status == 0, "\(run.stderr)")
         let row = try #require(try Vaf.jsonLines(run.stdout).first)
         #expect(row["status"] as? String == "planned")
+        #expect(try JSONLinesTests.schema("vaf-package.schema.json").violations(of: row).isEmpty)
         // auto for a 640x360 30 fps source: Apple's H.264 rows at or below it.
         let rungs = (row["renditions"] as? [[String: Any]] ?? []).map { "\($0["width"] ?? 0)x\($0["height"] ?? 0)@\($0["bandwidth"] ?? 0)" }
         #expect(rungs == ["640x360@365000", "416x234@145000"], "\(rungs)")
