@@ -88,6 +88,21 @@ MUTATIONS = [
      "            drv->counters.codec_decodes[SVA_CODEC_JPEG]++;"),
     ("asset-inspects-twice", "asset", "AssetTests", "Sources/VAFoundation/Asset/Asset.swift",
      "            if let task { return try await task.value }", "            if let task, Bool(false) { return try await task.value }"),
+    ("segments-no-forced-keyframe", "segments", "SegmentedWriterTests", "Sources/VAFoundation/Writing/WriterEngine.swift",
+     "var keyframe = keyframeIsDue(at: start, pipeline)", "var keyframe = false"),
+    ("segments-audio-held-to-the-end", "segments", "SegmentedWriterTests|FragmentCutterTests", "Sources/VAFoundation/Writing/FragmentCutter.swift",
+     "let count = queues[track].prefix { $0.time < cut.time }.count", "let count = queues[track].prefix { _ in false }.count"),
+    ("segments-cut-before-keyframe", "segments", "SegmentedWriterTests|FragmentCutterTests", "Sources/VAFoundation/Writing/FragmentCutter.swift",
+     "if item.track == leadTrack && item.isSync {", "if item.track == leadTrack {"),
+    ("package-bandwidth-is-average", "package", "PackageCommandTests|StreamingPackageTests", "Sources/VAFoundation/Export/StreamingPlaylists.swift",
+     "\"BANDWIDTH=\\(v.peakBitRate + audioPeak)\"", "\"BANDWIDTH=\\(v.averageBitRate + audioAverage)\""),
+    ("package-codecs-from-settings", "package", "PackageCommandTests|StreamingPackageTests", "Sources/VAFoundation/Writing/AssetWriter+Segments.swift",
+     "return entry + \".\" + bytes[(avcC.start + 1)...(avcC.start + 3)]", "return entry + \".640028\" + bytes[(avcC.start + 1)..<(avcC.start + 1)]"),
+    ("package-half-built-left", "package", "PackageCommandTests", "Sources/VAFoundation/Export/StreamingPackager.swift",
+     "            try? FileManager.default.removeItem(at: building)\n", "            _ = building\n"),
+    ("package-renditions-misaligned", "package", "PackageCommandTests", "Sources/VAFoundation/Export/StreamingPackager.swift",
+     ".init(profile: .mpeg4CMAFCompliant, interval: o.segmentDuration, keyframeInterval: keyframeInterval,",
+     ".init(profile: .mpeg4CMAFCompliant, interval: o.segmentDuration + MediaTime(value: Int64(recorders.count), timescale: 3), keyframeInterval: keyframeInterval,"),
 ]
 
 root = sys.argv[1]
