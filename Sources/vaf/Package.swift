@@ -136,6 +136,9 @@ extension Vaf {
                 throw ValidationError("Bad --ladder '\(ladder)': use auto or WxH@RATE,… such as 1920x1080@6M,1280x720@3000k.")
             }
             let given = rungs.map { $0! }
+            if let repeated = given.first(where: { rung in given.filter { $0 == rung }.count > 1 }) {
+                throw ValidationError("--ladder gives \(repeated) twice: each rung makes one rendition.")
+            }
             if let odd = given.first(where: { $0.width % 2 != 0 || $0.height % 2 != 0 }) {
                 throw ValidationError("--ladder rung \(odd) has an odd side: 4:2:0 video needs even widths and heights.")
             }
@@ -167,26 +170,27 @@ extension Vaf {
                 FileHandle.standardError.write(Data("vaf: \(error.message)\n".utf8))
                 throw ExitCode.validationFailure
             }
-            var all: [BatchInput]
+            let all: [BatchInput]
             do { all = try InputCollector.collect(inputs, manifests: [], outputDirectory: outputDir) } catch let error as MediaError {
                 FileHandle.standardError.write(Data("vaf: \(JobReport.oneLine(error.description))\n".utf8))
                 throw ExitCode(JobReport.failureExitCode([JobReport.baseline.failing(error)]) ?? JobReport.exitBadInput)
             }
-            if let assignment {
-                let count = all.count
-                all = assignment.shard.select(all.map { [$0] }).flatMap { $0 }
-                if !logging.quiet {
-                    FileHandle.standardError.write(Data("vaf: shard \(assignment.shard) from \(assignment.summary): \(all.count) of \(count) inputs\n".utf8))
-                }
-            }
+            // Folders are named over the whole batch, then the shard is taken: every shard
+            // names an input's package alike.
             let namer = OutputNamer(directory: outputDir, template: "{dir}/{name}")
             var taken: [String: Int] = [:]
             let journal = ResumeJournal(directory: outputDir)
-            let jobs = all.enumerated().map { index, input -> PackageJob in
+            var jobs = all.enumerated().map { index, input -> PackageJob in
                 var folder = namer.path(for: input, index: index, preset: "", fileExtension: "")
                 taken[folder, default: 0] += 1
                 if let n = taken[folder], n > 1 { folder += "-\(n)" }
                 return PackageJob(input: input.path, folder: folder, command: self, journal: journal, shard: assignment)
+            }
+            if let assignment {
+                jobs = assignment.shard.select(jobs.map { [$0] }).flatMap { $0 }
+                if !logging.quiet {
+                    FileHandle.standardError.write(Data("vaf: shard \(assignment.shard) from \(assignment.summary): \(jobs.count) of \(all.count) inputs\n".utf8))
+                }
             }
             let lines = JSONLines(enabled: json)
             if dryRun {
@@ -199,6 +203,10 @@ extension Vaf {
                 }
                 if let code = JobReport.failureExitCode(reports) { throw ExitCode(code) }
                 return
+            }
+            // Folders that runs killed outright left half built are removed (live ones are locked).
+            for stale in StreamingPackager.removeAbandonedBuildingFolders(for: jobs.map { URL(fileURLWithPath: $0.folder) }) {
+                FileHandle.standardError.write(Data("vaf: removed \(stale.path), a package folder whose builder is gone\n".utf8))
             }
             let display = ProgressDisplay(enabled: !logging.quiet, total: jobs.count)
             let concurrency = self.jobs

@@ -90,8 +90,13 @@ final class SegmentCollector: AssetWriterDelegate {
             #expect(track.duration == Self.second && track.sampleCount == 30)
             let first = try #require(track.firstVideoSampleInformation)
             #expect(first.isSyncSample && first.presentationTimeStamp == track.earliestPresentationTimeStamp)
-            // The offset points into the segment's mdat, at a sample of the stated length.
+            // The offset points into the segment's mdat, at a sample of the stated length: its
+            // NAL units' 4-byte lengths add up to exactly that length.
             #expect(first.offset > 0 && first.offset + first.length <= segment.data.count)
+            let sample = [UInt8](segment.data[first.offset..<min(first.offset + first.length, segment.data.count)])
+            var at = 0
+            while at + 4 <= sample.count { at += 4 + sample[at..<at + 4].reduce(0) { $0 << 8 | Int($1) } }
+            #expect(at == first.length, "NAL lengths reach \(at) of \(first.length) bytes")
             #expect(String(decoding: segment.data[4..<8], as: UTF8.self) == "moof", "an HLS segment is moof + mdat")
         }
         let dir = try TestFiles.temporaryDirectory()
@@ -128,6 +133,48 @@ final class SegmentCollector: AssetWriterDelegate {
         defer { try? FileManager.default.removeItem(at: dir) }
         let keys = try videoPackets(try joined(segments, in: dir)).filter(\.key).map(\.time)
         #expect(keys.contains { abs($0 - 20.0 / 30) < 0.001 } && keys.contains { abs($0 - 2.5) < 0.001 }, "\(keys)")
+    }
+
+    /// Audio finished before the video: its last packets, held back by the writer, still go
+    /// into the segment they play in, not into a later one.
+    @Test func audioFinishedEarlyStaysInItsSegments() async throws {
+        let collector = SegmentCollector()
+        let writer = AssetWriter(fileType: .mp4)
+        writer.outputFileTypeProfile = .mpeg4AppleHLS
+        writer.preferredOutputSegmentInterval = Self.second
+        writer.delegate = collector
+        let video = try AssetWriterInput(videoSettings: VideoSettings(codec: .h264, width: 64, height: 48))
+        let adaptor = try AssetWriterInputPixelBufferAdaptor(assetWriterInput: video,
+                                                             sourcePixelBufferAttributes: PixelBufferAttributes(pixelFormat: .yuv420p, width: 64, height: 48))
+        let audio = try AssetWriterInput(audioSettings: AudioSettings(codec: .aac, sampleRate: 48000, channelCount: 1, bitRate: 64000))
+        try writer.add(video)
+        try writer.add(audio)
+        try writer.startWriting()
+        try writer.startSession(atSourceTime: .zero)
+        let pool = try #require(adaptor.pixelBufferPool)
+        for i in 0..<120 {
+            let buffer = try await pool.waitForPixelBuffer()
+            _ = try WriterTestSupport.pattern(width: 64, height: 48, index: i, into: buffer)
+            try await adaptor.append(buffer, withPresentationTime: MediaTime(value: Int64(i), timescale: 30))
+            if i < 45 {
+                let block = try WriterTestSupport.sine(sampleCount: 1600, offset: i * 1600, sampleRate: 48000)
+                try await audio.append(SampleBuffer(audioBuffer: block, presentationTimeStamp: MediaTime(value: Int64(i * 1600), timescale: 48000)))
+            } else if i == 45 {
+                audio.markAsFinished()
+            }
+        }
+        try await writer.finishWriting()
+        let media = collector.segments.withLock { $0 }.dropFirst()
+        #expect(media.count == 4)
+        for segment in media {
+            let reports = try #require(segment.report?.trackReports)
+            let videoStart = try #require(reports.first { $0.mediaType == .video }).earliestPresentationTimeStamp
+            guard let sound = reports.first(where: { $0.mediaType == .audio }) else { continue }
+            #expect(sound.earliestPresentationTimeStamp + sound.duration <= videoStart + Self.second + MediaTime(value: 1024, timescale: 48000),
+                    "audio up to \((sound.earliestPresentationTimeStamp + sound.duration).seconds) s in the segment from \(videoStart.seconds) s")
+        }
+        let withAudio = media.filter { $0.report?.trackReports.contains { $0.mediaType == .audio } == true }.count
+        #expect(withAudio == 2, "1.5 s of audio spans the first two segments only")
     }
 
     @Test func segmentBoundariesCountFromTheInitialSegmentStartTime() async throws {
@@ -234,5 +281,16 @@ final class SegmentCollector: AssetWriterDelegate {
         #expect(cutter.nextFragment()?.map(\.payload) == ["I0", "P2", "B1"])
         cutter.add(Self.item("I4", track: 0, time: Self.t(4)))
         #expect(cutter.nextFragment() == nil, "with an indefinite interval only a requested cut ends a fragment")
+    }
+
+    /// Requests made faster than the encoder returns their keyframes: each still cuts.
+    @Test func requestsWaitingBehindTheEncoderAllCut() {
+        var cutter = Cutter(trackCount: 1, leadTrack: 0, interval: .indefinite, origin: .zero)
+        cutter.requestCut(at: Self.t(30))
+        cutter.requestCut(at: Self.t(60))
+        cutter.requestCut(at: Self.t(90))
+        for i in 0..<100 { cutter.add(Self.item("\(i)", track: 0, time: Self.t(Int64(i)), sync: i % 30 == 0)) }
+        #expect([cutter.nextFragment()?.count, cutter.nextFragment()?.count, cutter.nextFragment()?.count] == [30, 30, 30])
+        #expect(cutter.nextFragment(final: true)?.count == 10)
     }
 }

@@ -105,10 +105,33 @@ import Testing
     }
 
     @Test func languageTags() {
-        #expect(StreamingPlaylists.languageTag("eng") == "en")
-        #expect(StreamingPlaylists.languageTag("ger") == "de")
+        for (code, tag) in [("eng", "en"), ("ger", "de"), ("cat", "ca"), ("hrv", "hr"), ("slo", "sk"), ("may", "ms"), ("per", "fa"), ("bul", "bg")] {
+            #expect(StreamingPlaylists.languageTag(code) == tag, "\(code)")
+        }
         #expect(StreamingPlaylists.languageTag("yue") == "yue", "three letters where ISO 639-1 has none")
-        #expect(StreamingPlaylists.languageTag("und") == nil)
+        for none in ["und", "mul", "zxx", "qq1", ""] { #expect(StreamingPlaylists.languageTag(none) == nil, "\(none)") }
+    }
+
+    @Test func aShortLastSegmentDoesNotSetThePeak() {
+        // 6 s segments at 1 Mb/s and a last 0.2 s one that is almost all keyframe (8 Mb/s alone).
+        let r = report([6, 6, 0.2], bytes: [750_000, 750_000, 200_000])
+        #expect(r.peakBitRate == Int((950_000.0 * 8 / 6.2).rounded(.up)), "the last run of 0.5–1.5 target durations: \(r.peakBitRate)")
+        #expect(StreamingRenditionReport.peakRate([(100, 1)], target: 6) == 800, "shorter than half the target: the whole rate")
+    }
+
+    @Test func dashFrameRates() {
+        #expect(StreamingPlaylists.dashFrameRate(29.97) == "30000/1001")
+        #expect(StreamingPlaylists.dashFrameRate(23.976) == "24000/1001")
+        #expect(StreamingPlaylists.dashFrameRate(25.004) == "25")
+        #expect(StreamingPlaylists.dashFrameRate(12.5) == "12500/1000")
+    }
+
+    @Test func folderNamesAreUnique() {
+        let rungs = [StreamingRung(width: 1280, height: 720, bitRate: 3_000_000), StreamingRung(width: 960, height: 720, bitRate: 3_000_000),
+                     StreamingRung(width: 1280, height: 720, bitRate: 3_000_000)]
+        let names = StreamingRung.folderNames(rungs)
+        #expect(Set(names).count == 3, "\(names)")
+        #expect(names[1] == "960x720-3000k")
     }
 
     /// The codec strings read from real initialization segments that the writer made, as

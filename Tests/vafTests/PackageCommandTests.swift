@@ -175,17 +175,25 @@ actor PackageFixture {
         let made = try await made()
         let master = try String(contentsOf: made.package.appendingPathComponent("master.m3u8"), encoding: .utf8)
         #expect(master.contains("#EXT-X-INDEPENDENT-SEGMENTS"))
+        /// The rendition's peak segment rate as RFC 8216bis defines it (any run of segments
+        /// lasting 0.5–1.5 target durations), its average rate and its duration, from the files.
         func measured(_ folder: String) throws -> (peak: Double, average: Double, seconds: Double) {
             let dir = made.package.appendingPathComponent(folder)
             let segments = try Self.segments(dir.appendingPathComponent("index.m3u8"))
-            var peak = 0.0, bits = 0.0, seconds = 0.0
-            for segment in segments {
-                let size = Double(try FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent(segment.file).path)[.size] as? Int ?? 0)
-                peak = max(peak, size * 8 / segment.duration)
-                bits += size * 8
-                seconds += segment.duration
+            let sizes = try segments.map { Double(try FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent($0.file).path)[.size] as? Int ?? 0) * 8 }
+            let target = Double(segments.map { Int($0.duration.rounded()) }.max() ?? 1)
+            var peak = 0.0
+            for start in segments.indices {
+                var (bits, seconds) = (0.0, 0.0)
+                for i in start..<segments.count {
+                    bits += sizes[i]
+                    seconds += segments[i].duration
+                    if seconds > 1.5 * target { break }
+                    if seconds >= 0.5 * target { peak = max(peak, bits / seconds) }
+                }
             }
-            return (peak, bits / seconds, seconds)
+            let seconds = segments.reduce(0) { $0 + $1.duration }
+            return (peak, sizes.reduce(0, +) / seconds, seconds)
         }
         let audio = try measured("audio-eng")
         let audioFra = try measured("audio-fra")

@@ -318,7 +318,9 @@ extension ExportSession {
             let converter = plan.frameRate.map { FrameRateConverter(framesPerSecond: $0, start: start) }
             // On a device, unless the policy requires it, a failure resumes the video in software.
             // A video composition cannot resume mid-way: a failure redoes the export in software.
-            let resumable = hardware != nil && hardwarePolicy != .require && s.videoComposition == nil
+            // A streaming rendition cannot either: its segments and init.mp4 describe the device's
+            // stream; its whole attempt is redone in software instead.
+            let resumable = hardware != nil && hardwarePolicy != .require && s.videoComposition == nil && s.rendition == nil
             input.resumable = resumable
             output.recoversFromDeviceFailures = resumable && hardware?.decodesOnDevice == true
             lanes.append(Lane(track: video, output: output, input: input, converter: converter, bitRate: videoSettings.averageBitRate ?? 0,

@@ -72,12 +72,17 @@ public struct StreamingRung: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The rendition's folder name: its short side ("720p"), with the rate when two rungs
-    /// share a size ("720p-4500k").
+    /// share it ("720p-4500k"), and with the size too when that is not enough ("960x720-3000k");
+    /// a rung given twice is numbered.
     static func folderNames(_ rungs: [StreamingRung]) -> [String] {
-        rungs.map { rung in
-            let base = "\(min(rung.width, rung.height))p"
-            let sameSize = rungs.filter { min($0.width, $0.height) == min(rung.width, rung.height) }
-            return sameSize.count > 1 ? "\(base)-\(rung.bitRate / 1000)k" : base
+        let short = { (r: StreamingRung) in min(r.width, r.height) }
+        var names = rungs.map { rung -> String in
+            let sameSide = rungs.filter { short($0) == short(rung) }
+            guard sameSide.count > 1 else { return "\(short(rung))p" }
+            let sameRate = sameSide.filter { $0.bitRate == rung.bitRate }
+            return sameRate.count > 1 ? "\(rung.width)x\(rung.height)-\(rung.bitRate / 1000)k" : "\(short(rung))p-\(rung.bitRate / 1000)k"
         }
+        for i in names.indices where names[..<i].contains(names[i]) { names[i] += "-\(i + 1)" }
+        return names
     }
 }

@@ -150,29 +150,69 @@ public final class StreamingPackager: Sendable {
         guard o.segmentDuration.isNumeric, o.segmentDuration >= MediaTime(value: 1, timescale: 1) else {
             throw MediaError(.invalidArgument, "the segment duration must be at least 1 s", path: asset.displayPath)
         }
-        // Built hidden beside the destination, renamed into place when complete.
+        Self.removeAbandonedBuildingFolders(for: [destination])
+        // Built hidden beside the destination, renamed into place when complete. A lock file in
+        // it, held until then, tells a later run that it is still being built.
         let building = AssetWriter.temporaryURL(beside: destination)
+        let lockFile = building.appendingPathComponent(Self.lockFileName)
+        let lock: PartialFileLock
         do {
             try FileManager.default.createDirectory(at: building, withIntermediateDirectories: false)
+            lock = try PartialFileLock(creating: lockFile)
         } catch {
-            throw MediaError(.ioError, "cannot create the package folder: \(error.localizedDescription)", path: destination.path)
+            try? FileManager.default.removeItem(at: building)
+            throw MediaError(.ioError, "cannot create the package folder: \(error)", path: destination.path)
         }
         do {
             let result = try await build(in: building, destination: destination, rungs: video == nil ? [] : rungs, audio: audio, options: o)
-            // The old package, if replaced, is moved aside first and removed once the new one is in place.
-            let old = AssetWriter.temporaryURL(beside: destination)
-            let movedAside = replaces && rename(destination.path, old.path) == 0
-            defer { if movedAside { try? FileManager.default.removeItem(at: old) } }
-            if rename(building.path, destination.path) != 0 {
-                let e = errno
-                throw MediaError(e == EEXIST || e == ENOTEMPTY ? .outputExists : .ioError,
-                                 "cannot move the finished package into place: \(String(cString: strerror(e)))", path: destination.path)
-            }
+            unlink(lockFile.path)
+            try withExtendedLifetime(lock) { () throws(MediaError) in try Self.moveIntoPlace(building, destination, replacing: replaces) }
             return result
         } catch {
             try? FileManager.default.removeItem(at: building)
             throw error
         }
+    }
+
+    /// The lock file inside a package being built.
+    static let lockFileName = ".vaf-building.lock"
+
+    /// Renames the built package to `destination`. A package there, when replaced, is moved
+    /// aside first, removed once the new one is in place, and moved back if it cannot be.
+    private static func moveIntoPlace(_ building: URL, _ destination: URL, replacing: Bool) throws(MediaError) {
+        let old = AssetWriter.temporaryURL(beside: destination)
+        let movedAside = replacing && rename(destination.path, old.path) == 0
+        if rename(building.path, destination.path) != 0 {
+            let e = errno
+            if movedAside { rename(old.path, destination.path) }
+            throw MediaError(e == EEXIST || e == ENOTEMPTY ? .outputExists : .ioError,
+                             "cannot move the finished package into place: \(String(cString: strerror(e)))", path: destination.path)
+        }
+        if movedAside { try? FileManager.default.removeItem(at: old) }
+    }
+
+    /// Removes the hidden building folders that runs no longer running left for packages at
+    /// `destinations` (a SIGKILL, the OOM killer): only folders named as a package of one of
+    /// them is built, and only when the lock file inside can be taken (a run still building,
+    /// anywhere, holds it). Returns the folders removed.
+    @discardableResult
+    public static func removeAbandonedBuildingFolders(for destinations: [URL]) -> [URL] {
+        let byDirectory = Dictionary(grouping: destinations.map(\.standardizedFileURL)) { $0.deletingLastPathComponent() }
+        var removed: [URL] = []
+        for (directory, packages) in byDirectory {
+            let names = Set(packages.map(\.lastPathComponent))
+            guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { continue }
+            for entry in entries.sorted() {
+                guard let package = AssetWriter.destinationName(ofPartial: entry), names.contains(package) else { continue }
+                let folder = directory.appendingPathComponent(entry)
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory), isDirectory.boolValue,
+                      PartialFileLock.removeIfAbandoned(folder.appendingPathComponent(lockFileName).path) else { continue }
+                try? FileManager.default.removeItem(at: folder)
+                removed.append(folder)
+            }
+        }
+        return removed
     }
 
     private func build(in folder: URL, destination: URL, rungs: [StreamingRung], audio: [AssetTrack],
@@ -196,10 +236,13 @@ public final class StreamingPackager: Sendable {
                                                tableVideoBitRate: rung.bitRate, segments: segments(recorder))
             outputs.append(output)
         }
+        // One default rendition in the group (RFC 8216 4.3.4.1.1): the first enabled track
+        // (audioTracks() puts it first), or none.
+        let defaultTrack = audio.first(where: \.isEnabled)?.trackID
         for (track, name) in zip(audio, audioNames) {
             let recorder = try RenditionRecorder(folder: folder.appendingPathComponent(name), name: name, mediaType: .audio)
             recorder.language = track.languageCode
-            recorder.isDefault = track.isEnabled
+            recorder.isDefault = track.trackID == defaultTrack
             recorders.append(recorder)
             var output = ExportSession.Output(url: recorder.folder, fileType: .mp4)
             output.rendition = RenditionOutput(writesVideo: false, audioTrackID: track.trackID, outputSize: nil, tableVideoBitRate: nil,
@@ -310,7 +353,7 @@ final class RenditionRecorder: Sendable {
             let number = state.withLock { $0.segments.count } + 1
             let file = String(format: "segment-%05d.m4s", number)
             try write(data, file)
-            let keyframe = track.firstVideoSampleInformation.flatMap { $0.isSyncSample ? $0.offset + $0.length : nil }
+            let keyframe = track.firstVideoSampleInformation.flatMap { $0.isSyncSample && $0.length > 0 ? $0.offset + $0.length : nil }
             state.withLock {
                 $0.segments.append(.init(file: file, start: track.earliestPresentationTimeStamp, duration: track.duration, bytes: data.count,
                                          keyframeBytes: keyframe, sampleCount: track.sampleCount))

@@ -34,9 +34,33 @@ public struct StreamingRenditionReport: Sendable, Equatable {
     public var duration: MediaTime { segments.reduce(MediaTime.zero) { $0 + $1.duration } }
     public var sampleCount: Int { segments.reduce(0) { $0 + $1.sampleCount } }
 
-    /// The highest rate of any segment, bits per second, rounded up.
-    public var peakBitRate: Int {
-        segments.map { Int((Double($0.bytes * 8) / max($0.duration.seconds, 0.001)).rounded(.up)) }.max() ?? 0
+    /// The peak segment bit rate as RFC 8216bis defines it: the highest rate of any run of
+    /// consecutive segments lasting 0.5 to 1.5 times the target duration (so a short last
+    /// segment, nearly all keyframe, does not set it alone); the whole rendition's rate when no
+    /// run is that long. Bits per second, rounded up.
+    public var peakBitRate: Int { Self.peakRate(segments.map { ($0.bytes, $0.duration.seconds) }, target: targetDuration) }
+
+    /// `#EXT-X-TARGETDURATION`: the longest segment rounded to the nearest second (RFC 8216
+    /// 4.3.3.1), at least 1.
+    public var targetDuration: Int { max(1, segments.map { Int($0.duration.seconds.rounded()) }.max() ?? 1) }
+
+    static func peakRate(_ parts: [(bytes: Int, seconds: Double)], target: Int) -> Int {
+        let (low, high) = (0.5 * Double(target), 1.5 * Double(target))
+        var peak = 0.0
+        for start in parts.indices {
+            var (bits, seconds) = (0.0, 0.0)
+            for part in parts[start...] {
+                bits += Double(part.bytes * 8)
+                seconds += part.seconds
+                if seconds > high { break }
+                if seconds >= low { peak = max(peak, bits / seconds) }
+            }
+        }
+        if peak == 0 {
+            let seconds = parts.reduce(0) { $0 + $1.seconds }
+            peak = Double(parts.reduce(0) { $0 + $1.bytes } * 8) / max(seconds, 0.001)
+        }
+        return Int(peak.rounded(.up))
     }
     /// The rate of all segments together, bits per second.
     public var averageBitRate: Int {
@@ -50,9 +74,7 @@ public struct StreamingRenditionReport: Sendable, Equatable {
 enum StreamingPlaylists {
     /// `#EXT-X-TARGETDURATION`: the longest segment rounded to the nearest second (RFC 8216
     /// 4.3.3.1), at least 1.
-    static func targetDuration(_ r: StreamingRenditionReport) -> Int {
-        max(1, r.segments.map { Int($0.duration.seconds.rounded()) }.max() ?? 1)
-    }
+    static func targetDuration(_ r: StreamingRenditionReport) -> Int { r.targetDuration }
 
     private static func seconds(_ t: MediaTime) -> String { String(format: "%.6f", t.seconds) }
 
@@ -85,7 +107,7 @@ enum StreamingPlaylists {
 
     /// The I-frame playlist's peak rate: each keyframe's bytes over the time it stands for.
     static func iFramePeakBitRate(_ r: StreamingRenditionReport) -> Int {
-        r.segments.compactMap { s in s.keyframeBytes.map { Int((Double($0 * 8) / max(s.duration.seconds, 0.001)).rounded(.up)) } }.max() ?? 0
+        StreamingRenditionReport.peakRate(r.segments.map { ($0.keyframeBytes ?? 0, $0.duration.seconds) }, target: r.targetDuration)
     }
 
     /// The master playlist: one variant per video rendition, each with the audio group; the
@@ -115,7 +137,8 @@ enum StreamingPlaylists {
             lines.append("\(v.folder)/index.m3u8")
         }
         if video.isEmpty, let a = audio.first {
-            lines.append("#EXT-X-STREAM-INF:BANDWIDTH=\(a.peakBitRate),AVERAGE-BANDWIDTH=\(a.averageBitRate),CODECS=\"\(a.codec)\"")
+            // Audio alone: one variant, whose group offers every language.
+            lines.append("#EXT-X-STREAM-INF:BANDWIDTH=\(audioPeak),AVERAGE-BANDWIDTH=\(audioAverage),CODECS=\"\(a.codec)\",AUDIO=\"audio\"")
             lines.append("\(a.folder)/index.m3u8")
         }
         for v in video {
@@ -134,18 +157,31 @@ enum StreamingPlaylists {
         return index == 0 ? "Audio" : "Audio \(index + 1)"
     }
 
-    /// The BCP 47 tag for an ISO 639-2 code (HLS `LANGUAGE`, DASH `lang`): the two-letter
-    /// code where ISO 639-1 has one, else the three letters; nil for undetermined.
+    /// ISO 639-2's bibliographic codes that differ from the terminology ones (the whole list).
+    private static let terminologyCodes: [String: String] = [
+        "alb": "sqi", "arm": "hye", "baq": "eus", "bur": "mya", "chi": "zho", "cze": "ces", "dut": "nld", "fre": "fra", "geo": "kat",
+        "ger": "deu", "gre": "ell", "ice": "isl", "mac": "mkd", "mao": "mri", "may": "msa", "per": "fas", "rum": "ron", "slo": "slk",
+        "tib": "bod", "wel": "cym",
+    ]
+
+    /// The BCP 47 tag for an ISO 639-2 code (HLS `LANGUAGE`, DASH `lang`): the ISO 639-1 code
+    /// where there is one (BCP 47 requires the shortest), else the three letters; nil for
+    /// undetermined, multiple or no language, and for what is no ISO 639 code.
     static func languageTag(_ code: String) -> String? {
-        let lower = code.lowercased()
-        guard !lower.isEmpty, !["und", "mul", "zxx", "mis"].contains(lower) else { return nil }
-        let twoLetter: [String: String] = [
-            "eng": "en", "fra": "fr", "fre": "fr", "deu": "de", "ger": "de", "spa": "es", "ita": "it", "por": "pt", "nld": "nl",
-            "dut": "nl", "swe": "sv", "nor": "no", "nob": "nb", "dan": "da", "fin": "fi", "pol": "pl", "ces": "cs", "cze": "cs",
-            "rus": "ru", "ukr": "uk", "ell": "el", "gre": "el", "tur": "tr", "ara": "ar", "heb": "he", "hin": "hi", "jpn": "ja",
-            "kor": "ko", "zho": "zh", "chi": "zh", "tha": "th", "vie": "vi", "ind": "id", "hun": "hu", "ron": "ro", "rum": "ro",
-        ]
-        return twoLetter[lower] ?? lower
+        var lower = code.lowercased()
+        guard !lower.isEmpty, !["und", "mul", "zxx", "mis"].contains(lower), lower.allSatisfy({ $0.isASCII && $0.isLetter }) else { return nil }
+        lower = terminologyCodes[lower] ?? lower
+        let language = Locale.LanguageCode(lower)
+        guard language.isISOLanguage else { return nil }
+        return language.identifier(.alpha2) ?? lower
+    }
+
+    /// A DASH `FrameRateType`: an integer or a ratio ("30", "30000/1001"), the measured rate
+    /// snapped to the nearest of the usual NTSC ratios or whole numbers within 0.01.
+    static func dashFrameRate(_ fps: Double) -> String {
+        for ntsc in [24, 30, 60, 120] where abs(fps - Double(ntsc * 1000) / 1001) < 0.01 { return "\(ntsc * 1000)/1001" }
+        if abs(fps - fps.rounded()) < 0.01 { return "\(Int(fps.rounded()))" }
+        return "\(Int((fps * 1000).rounded()))/1000"
     }
 
     /// An ISO 8601 duration (`PT20.000S`).
@@ -193,7 +229,7 @@ enum StreamingPlaylists {
             for v in video {
                 var attributes = "id=\"\(xml(v.folder))\" bandwidth=\"\(v.peakBitRate)\" codecs=\"\(v.codec)\""
                 if let w = v.width, let h = v.height { attributes += " width=\"\(w)\" height=\"\(h)\"" }
-                attributes += String(format: " frameRate=\"%.3f\"", v.frameRate)
+                attributes += " frameRate=\"\(dashFrameRate(v.frameRate))\""
                 lines.append("      <Representation \(attributes)>")
                 lines.append(template(v))
                 lines.append("      </Representation>")

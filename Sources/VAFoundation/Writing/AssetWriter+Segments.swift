@@ -96,10 +96,10 @@ enum SegmentBoxes {
         return box
     }()
 
-    /// Where the first sample of track `trackID` starts in a media segment: its `moof`'s
-    /// offset plus the track's `trun` data offset (the writer sets default-base-is-moof).
-    /// Nil when the segment has no such run.
-    static func firstSampleOffset(ofTrack trackID: Int, in data: Data) -> Int? {
+    /// Where the first sample of track `trackID` starts in a media segment (its `moof`'s offset
+    /// plus the track's `trun` data offset: the writer sets default-base-is-moof) and its size
+    /// as stored (the `trun`'s, else the `tfhd`'s default). Nil when the segment has no such run.
+    static func firstSample(ofTrack trackID: Int, in data: Data) -> (offset: Int, length: Int)? {
         let bytes = [UInt8](data)
         func word(_ at: Int) -> UInt32? {
             guard at >= 0, at + 4 <= bytes.count else { return nil }
@@ -122,7 +122,17 @@ enum SegmentBoxes {
                 guard let tfhd = parts.first(where: { $0.2 == "tfhd" }), word(tfhd.0 + 12).map(Int.init) == trackID,
                       let trun = parts.first(where: { $0.2 == "trun" }), let flags = word(trun.0 + 8),
                       flags & 1 != 0, let offset = word(trun.0 + 16) else { continue }
-                return moof + Int(Int32(bitPattern: offset))
+                var length: UInt32?
+                if flags & 0x200 != 0 {
+                    // sample_count, data_offset, [first_sample_flags], then the first sample's [duration], size.
+                    let size = trun.0 + 20 + (flags & 0x4 != 0 ? 4 : 0) + (flags & 0x100 != 0 ? 4 : 0)
+                    length = word(size)
+                } else if let tfhdFlags = word(tfhd.0 + 8), tfhdFlags & 0x10 != 0 {
+                    // track_ID, then [base_data_offset], [sample_description_index], [default_duration], default_size.
+                    let size = tfhd.0 + 16 + (tfhdFlags & 0x1 != 0 ? 8 : 0) + (tfhdFlags & 0x2 != 0 ? 4 : 0) + (tfhdFlags & 0x8 != 0 ? 4 : 0)
+                    length = word(size)
+                }
+                return (moof + Int(Int32(bitPattern: offset)), Int(length ?? 0))
             }
         }
         return nil

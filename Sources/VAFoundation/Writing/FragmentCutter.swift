@@ -21,8 +21,9 @@ struct FragmentCutter<Payload> {
     private let leadTrack: Int
     private let interval: MediaTime
     private var nextBoundary: MediaTime
-    /// A requested cut: at the lead's first sync sample shown at or after this time.
-    private var requestedCut: MediaTime?
+    /// Requested cuts, oldest first: each at the lead's first sync sample shown at or after
+    /// its time. Several may wait at once, the encoder's delay behind the requests.
+    private var requestedCuts: [MediaTime] = []
     /// Each track's samples not yet handed out, in decode order.
     private var queues: [[Item]]
     private var finished: [Bool]
@@ -46,16 +47,16 @@ struct FragmentCutter<Payload> {
     }
 
     /// Ends the fragment under way before the lead's first sync sample shown at or after `time`.
-    mutating func requestCut(at time: MediaTime) { requestedCut = time }
+    mutating func requestCut(at time: MediaTime) { requestedCuts.append(time) }
 
     mutating func add(_ item: Item) {
         if item.track == leadTrack && item.isSync {
             let leadSinceLastCut = queues[leadTrack].count - (cuts.last?.leadCount ?? 0)
-            let due = item.time >= nextBoundary || requestedCut.map { item.time >= $0 } == true
-            if due && leadSinceLastCut > 0 {
-                cuts.append((queues[leadTrack].count, item.time))
-                requestedCut = nil
-            }
+            let requested = requestedCuts.contains { item.time >= $0 }
+            let due = item.time >= nextBoundary || requested
+            if due && leadSinceLastCut > 0 { cuts.append((queues[leadTrack].count, item.time)) }
+            // One sync sample answers every request at or before its time.
+            if requested { requestedCuts.removeAll { item.time >= $0 } }
             if due { advanceBoundary(past: item.time) }
         }
         queues[item.track].append(item)

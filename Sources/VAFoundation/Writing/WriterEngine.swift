@@ -501,6 +501,13 @@ final class WriterEngine: @unchecked Sendable {
             try writeHeaderIfReady()
             if let stream = pipeline.streamIndex {
                 written.withLock { $0[stream]?.finished = true }
+                if configuration.segmentation != nil && headerWritten {
+                    // A finished track's held packets are its last: they go to the cutter now,
+                    // before it counts the track as complete, or they would land in a later segment.
+                    let held = pipeline.held
+                    pipeline.held = []
+                    for packet in held { try write(packet, pipeline) }
+                }
                 cutter?.finish(track: stream)
                 try writeCompleteFragments(final: false)
             }
@@ -764,9 +771,10 @@ final class WriterEngine: @unchecked Sendable {
             let mediaType = pipeline.configuration.mediaType
             var first: SegmentSampleInformation?
             if mediaType == .video, let sample = items.first {
-                let offset = SegmentBoxes.firstSampleOffset(ofTrack: track + 1, in: data) ?? 0
-                first = SegmentSampleInformation(presentationTimeStamp: sample.time, offset: offset, length: sample.byteCount,
-                                                 isSyncSample: sample.isSync)
+                // Where the sample is and how long it is as stored: the muxer rewrites start codes as lengths.
+                let stored = SegmentBoxes.firstSample(ofTrack: track + 1, in: data)
+                first = SegmentSampleInformation(presentationTimeStamp: sample.time, offset: stored?.offset ?? 0,
+                                                 length: stored?.length ?? sample.byteCount, isSyncSample: sample.isSync)
             }
             return SegmentTrackReport(trackID: track + 1, mediaType: mediaType, earliestPresentationTimeStamp: earliest,
                                       duration: end - earliest, firstVideoSampleInformation: first, sampleCount: items.count)
