@@ -77,7 +77,7 @@ MUTATIONS = [
     ("batch-ladder-shares-no-name", "batch", "LadderCommandTests", "Sources/vaf/Transcode.swift",
      "presets.count > 1 && name == OutputNamer.defaultTemplate ? \"{dir}/{name}-{preset}.{ext}\" : name",
      "name"),
-    ("hardware-ladder-decodes-per-output", "hardware", "HardwareExportTests", "Sources/VAFoundation/Export/ExportSession+Outputs.swift",
+    ("hardware-ladder-decodes-per-output", "hardware", "HardwareExportTests|HardwarePackageTests", "Sources/VAFoundation/Export/ExportSession+Outputs.swift",
      "let onDevice = plan.device != nil && plan.hardware?.scalesOnDevice == true", "let onDevice = false"),
     ("hardware-session-limit-ignored", "hardware", "HardwareExportTests", "Sources/VAFoundation/Hardware/VideoDevice.swift",
      "sessions = ExportSlots(limit: max(1, maximumConcurrentSessions))", "sessions = ExportSlots(limit: 1000)"),

@@ -410,3 +410,31 @@ import VATestSupport
         }
     }
 }
+
+/// A streaming package on a VA-API device: its source decoded once for every rendition.
+@Suite(.serialized) struct HardwarePackageTests {
+    /// Decoded once into surfaces, scaled by the video processor for the smaller rendition,
+    /// encoded by h264_vaapi per rendition: no picture reaches the host.
+    @Test func aPackageDecodesItsSourceOnceOnTheDevice() async throws {
+        let dir = try TemporaryDirectory()
+        let source = URL(fileURLWithPath: dir.file("source.mov"))
+        try await HardwareExportTests.writeSource(to: source, settings: VideoSettings(codec: .h264, width: 640, height: 360, averageBitRate: 2_000_000))
+        let counters = dir.file("counters.txt")
+        try await HardwareExportTests.withDevice(SoftVAOptions(countersPath: counters)) { device in
+            let packager = StreamingPackager(asset: Asset(url: source))
+            packager.ladder = [StreamingRung(width: 640, height: 360, bitRate: 800_000), StreamingRung(width: 320, height: 180, bitRate: 300_000)]
+            packager.segmentDuration = MediaTime(value: 1, timescale: 1)
+            packager.exportSession.hardwareDevice = device
+            let result = try await packager.package(to: URL(fileURLWithPath: dir.file("package")))
+            #expect(result.video.map(\.sampleCount) == [HardwareExportTests.frames, HardwareExportTests.frames])
+            #expect(result.exports.allSatisfy { $0.path == .hardware && $0.hostTransferBytes == 0 },
+                    "\(result.exports.map { "\($0.path): \($0.pathReason), \($0.hostTransferBytes) host bytes" })")
+            #expect(result.video.allSatisfy { $0.codec.hasPrefix("avc1.") })
+            let driver = try SoftVACounters(path: counters)
+            #expect(driver["decodes"] == UInt64(HardwareExportTests.frames), "each source picture decoded once for both renditions")
+            #expect(driver["decode_contexts_peak"] == 1, "one decoder for the package")
+            #expect(driver["encodes"] == UInt64(2 * HardwareExportTests.frames), "one encode per picture and rendition")
+            #expect(driver["host_transfer_bytes"] == 0, "no image was mapped, read or written by the host")
+        }
+    }
+}
