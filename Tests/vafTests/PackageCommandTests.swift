@@ -272,6 +272,20 @@ actor PackageFixture {
         #expect(!FileManager.default.fileExists(atPath: out.appendingPathComponent("talk").path))
     }
 
+    /// `--format dash` writes the manifest and no HLS playlist; the segments are the same kind.
+    @Test(.disabled(if: !FileManager.default.fileExists(atPath: ffmpeg), "ffmpeg is not installed (Hardware/setup.sh installs it)"))
+    func dashAloneWritesNoPlaylists() async throws {
+        let made = try await made()
+        let out = made.dir.appendingPathComponent("dash-only")
+        let run = try Vaf.run(["package", made.source.path, "--output-dir", out.path, "--format", "dash", "--ladder", "320x180@300k", "--quiet"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let files = Set(try FileManager.default.subpathsOfDirectory(atPath: out.appendingPathComponent("talk").path))
+        #expect(files.contains("manifest.mpd") && files.contains("180p/init.mp4") && files.contains("180p/segment-00001.m4s"))
+        #expect(files.filter { $0.hasSuffix(".m3u8") }.isEmpty, "no HLS playlist: \(files.sorted())")
+        let play = try Vaf.run(executable: Self.ffmpeg, ["-v", "error", "-i", out.appendingPathComponent("talk/manifest.mpd").path, "-map", "0", "-f", "null", "-"])
+        #expect(play.status == 0 && play.stderr.isEmpty, "\(play.stderr)")
+    }
+
     @Test func aRerunSkipsTheFinishedPackage() async throws {
         let made = try await made()
         let out = made.package.deletingLastPathComponent()

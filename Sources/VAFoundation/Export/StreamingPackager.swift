@@ -257,12 +257,12 @@ public final class StreamingPackager: Sendable {
         let reports = try recorders.map { try $0.report() }
         let finalVideo = reports.filter { $0.mediaType == .video }
         let finalAudio = reports.filter { $0.mediaType == .audio }
-        for (recorder, report) in zip(recorders, reports) where recorder.mediaType == .video {
-            try OutputFile.write(Data(StreamingPlaylists.iFramePlaylist(report).utf8), to: recorder.folder.appendingPathComponent("iframes.m3u8"))
-        }
         if o.formats.contains(.hls) {
             for (recorder, report) in zip(recorders, reports) {
                 try OutputFile.write(Data(StreamingPlaylists.mediaPlaylist(report).utf8), to: recorder.folder.appendingPathComponent("index.m3u8"))
+                if recorder.mediaType == .video {
+                    try OutputFile.write(Data(StreamingPlaylists.iFramePlaylist(report).utf8), to: recorder.folder.appendingPathComponent("iframes.m3u8"))
+                }
             }
             try OutputFile.write(Data(StreamingPlaylists.masterPlaylist(video: finalVideo, audio: finalAudio).utf8),
                                  to: folder.appendingPathComponent("master.m3u8"))
