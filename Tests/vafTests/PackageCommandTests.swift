@@ -47,6 +47,16 @@ actor PackageFixture {
     static let ffprobe = "/usr/bin/ffprobe"
     static let gstLaunch = "/usr/bin/gst-launch-1.0"
 
+    /// Whether a tmpfs can be mounted in a private mount namespace here (root, or user namespaces).
+    static let canMountScratchDisk: Bool = {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-mount-probe-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        guard (try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)) != nil,
+              let probe = try? Vaf.run(executable: "/usr/bin/unshare", ["--mount", "/bin/sh", "-c", "mount -t tmpfs -o size=300k none \"$0\"", dir.path])
+        else { return false }
+        return probe.status == 0
+    }()
+
     private func made() async throws -> PackageFixture.Made {
         let made = try await PackageFixture.shared.package()
         try #require(made.status == 0, "vaf package failed: \(made.stderr)")
@@ -309,6 +319,30 @@ actor PackageFixture {
         #expect(row["status"] as? String == "failed" && (row["error"] as? String ?? "").contains("broken.mp4"), "\(row)")
         let left = (try? FileManager.default.contentsOfDirectory(atPath: out.path)) ?? []
         #expect(left.filter { $0 != ".vaf-journal.jsonl" }.isEmpty, "nothing left: \(left)")
+    }
+
+    /// A disk that fills while packaging (a 300 KB tmpfs in a private mount namespace): exit 75
+    /// (temporary: retrying elsewhere may help), errorCode ioError, the package named, nothing left.
+    @Test(.enabled(if: PackageCommandTests.canMountScratchDisk,
+                   "this machine cannot mount a small tmpfs in a private mount namespace (unshare --mount needs root or user namespaces)"))
+    func aFullDiskFailsTemporarilyWithNothingLeft() async throws {
+        let made = try await made()
+        let out = made.dir.appendingPathComponent("full")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        let script = """
+            mount -t tmpfs -o size=300k none "$1" || exit 99
+            "$0" package "$2" --output-dir "$1" --ladder 640x360@900k --segment-duration 2 --json > "$3/full.json" 2>/dev/null
+            echo $?
+            ls -A "$1"
+            """
+        let run = try Vaf.run(executable: "/usr/bin/unshare", ["--mount", "/bin/bash", "-c", script, Vaf.binary, out.path, made.source.path, made.dir.path])
+        let lines = run.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first == "75", "exit status on a full disk: \(run.stdout) \(run.stderr)")
+        #expect(lines.dropFirst().filter { $0 != ".vaf-journal.jsonl" }.isEmpty, "nothing left: \(lines.dropFirst())")
+        let row = try #require(try Vaf.jsonLines(String(decoding: try Data(contentsOf: made.dir.appendingPathComponent("full.json")), as: UTF8.self)).first)
+        #expect(row["errorCode"] as? String == "ioError", "\(row)")
+        let error = row["error"] as? String ?? ""
+        #expect(error.contains(out.appendingPathComponent("talk").path) && !error.contains("vaf-partial"), "names the package, not the hidden folder: \(error)")
     }
 
     /// SIGTERM while packaging: exit 143, and neither the package nor its hidden folder is left.

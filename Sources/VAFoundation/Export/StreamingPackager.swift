@@ -170,7 +170,11 @@ public final class StreamingPackager: Sendable {
             return result
         } catch {
             try? FileManager.default.removeItem(at: building)
-            throw error
+            // The hidden folder is gone: the error names the package the user asked for.
+            guard var failure = error as? MediaError, failure.path?.hasPrefix(building.path) == true else { throw error }
+            failure.path = destination.path + String(failure.path!.dropFirst(building.path.count))
+            failure.message = failure.message.replacingOccurrences(of: building.path, with: destination.path)
+            throw failure
         }
     }
 
