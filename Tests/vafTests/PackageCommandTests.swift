@@ -345,6 +345,20 @@ actor PackageFixture {
         #expect(error.contains(out.appendingPathComponent("talk").path) && !error.contains("vaf-partial"), "names the package, not the hidden folder: \(error)")
     }
 
+    /// One rendition that cannot be encoded (libx265 refuses 4x2) fails the whole package: exit
+    /// 65 with the encoder's refusal, and the other rendition's segments are not left either.
+    @Test func aFailingRenditionFailsThePackageWithNothingLeft() async throws {
+        let made = try await made()
+        let out = made.dir.appendingPathComponent("failing-rung")
+        let run = try Vaf.run(["package", made.source.path, "--output-dir", out.path, "--video-codec", "hevc",
+                               "--ladder", "320x180@300k,4x2@10k", "--segment-duration", "2", "--json", "--quiet"])
+        #expect(run.status == 65, "\(run.status) \(run.stderr)")
+        let row = try #require(try Vaf.jsonLines(run.stdout).first)
+        #expect(row["status"] as? String == "failed" && (row["error"] as? String ?? "").contains("libx265"), "\(row)")
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: out.path)) ?? []
+        #expect(left.filter { $0 != ".vaf-journal.jsonl" }.isEmpty, "nothing left: \(left)")
+    }
+
     /// SIGTERM while packaging: exit 143, and neither the package nor its hidden folder is left.
     @Test func sigtermLeavesNoPackage() async throws {
         let made = try await made()
