@@ -22,7 +22,7 @@ export ASAN_OPTIONS=detect_leaks=0:halt_on_error=1
 # needs its runtime, which ffmpeg does not have (dlopen fails on undefined __asan_*/__tsan_* symbols).
 export VAF_SANITIZED_BUILD=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-suites='VAFoundationTests|HardwareExportTests|DeviceCompositionTests|LockedTests'
+suites='VAFoundationTests|HardwareExportTests|HardwarePackageTests|DeviceCompositionTests|LockedTests'
 if [ "$which" = address ] || [ "$which" = both ]; then
   swift build --build-tests --sanitize=address --scratch-path .build-asan
   bash Hardware/watchdog.sh 1800 swift test --skip-build --sanitize=address --scratch-path .build-asan \
