@@ -147,12 +147,24 @@ struct BatchJob: Sendable {
             return report.failing(error)
         }
         let (seconds, fps) = await job.progressScale(of: asset)
+        journal?.recordStart(output: output, plan: planFingerprint)
         var finished = await export(session, seconds: seconds, frameRate: fps, display: display, report: report)
         if finished.status == .completed {
             if replacesStale { finished.warnings.append("made again: the output was made earlier with other settings") }
             journal?.record(output: output, plan: planFingerprint)
         }
         return finished
+    }
+
+    /// The report of a job whose output another run (a retried pod, a second shard on the same
+    /// folder) made meanwhile from this input with the same settings, as the journal says:
+    /// skipped, not failed. Nil when that is not why `error` happened.
+    func madeMeanwhile(_ error: any Error) -> JobReport? {
+        guard (error as? MediaError)?.code == .outputExists, let journal, journal.madeByAnotherRun(output, plan: planFingerprint) else { return nil }
+        var report = baseReport
+        report.status = .skipped
+        report.error = "done: made meanwhile by another run from this input with the same settings"
+        return report
     }
 
     /// What a progress bar needs to show fps and speed: the media seconds exported and the frame rate.
@@ -201,6 +213,7 @@ struct BatchJob: Sendable {
         do { try await first.watermark?.apply(to: session, asset: asset) } catch { return failingAll(error) }
         let (seconds, fps) = await first.progressScale(of: asset)
         let outputs = jobs.map { ExportSession.Output(url: URL(fileURLWithPath: $0.output), fileType: $0.fileType, preset: $0.preset) }
+        for job in jobs { job.journal?.recordStart(output: job.output, plan: job.planFingerprint) }
         let name = "\(URL(fileURLWithPath: first.input).lastPathComponent) (\(jobs.count) outputs)"
         do {
             let results = try await withProgress(of: session, name: name, seconds: seconds, frameRate: fps, display: display) {
@@ -214,11 +227,11 @@ struct BatchJob: Sendable {
                     if replacesStale[i] { reports[i].warnings.append("made again: the output was made earlier with other settings") }
                     jobs[i].journal?.record(output: jobs[i].output, plan: jobs[i].planFingerprint)
                 case .failure(let error):
-                    reports[i] = reports[i].failing(error)
+                    reports[i] = jobs[i].madeMeanwhile(error) ?? reports[i].failing(error)
                 }
             }
         } catch {
-            reports = failingAll(error)
+            reports = zip(jobs, reports).map { job, report in job.madeMeanwhile(error) ?? report.failing(error) }
             if (error as? MediaError)?.code == .cancelled || Task.isCancelled {
                 for i in reports.indices { reports[i].status = .cancelled }
             }
@@ -277,6 +290,7 @@ struct BatchJob: Sendable {
             report.status = .completed
             report.fill(result)
         } catch {
+            if let skipped = madeMeanwhile(error) { return skipped }
             report = report.failing(error)
             if (error as? MediaError)?.code == .cancelled || Task.isCancelled { report.status = .cancelled }
         }

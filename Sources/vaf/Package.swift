@@ -373,6 +373,7 @@ struct PackageJob: Sendable {
         let asset = Asset(url: URL(fileURLWithPath: input))
         let packager = makePackager(asset)
         packager.replacesExistingPackage = replacesStale
+        journal.recordStart(output: marker, plan: fingerprint)
         let seconds = (try? await asset.load(.duration).seconds) ?? 0
         let fps = Double(ExportSession.primaryVideoTrack((try? await asset.load(.tracks)) ?? [])?.nominalFrameRate ?? 0)
         do {
@@ -391,6 +392,12 @@ struct PackageJob: Sendable {
             if replacesStale { report.warnings.append("made again: the package was made earlier with other settings") }
             journal.record(output: marker, plan: fingerprint)
         } catch {
+            // Another run (a retried pod, a second shard) finished this package meanwhile.
+            if (error as? MediaError)?.code == .outputExists, journal.madeByAnotherRun(marker, plan: fingerprint) {
+                report.status = .skipped
+                report.error = "done: packaged meanwhile by another run from this input with the same settings"
+                return report
+            }
             report = report.failing(error)
             if (error as? MediaError)?.code == .cancelled || Task.isCancelled { report.status = .cancelled }
         }

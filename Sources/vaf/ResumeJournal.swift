@@ -4,8 +4,10 @@ import VAFoundation
 /// What a batch recorded about the outputs it completed, so a re-run resumes only those made
 /// from the same input with the same settings: `.vaf-journal.jsonl` in the output directory,
 /// one JSON line per completed output (`{"output": …, "plan": …, "bytes": …}`), the last line
-/// for an output winning. Lines are appended with one `write` each (O_APPEND), so several
-/// jobs and several shards sharing the directory never interleave them.
+/// for an output winning. Each line is appended with one `write` under an exclusive `flock`
+/// of the journal, and read under a shared one, so runs and shards sharing the directory never
+/// tear or lose a line, on NFS too (where `O_APPEND` alone is not atomic across clients and
+/// Linux emulates `flock` with whole-file locks the server keeps).
 final class ResumeJournal: Sendable {
     static let fileName = ".vaf-journal.jsonl"
 
@@ -14,23 +16,56 @@ final class ResumeJournal: Sendable {
         var output: String
         /// The fingerprint of the input and settings that made it.
         var plan: String
-        /// Its size when it was completed: a file changed since is not trusted.
+        /// Its size when it was completed: a file changed since is not trusted. `started` for a
+        /// line that says a run began making it.
         var bytes: Int64
+        /// The run that wrote a `started` line; nil on completed lines.
+        var run: String?
     }
 
+    /// The `bytes` of a line that records a start, not a completion.
+    static let started: Int64 = -1
+
     let directory: URL
+    /// Completed outputs, the last line for each winning.
     private let entries: Locked<[String: Entry]>
+    /// Who started making each output, and with which plan.
+    private let starts = Locked<[String: [Entry]]>([:])
+    /// This process's name in `started` lines.
+    let runID = "\(getpid())-\(String(UInt64.random(in: 0...UInt64.max), radix: 36))"
 
     /// The journal of `directory`, with what earlier runs recorded (none when it has no journal).
     init(directory: String) {
         self.directory = URL(fileURLWithPath: directory).standardizedFileURL
-        var found: [String: Entry] = [:]
-        if let text = try? String(contentsOf: self.directory.appendingPathComponent(Self.fileName), encoding: .utf8) {
-            for line in text.split(separator: "\n") {
-                if let entry = try? JSONDecoder().decode(Entry.self, from: Data(line.utf8)) { found[entry.output] = entry }
-            }
+        entries = Locked([:])
+        reload()
+    }
+
+    private var path: String { directory.appendingPathComponent(Self.fileName).path }
+
+    /// Reads the journal again: what other runs on the directory recorded since.
+    func reload() {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var locked: Int32
+        repeat { locked = flock(fd, LOCK_SH) } while locked != 0 && errno == EINTR
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = read(fd, &buffer, buffer.count)
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            data.append(contentsOf: buffer[0..<count])
         }
-        entries = Locked(found)
+        var found: [String: Entry] = [:]
+        var begun: [String: [Entry]] = [:]
+        for line in data.split(separator: UInt8(ascii: "\n")) {
+            guard let entry = try? JSONDecoder().decode(Entry.self, from: Data(line)) else { continue }
+            if entry.bytes == Self.started { begun[entry.output, default: []].append(entry) } else { found[entry.output] = entry }
+        }
+        entries.withLock { $0 = found }
+        starts.withLock { $0 = begun }
     }
 
     /// What a run should do with an output that already exists.
@@ -43,10 +78,29 @@ final class ResumeJournal: Sendable {
         case unknown
     }
 
+    /// What to do with `output`, which exists: from what the journal held when last read, and
+    /// read again when it does not know the output (another run may have just made it).
     func decision(forExisting output: String, plan: String) -> Decision {
+        if entries.withLock({ $0[relative(output)] }) == nil { reload() }
         guard let entry = entries.withLock({ $0[relative(output)] }) else { return .unknown }
         let bytes = Asset.fileSize(atPath: output)
         return entry.plan == plan && entry.bytes == bytes ? .done : .stale
+    }
+
+    /// Whether `output`, which appeared while this run made it, is another run's making from the
+    /// same plan (a retried Job's first pod, a second shard on the folder): completed with it
+    /// by the journal, or started with it by another run (whose completion line may still be
+    /// on its way: it moved the file into place just before).
+    func madeByAnotherRun(_ output: String, plan: String) -> Bool {
+        reload()
+        let key = relative(output)
+        if let done = entries.withLock({ $0[key] }), done.plan == plan, done.bytes == Asset.fileSize(atPath: output) { return true }
+        return starts.withLock { $0[key] ?? [] }.contains { $0.plan == plan && $0.run != runID }
+    }
+
+    /// Records that this run starts making `output` with `plan`.
+    func recordStart(output: String, plan: String) {
+        append(Entry(output: relative(output), plan: plan, bytes: Self.started, run: runID))
     }
 
     /// Records a completed output.
@@ -54,12 +108,20 @@ final class ResumeJournal: Sendable {
         guard let bytes = Asset.fileSize(atPath: output) else { return }
         let entry = Entry(output: relative(output), plan: plan, bytes: bytes)
         entries.withLock { $0[entry.output] = entry }
-        guard var line = try? JSONEncoder().encode(entry) else { return }
+        append(entry)
+    }
+
+    /// Appends `entry` as one line, under the journal's exclusive lock.
+    private func append(_ entry: Entry) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        guard var line = try? encoder.encode(entry) else { return }
         line.append(UInt8(ascii: "\n"))
-        let path = directory.appendingPathComponent(Self.fileName).path
         let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { return }
         defer { close(fd) }
+        var locked: Int32
+        repeat { locked = flock(fd, LOCK_EX) } while locked != 0 && errno == EINTR
         _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     }
 

@@ -48,6 +48,40 @@ import Testing
         #expect(conflict.status == 64 && conflict.stderr.contains("--overwrite") && conflict.stderr.contains("--no-overwrite"))
     }
 
+    /// Issue 30 item 4: the same batch started twice at once on one folder (a Job retried while
+    /// its first pod still runs). Whichever run finishes an output second finds it made, by the
+    /// journal, from the same input with the same settings: skipped, never failed. Both runs
+    /// exit 0, every output is whole, and every journal line parses.
+    @Test func twoRunsOfOneBatchAtOnceBothSucceed() async throws {
+        let dir = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let inputs = dir.appendingPathComponent("in")
+        try FileManager.default.createDirectory(at: inputs, withIntermediateDirectories: true)
+        let clip = try Data(contentsOf: URL(fileURLWithPath: TranscodeCommandTests.clip))
+        for i in 0..<5 { try clip.write(to: inputs.appendingPathComponent("clip\(i).mp4")) }
+        let out = dir.appendingPathComponent("out").path
+        let arguments = ["transcode", inputs.path, "--preset", "640x480", "--output-dir", out, "--json"]
+        async let first = Self.vaf(arguments)
+        async let second = Self.vaf(arguments)
+        let runs = try await [first, second]
+        for run in runs {
+            #expect(run.status == 0, "\(statuses(run.rows)) \(run.rows.compactMap { $0["error"] as? String })")
+            #expect(run.rows.count == 5 && statuses(run.rows).allSatisfy { $0 == "completed" || $0 == "skipped" }, "\(statuses(run.rows))")
+        }
+        for row in runs.flatMap(\.rows) where row["status"] as? String == "skipped" {
+            #expect((row["error"] as? String ?? "").hasPrefix("done"), "skipped as made, by the journal: \(row["error"] ?? "")")
+        }
+        let journal = try String(contentsOf: URL(fileURLWithPath: out).appendingPathComponent(".vaf-journal.jsonl"), encoding: .utf8)
+        for line in journal.split(separator: "\n") {
+            #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) != nil, "a torn journal line: \(line)")
+        }
+        for i in 0..<5 {
+            let probe = try Vaf.run(executable: CorpusSweepTests.ffprobe, ["-v", "error", "-count_frames", "-select_streams", "v:0",
+                                                                          "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", "\(out)/clip\(i).mp4"])
+            #expect(probe.status == 0 && Int(probe.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) == 90, "clip\(i): \(probe.stdout)")
+        }
+    }
+
     /// Each setting of the plan besides the preset: a re-run with another value makes the output
     /// again (a different file), and a re-run with the same value skips it as done.
     @Test(arguments: [("--quality", "40", "80"), ("--video-bitrate", "300k", "1M"), ("--time-range", "0+1", "0+2")])
