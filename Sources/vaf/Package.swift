@@ -294,18 +294,7 @@ struct PackageJob: Sendable {
     }
 
     /// The input's identity and every setting, for the journal.
-    var fingerprint: String {
-        let url = URL(fileURLWithPath: input).resolvingSymlinksInPath()
-        let attributes = try? FileManager.default.attributesOfItem(atPath: url.path)
-        let modified = (attributes?[.modificationDate] as? Date).map { String(Int64($0.timeIntervalSince1970 * 1000)) } ?? "?"
-        let text = "input=\(url.path)\nbytes=\(Asset.fileSize(atPath: url.path).map(String.init) ?? "?")\nmodified=\(modified)\n\(settingsText)"
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in text.utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01b3
-        }
-        return String(hash, radix: 16)
-    }
+    var fingerprint: String { ResumeJournal.fingerprint(ResumeJournal.identity(ofInput: input) + [settingsText]) }
 
     /// Why the package is not made: done before with the same settings, or something not
     /// vaf's is there. Nil when it is made (a stale package of vaf's own is replaced).

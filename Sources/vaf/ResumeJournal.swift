@@ -134,14 +134,9 @@ final class ResumeJournal: Sendable {
 
 extension BatchJob {
     /// A fingerprint of everything that decides this job's output: the input's identity (its
-    /// real path, size and modification time) and every setting. FNV-1a 64 of a canonical text:
-    /// stable across runs and machines, which Swift's `Hasher` is not.
+    /// real path, size and modification time) and every setting (`ResumeJournal.fingerprint`).
     var planFingerprint: String {
-        let url = URL(fileURLWithPath: input).resolvingSymlinksInPath()
-        let attributes = try? FileManager.default.attributesOfItem(atPath: url.path)
-        let modified = (attributes?[.modificationDate] as? Date).map { String(Int64($0.timeIntervalSince1970 * 1000)) } ?? "?"
-        let fields: [String] = [
-            "input=\(url.path)", "bytes=\(Asset.fileSize(atPath: url.path).map(String.init) ?? "?")", "modified=\(modified)",
+        let fields: [String] = ResumeJournal.identity(ofInput: input) + [
             "preset=\(preset.name)", "type=\(fileType.rawValue)", "frameRate=\(frameRate)",
             "range=\(timeRange.map { "\($0.start.value)/\($0.start.timescale)+\($0.duration.value)/\($0.duration.timescale)" } ?? "all")",
             "size=\(size.map { "\($0.width)x\($0.height)" } ?? "preset")", "videoCodec=\(videoCodec?.rawValue ?? "preset")",
@@ -150,6 +145,22 @@ extension BatchJob {
             "audioBitRate=\(audioBitRate.map(String.init) ?? "preset")",
         ] + (watermark.map { ["watermark=\($0.url.path)@\($0.origin.x),\($0.origin.y)*\($0.opacity)"] } ?? [])
             + (frameCountedRange.map { ["rangeInFrames=\($0.canonical)"] } ?? [])
+        return ResumeJournal.fingerprint(fields)
+    }
+}
+
+extension ResumeJournal {
+    /// What identifies an input file: its real path, size and modification time.
+    static func identity(ofInput input: String) -> [String] {
+        let url = URL(fileURLWithPath: input).resolvingSymlinksInPath()
+        let attributes = try? FileManager.default.attributesOfItem(atPath: url.path)
+        let modified = (attributes?[.modificationDate] as? Date).map { String(Int64($0.timeIntervalSince1970 * 1000)) } ?? "?"
+        return ["input=\(url.path)", "bytes=\(Asset.fileSize(atPath: url.path).map(String.init) ?? "?")", "modified=\(modified)"]
+    }
+
+    /// FNV-1a 64 of the fields, one a line: stable across runs and machines, which Swift's
+    /// `Hasher` is not.
+    static func fingerprint(_ fields: [String]) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in fields.joined(separator: "\n").utf8 {
             hash ^= UInt64(byte)
