@@ -92,7 +92,7 @@ MUTATIONS = [
     ("asset-inspects-twice", "asset", "AssetTests", "Sources/VAFoundation/Asset/Asset.swift",
      "            if let task { return try await task.value }", "            if let task, Bool(false) { return try await task.value }"),
     ("segments-no-forced-keyframe", "segments", "SegmentedWriterTests", "Sources/VAFoundation/Writing/WriterEngine.swift",
-     "var keyframe = keyframeIsDue(at: start, pipeline)", "var keyframe = false"),
+     "let keyframe = keyframeIsDue(at: start, pipeline) || flushed", "let keyframe = flushed"),
     ("segments-audio-held-to-the-end", "segments", "SegmentedWriterTests|FragmentCutterTests", "Sources/VAFoundation/Writing/FragmentCutter.swift",
      "let count = queues[track].prefix { $0.time < cut.time }.count", "let count = queues[track].prefix { _ in false }.count"),
     ("segments-cut-before-keyframe", "segments", "SegmentedWriterTests|FragmentCutterTests", "Sources/VAFoundation/Writing/FragmentCutter.swift",

@@ -125,8 +125,9 @@ final class WriterEngine: @unchecked Sendable {
     private var segmentFlushRequested = false
     /// Media segments handed out so far.
     private var segmentsWritten = 0
-    /// A cut `flushSegment()` asked for before the cutter existed.
-    private var pendingCut: MediaTime?
+    /// Cuts `flushSegment()` asked for before the cutter existed (the encoder's delay can hold
+    /// back the first packets past several requests).
+    private var pendingCuts: [MediaTime] = []
     /// The movie header of a fragmented output is written (with the first fragment: the
     /// muxer delays it until the first samples give the edit list its start).
     private var movieHeaderWritten = false
@@ -378,18 +379,11 @@ final class WriterEngine: @unchecked Sendable {
                     if pipeline.pictureDurations.count >= 1024 { pipeline.pictureDurations = [:] }
                     pipeline.pictureDurations[t] = duration
                 }
-                var keyframe = keyframeIsDue(at: start, pipeline)
-                if segmentFlushRequested && pipeline === leadPipeline {
-                    segmentFlushRequested = false
-                    keyframe = true
-                    requestCut(at: start)
-                }
+                let flushed = takeFlushRequest(for: pipeline, at: start)
+                let keyframe = keyframeIsDue(at: start, pipeline) || flushed
                 try emit(video.encode(picture, pts: t, duration: duration, forcingKeyframe: keyframe), pipeline)
             } else if let audio = pipeline.audio {
-                if segmentFlushRequested && pipeline === leadPipeline {
-                    segmentFlushRequested = false
-                    requestCut(at: relative)
-                }
+                _ = takeFlushRequest(for: pipeline, at: relative)
                 guard case .audio(let buffer) = sample.content else {
                     throw MediaError(.invalidArgument, "input \(i) encodes audio but was given a \(sample.formatDescription.mediaType) sample", path: path)
                 }
@@ -430,10 +424,7 @@ final class WriterEngine: @unchecked Sendable {
             pipeline.timeBase = Rational(1, scale)
             try writeHeaderIfReady()
         }
-        if segmentFlushRequested && pipeline === leadPipeline {
-            segmentFlushRequested = false
-            requestCut(at: sample.presentationTimeStamp - sessionStart)
-        }
+        _ = takeFlushRequest(for: pipeline, at: sample.presentationTimeStamp - sessionStart)
         let packet = try source.reference()
         let pts = ticks(sample.presentationTimeStamp - sessionStart, pipeline.timeBase)
         packet.pts = pts
@@ -706,8 +697,14 @@ final class WriterEngine: @unchecked Sendable {
 
     // MARK: Fragments and segments
 
-    private func requestCut(at time: MediaTime) {
-        if cutter != nil { cutter!.requestCut(at: time) } else { pendingCut = time }
+    /// Answers a `flushSegment()` call with the leading input's next sample, at `time`: the
+    /// cutter ends the segment before it. True when it did (an encoding input then makes the
+    /// picture a keyframe).
+    private func takeFlushRequest(for pipeline: Pipeline, at time: MediaTime) -> Bool {
+        guard segmentFlushRequested, pipeline === leadPipeline else { return false }
+        segmentFlushRequested = false
+        if cutter != nil { cutter!.requestCut(at: time) } else { pendingCuts.append(time) }
+        return true
     }
 
     /// Hands a packet (in its stream's final time base) to the fragment cutter and writes
@@ -721,8 +718,8 @@ final class WriterEngine: @unchecked Sendable {
             var fresh = FragmentCutter<Packet>(trackCount: (streams.max() ?? 0) + 1, leadTrack: lead,
                                               interval: segmentation.interval, origin: origin)
             for pipeline in pipelines where pipeline.finished { if let index = pipeline.streamIndex { fresh.finish(track: index) } }
-            if let pendingCut { fresh.requestCut(at: pendingCut) }
-            pendingCut = nil
+            for time in pendingCuts { fresh.requestCut(at: time) }
+            pendingCuts = []
             cutter = fresh
         }
         let pts = packet.pts ?? packet.dts ?? 0
