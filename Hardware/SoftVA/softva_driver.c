@@ -756,14 +756,17 @@ static VAStatus sva_MapBuffer(VADriverContextP ctx, VABufferID id, void **pbuf)
         *pbuf = s->data;
         drv->counters.derived_images_mapped++;
         drv->counters.derived_map_bytes += s->layout.data_size;
+        sva_counters_write(drv);
     } else if (b->type == VAEncCodedBufferType) {
         b->segment.buf = b->data;
         b->segment.next = NULL;
         *pbuf = &b->segment;
     } else {
         *pbuf = b->data;
-        if (b->type == VAImageBufferType)
+        if (b->type == VAImageBufferType) {
             drv->counters.images_mapped++;
+            sva_counters_write(drv);
+        }
     }
     b->map_count++;
     RETURN(VA_STATUS_SUCCESS);
@@ -1438,6 +1441,7 @@ static VAStatus sva_GetImage(VADriverContextP ctx, VASurfaceID surface, int x, i
     if (st == VA_STATUS_SUCCESS) {
         drv->counters.get_image_calls++;
         drv->counters.get_image_bytes += region_bytes(il.fourcc, width, height);
+        sva_counters_write(drv);
     }
     RETURN(st);
 }
@@ -1465,6 +1469,7 @@ static VAStatus sva_PutImage(VADriverContextP ctx, VASurfaceID surface, VAImageI
     if (st == VA_STATUS_SUCCESS) {
         drv->counters.put_image_calls++;
         drv->counters.put_image_bytes += region_bytes(il.fourcc, src_w, src_h);
+        sva_counters_write(drv);
     }
     RETURN(st);
 }

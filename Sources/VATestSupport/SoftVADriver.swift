@@ -79,7 +79,8 @@ public struct SoftVAOptions: Sendable {
     }
 }
 
-/// The counters SoftVA writes to `SOFTVA_COUNTERS` (after each vaEndPicture and at vaTerminate).
+/// The counters SoftVA writes to `SOFTVA_COUNTERS` after every counted operation (pictures, contexts
+/// and host transfers) and at vaTerminate, so they are current while the device is still open.
 public struct SoftVACounters: Sendable {
     public let values: [String: UInt64]
     public let personality: String

@@ -71,13 +71,24 @@ struct PersonalityTests {
         try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-loop", "1", "-i", Fixtures.picture1080p,
                                       "-frames:v", "3", "-vf", "scale=320:180", "-pix_fmt", "yuv420p",
                                       "-c:v", "libx265", "-x265-params", "log-level=error", "-y", tmp.file("hevc.mp4")])
+        let counters = tmp.file("counters.txt")
         let r = try env.run(Tools.ffmpeg, [
             "-hide_banner", "-loglevel", "error", "-init_hw_device", "vaapi=va:\(env.display.name)",
             "-hwaccel", "vaapi", "-hwaccel_device", "va", "-hwaccel_output_format", "vaapi",
-            "-i", tmp.file("hevc.mp4"), "-frames:v", "3", "-an", "-f", "null", "-",
-        ], options: SoftVAOptions(profile: Fixtures.path("intel-ihd-tigerlake.profile")))
+            "-i", tmp.file("hevc.mp4"), "-an", "-f", "framemd5", "-",
+        ], options: SoftVAOptions(profile: Fixtures.path("intel-ihd-tigerlake.profile"), countersPath: counters))
         #expect(!r.signalled)
         #expect(r.stderr.contains("Failed to create decode context: 12 (the requested VAProfile is not supported)"))
+        // The fallback is a real decode: ffmpeg exits 0 with every frame, each identical to its own
+        // software decode of the clip, and the device decoded nothing.
+        #expect(r.succeeded, "ffmpeg: \(r.stderr)")
+        let software = try runChecked(Tools.ffmpeg, ["-hide_banner", "-loglevel", "error", "-i", tmp.file("hevc.mp4"),
+                                                     "-an", "-f", "framemd5", "-"])
+        let frameHashes = { (text: String) in text.split(separator: "\n").filter { !$0.hasPrefix("#") } }
+        #expect(frameHashes(software.stdout).count == 3)
+        #expect(frameHashes(r.stdout) == frameHashes(software.stdout))
+        let c = try SoftVACounters(path: counters)
+        #expect(c["decodes"] == 0)
     }
 
     @Test("The Tiger Lake personality runs the H.264 decode the real device lists")
