@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The engine's tests under the sanitizers, since valgrind cannot run Swift binaries:
-#  - address (the default): AddressSanitizer over every VAFoundationTests suite (the engine,
-#    reader, writer, export, compositions, images), the SoftVA device paths and MediaCore's locks;
+#  - address (the default): AddressSanitizer over the VAFoundationTests suites (the engine,
+#    reader, writer, export, compositions, images), the SoftVA device paths and MediaCore's locks.
+#    The corpus and preset matrices are left to the normal run: they repeat the same engine
+#    paths over many files and presets, and add time, not coverage;
 #  - thread: ThreadSanitizer over the same suites, which run the pipeline's threads, queues
 #    and tasks. TSan sees the engine's synchronisation because it locks with MediaCore's
 #    Locked (a pthread mutex, which TSan intercepts; Synchronization.Mutex's futex it cannot
@@ -23,12 +25,13 @@ export ASAN_OPTIONS=detect_leaks=0:halt_on_error=1
 export VAF_SANITIZED_BUILD=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 suites='VAFoundationTests|HardwareExportTests|HardwarePackageTests|DeviceCompositionTests|LockedTests'
+matrices='ExportPresetTests|CompositionCorpusTests|FFprobeOracleTests|ContentOracleTests'
 if [ "$which" = address ] || [ "$which" = both ]; then
   swift build --build-tests --sanitize=address --scratch-path .build-asan
   bash Hardware/watchdog.sh 1800 swift test --skip-build --sanitize=address --scratch-path .build-asan \
-    --filter "$suites"
+    --filter "$suites" --skip "$matrices"
 fi
 if [ "$which" = thread ] || [ "$which" = both ]; then
   swift build --build-tests --sanitize=thread --scratch-path .build-tsan
-  bash Hardware/watchdog.sh 1800 swift test --skip-build --sanitize=thread --scratch-path .build-tsan --filter "$suites"
+  bash Hardware/watchdog.sh 1800 swift test --skip-build --sanitize=thread --scratch-path .build-tsan --filter "$suites" --skip "$matrices"
 fi
