@@ -41,8 +41,9 @@ public final class Demuxer {
     ///
     /// `probingStreams` false reads the header only: enough for container metadata, and much
     /// cheaper (probing decodes the first pictures of a video stream), but codec parameters
-    /// may then be incomplete.
-    public init(path: String, probingStreams: Bool = true) throws(FFmpegError) {
+    /// may then be incomplete. `mendingDiscontinuities` false hands out a jumping container's
+    /// timestamps as they are (moved by the clock origin only), for a check that reports jumps.
+    public init(path: String, probingStreams: Bool = true, mendingDiscontinuities: Bool = true) throws(FFmpegError) {
         FFmpegLogging.installDefaultLevel()
         var opened: UnsafeMutablePointer<AVFormatContext>? = nil
         try check(avformat_open_input(&opened, path, nil, nil), "avformat_open_input")
@@ -61,7 +62,7 @@ public final class Demuxer {
             av_rescale_q(clockOrigin, cffmpeg_AV_TIME_BASE_Q(), context.pointee.streams[i]!.pointee.time_base)
         }
         originTicks = origins
-        mendsDiscontinuities = context.pointee.iformat.pointee.flags & AVFMT_TS_DISCONT != 0
+        mendsDiscontinuities = mendingDiscontinuities && context.pointee.iformat.pointee.flags & AVFMT_TS_DISCONT != 0
         expectedDTS = Array(repeating: nil, count: origins.count)
         latestDTS = Array(repeating: nil, count: origins.count)
         self.streams = (0..<Int(context.pointee.nb_streams)).map { Demuxer.snapshot(context.pointee.streams[$0]!, origin: origins[$0]) }

@@ -21,6 +21,9 @@ final class ResumeJournal: Sendable {
         var bytes: Int64
         /// The run that wrote a `started` line; nil on completed lines.
         var run: String?
+        /// What `vaf verify` found in the file the line names (there the input itself); nil on
+        /// other commands' lines.
+        var verdict: String?
     }
 
     /// The `bytes` of a line that records a start, not a completion.
@@ -87,6 +90,13 @@ final class ResumeJournal: Sendable {
         return entry.plan == plan && entry.bytes == bytes ? .done : .stale
     }
 
+    /// The verdict recorded for `file` when it was verified with `plan` and has not changed
+    /// size since; nil when it was not.
+    func recordedVerdict(of file: String, plan: String) -> String? {
+        guard decision(forExisting: file, plan: plan) == .done else { return nil }
+        return entries.withLock { $0[relative(file)]?.verdict }
+    }
+
     /// Whether `output`, which appeared while this run made it, is another run's making from the
     /// same plan (a retried Job's first pod, a second shard on the folder): completed with it
     /// by the journal, or started with it by another run (whose completion line may still be
@@ -103,10 +113,10 @@ final class ResumeJournal: Sendable {
         append(Entry(output: relative(output), plan: plan, bytes: Self.started, run: runID))
     }
 
-    /// Records a completed output.
-    func record(output: String, plan: String) {
+    /// Records a completed output, and for a verified file its verdict.
+    func record(output: String, plan: String, verdict: String? = nil) {
         guard let bytes = Asset.fileSize(atPath: output) else { return }
-        let entry = Entry(output: relative(output), plan: plan, bytes: bytes)
+        let entry = Entry(output: relative(output), plan: plan, bytes: bytes, verdict: verdict)
         entries.withLock { $0[entry.output] = entry }
         append(entry)
     }

@@ -10,7 +10,7 @@ struct Vaf: AsyncParsableCommand {
         commandName: "vaf",
         abstract: "Inspect, probe, transcode and benchmark media with FFmpeg and VA-API.",
         version: "vaf \(Vaf.version) (\(FFmpegLibraries.versions))",
-        subcommands: [Info.self, Probe.self, Transcode.self, Package.self, Render.self, Thumbnails.self, Bench.self]
+        subcommands: [Info.self, Probe.self, Transcode.self, Package.self, Verify.self, Render.self, Thumbnails.self, Bench.self]
     )
 
     /// The release, as `vaf --version` prints it with the FFmpeg libraries loaded.

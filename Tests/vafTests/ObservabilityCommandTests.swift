@@ -12,7 +12,7 @@ import Testing
     func completionScriptsNameEverySubcommand(shell: String) async throws {
         let run = try await Self.vaf(["--generate-completion-script", shell])
         #expect(run.shellStatus == 0, "\(run.stderr)")
-        for subcommand in ["info", "probe", "transcode", "render", "thumbnails", "bench"] {
+        for subcommand in ["info", "probe", "transcode", "package", "verify", "render", "thumbnails", "bench"] {
             #expect(run.stdout.contains(subcommand), "\(shell) script lacks \(subcommand)")
         }
         #expect(run.stdout.contains("time-range") && run.stdout.contains("verbose"), "options of the subcommands too")
