@@ -79,7 +79,7 @@ MUTATIONS = [
      "let start = times[n]"),
     ("batch-resume-ignores-quality", "batch", "ResumeCommandTests", "Sources/vaf/ResumeJournal.swift",
      "\"quality=\\(quality.map(String.init) ?? \"none\")\", ", ""),
-    ("batch-slurm-step-ignored", "batch", "BatchPlanTests|ShardCommandTests", "Sources/vaf/ShardAssignment.swift",
+    ("batch-slurm-step-ignored", "batch", "BatchPlanTests|ShardCommandTests|SlurmClusterTests", "Sources/vaf/ShardAssignment.swift",
      "return ShardAssignment(shard: Shard(index: (id - min) / step, count: count), sources: sources)",
      "return ShardAssignment(shard: Shard(index: Swift.min(id - min, count - 1), count: count), sources: sources)"),
     ("batch-made-meanwhile-fails", "batch", "ResumeCommandTests", "Sources/vaf/BatchRunner.swift",
