@@ -74,6 +74,8 @@ MUTATIONS = [
     ("thumbnails-cue-wrong-tile", "thumbnails", "ThumbnailsCommandTests", "Sources/vaf/Thumbnails.swift",
      "cues.append(\"\\(Self.vttTime(start)) --> \\(Self.vttTime(end))\\n\\(name)#xywh=\\(x),\\(y),",
      "cues.append(\"\\(Self.vttTime(start)) --> \\(Self.vttTime(end))\\n\\(name)#xywh=\\((x + tileWidth) % (grid.columns * tileWidth)),\\(y),"),
+    ("thumbnails-killed-partials-left", "thumbnails", "SignalCommandTests", "Sources/vaf/Thumbnails.swift",
+     "where: { $0.hasPrefix(base + \"-\") || $0 == base + \".vtt\" })", "where: { _ in false })"),
     ("thumbnails-cue-half-tile-late", "thumbnails", "ThumbnailsCommandTests", "Sources/vaf/Thumbnails.swift",
      "let start = n == 0 ? MediaTime.zero : Self.midpoint(times[n - 1], times[n])",
      "let start = times[n]"),

@@ -264,6 +264,10 @@ struct ThumbnailJob: Sendable {
             let times = Self.times(schedule, duration: duration)
             // Same-named inputs from different folders get the folder in the name.
             let base = Self.baseName(input, among: all)
+            // Images that a run killed outright (SIGKILL) left half written for this input go.
+            for stale in AssetWriter.removeStalePartialFiles(in: outputDirectory, where: { $0.hasPrefix(base + "-") || $0 == base + ".vtt" }) {
+                FileHandle.standardError.write(Data("vaf: removed \(stale.path), a partial file whose writer is gone\n".utf8))
+            }
             let device = try videoDevice(for: input.path)
             var images: [(Image, MediaTime, MediaTime)]
             do { images = try await stills(of: asset, at: times, on: device) } catch let error as MediaError where error.code == .hardwareFailed && hardware == .auto {

@@ -35,6 +35,29 @@ import Testing
         #expect(hidden.isEmpty, "no temporary file: \(hidden)")
     }
 
+    /// A thumbnails run killed outright (SIGKILL) leaves the image it was writing as a hidden
+    /// partial; the next run for that input removes it and says so. A partial whose writer still
+    /// holds its lock, and another input's, stay.
+    @Test func thumbnailsRemoveThePartialImagesAKilledRunLeft() throws {
+        let (dir, inputs, outputs) = try Self.batch("thumbs-sigkill", count: 1)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let abandoned = outputs.appendingPathComponent(".clip00-002.vaf-partial-424242-1a2b3c.jpg")
+        let live = outputs.appendingPathComponent(".clip00-003.vaf-partial-\(getpid())-4d5e6f.jpg")
+        let other = outputs.appendingPathComponent(".other-001.vaf-partial-424242-7a8b9c.jpg")
+        for file in [abandoned, live, other] { try Data("half an image".utf8).write(to: file) }
+        let held = open(live.path, O_RDWR)
+        defer { close(held) }
+        #expect(flock(held, LOCK_EX | LOCK_NB) == 0, "this test holds the live partial's lock, as its writer would")
+        let run = try Vaf.run(["thumbnails", inputs.path, "--count", "3", "--output-dir", outputs.path])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: abandoned.path), "the killed run's partial is gone")
+        #expect(run.stderr.contains("removed \(abandoned.path), a partial file whose writer is gone"), "\(run.stderr)")
+        #expect(FileManager.default.fileExists(atPath: live.path), "a partial whose writer holds its lock stays")
+        #expect(FileManager.default.fileExists(atPath: other.path), "another input's partial stays")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outputs.path).filter { !$0.hasPrefix(".") }.sorted()
+                == ["clip00-001.jpg", "clip00-002.jpg", "clip00-003.jpg"])
+    }
+
     /// `vaf transcode --json … | head -c1`: the reader goes after one byte; the next row's EPIPE
     /// cancels the export in flight (its partial file goes) and vaf ends by itself with 141,
     /// its summary written, instead of being killed by SIGPIPE mid-export.

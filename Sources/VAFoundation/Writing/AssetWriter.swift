@@ -357,15 +357,23 @@ public final class AssetWriter: Sendable {
     @discardableResult
     public static func removeStalePartialFiles(for destinations: [URL]) -> [URL] {
         let byDirectory = Dictionary(grouping: destinations.map(\.standardizedFileURL)) { $0.deletingLastPathComponent() }
-        var removed: [URL] = []
-        for (directory, outputs) in byDirectory {
+        return byDirectory.flatMap { directory, outputs in
             let names = Set(outputs.map(\.lastPathComponent))
-            guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { continue }
-            for entry in entries.sorted() {
-                guard let destination = destinationName(ofPartial: entry), names.contains(destination) else { continue }
-                let file = directory.appendingPathComponent(entry)
-                if PartialFileLock.removeIfAbandoned(file.path) { removed.append(file) }
-            }
+            return removeStalePartialFiles(in: directory) { names.contains($0) }
+        }
+    }
+
+    /// Removes the abandoned partial files in `directory` of the destinations whose names
+    /// `isDestination` accepts: for outputs whose names are not known before they are made
+    /// (`vaf thumbnails`' NAME-001.jpg…, as many as the images). Returns the files removed.
+    @discardableResult
+    public static func removeStalePartialFiles(in directory: URL, where isDestination: (String) -> Bool) -> [URL] {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return [] }
+        var removed: [URL] = []
+        for entry in entries.sorted() {
+            guard let destination = destinationName(ofPartial: entry), isDestination(destination) else { continue }
+            let file = directory.appendingPathComponent(entry)
+            if PartialFileLock.removeIfAbandoned(file.path) { removed.append(file) }
         }
         return removed
     }
