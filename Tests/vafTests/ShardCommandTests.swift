@@ -57,6 +57,43 @@ import Testing
         }
     }
 
+    /// The README's Indexed Job, run as Kubernetes runs it: each of its `completions` pods gets
+    /// the manifest's command and environment plus its `JOB_COMPLETION_INDEX`. Together the
+    /// pods plan every input once (paths moved from the volume to the test's folder).
+    @Test func theReadmeKubernetesJobPlansEveryInputOnce() throws {
+        let readme = try String(contentsOf: Vaf.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let manifest = try #require(readme.components(separatedBy: "```yaml\n").dropFirst().map { $0.components(separatedBy: "```")[0] }
+            .first { $0.contains("completionMode: Indexed") }, "README.md shows the Indexed Job")
+        func field(_ pattern: String) throws -> String {
+            let match = try #require(manifest.range(of: pattern, options: .regularExpression), "\(pattern) in the manifest")
+            return String(manifest[match])
+        }
+        let completions = try #require(Int(try field("completions: [0-9]+").split(separator: " ")[1]))
+        let commandLine = try field("command: \\[[^]]*\\]").dropFirst("command: ".count)
+        let command = try #require(try JSONSerialization.jsonObject(with: Data(commandLine.utf8)) as? [String])
+        let countValue = try field("name: VAF_SHARD_COUNT, value: \"[0-9]+\"").split(separator: "\"")[1]
+        #expect(command.first == "vaf" && Int(countValue) == completions, "the manifest counts its own pods: \(command), \(countValue)")
+
+        let (folder, _) = try Self.nineInputs()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let arguments = command.dropFirst().map {
+            $0 == "/media/in" ? folder.path : $0 == "/media/out" ? folder.appendingPathComponent("out").path : $0
+        }
+        var planned: [String] = []
+        for index in 0..<completions {
+            var environment = ProcessInfo.processInfo.environment
+            for name in Self.schedulerVariables { environment[name] = nil }
+            environment["JOB_COMPLETION_INDEX"] = String(index)
+            environment["VAF_SHARD_COUNT"] = String(countValue)
+            let pod = try ChildProcess.run(Vaf.binary, arguments + ["--dry-run", "--json"], environment: environment, timeLimit: 300)
+            #expect(pod.shellStatus == 0, "pod \(index): \(pod.stderr)")
+            let rows = try Vaf.jsonLines(pod.stdout)
+            try expectShard(rows, index: index, count: completions, sources: ["JOB_COMPLETION_INDEX=\(index)", "VAF_SHARD_COUNT=\(countValue)"])
+            planned += names(rows)
+        }
+        #expect(planned.sorted() == (0..<9).map { "clip\($0).mp4" }, "each input planned by exactly one pod: \(planned)")
+    }
+
     @Test func aKubernetesIndexCountedByVafShardCount() throws {
         let run = try plan(["JOB_COMPLETION_INDEX": "1", "VAF_SHARD_COUNT": "3"])
         #expect(run.status == 0, "\(run.stderr)")

@@ -58,6 +58,43 @@ import Testing
                 == ["clip00-001.jpg", "clip00-002.jpg", "clip00-003.jpg"])
     }
 
+    /// SIGTERM while `vaf render` writes: 143, and neither the output nor its partial file is left.
+    @Test func renderStopsOnSIGTERMAndLeavesNothing() throws {
+        let dir = try RenderCommandTests.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // A minute of gap between the clips, so the render is still writing when the signal comes.
+        let minute = #"{"OTIO_SCHEMA": "Gap.1", "source_range": \#(RenderCommandTests.range(0, 24 * 60, 24))}"#
+        try Data(RenderCommandTests.timeline(middle: minute).utf8).write(to: dir.appendingPathComponent("long.otio"))
+        let script = """
+            "$0" render "$1/long.otio" > /dev/null 2> "$1/stderr.txt" & p=$!
+            until ls -a "$1" | grep -q 'vaf-partial' || ! kill -0 $p 2>/dev/null; do sleep 0.02; done
+            kill -TERM $p; wait $p; echo $?
+            """
+        let run = try Vaf.run(executable: "/bin/bash", ["-c", script, Vaf.binary, dir.path])
+        let stderr = (try? String(contentsOf: dir.appendingPathComponent("stderr.txt"), encoding: .utf8)) ?? ""
+        #expect(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "143", "exit status after SIGTERM: \(run.stdout) \(stderr)")
+        let left = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix("long") || $0.contains("vaf-partial") }
+        #expect(left == ["long.otio"], "no output and no partial file: \(left)")
+    }
+
+    /// SIGTERM while `vaf info` reads a long list: it stops between files with 143, every line
+    /// it printed whole.
+    @Test func infoStopsOnSIGTERMBetweenFiles() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-info-sigterm-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let script = """
+            files=(); for i in $(seq 3000); do files+=("$1"); done
+            "$0" info --json "${files[@]}" > "$2/rows.json" 2>/dev/null & p=$!
+            until [ -s "$2/rows.json" ] || ! kill -0 $p 2>/dev/null; do sleep 0.01; done
+            kill -TERM $p; wait $p; echo $?
+            """
+        let run = try Vaf.run(executable: "/bin/bash", ["-c", script, Vaf.binary, Self.clip, dir.path])
+        #expect(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "143", "exit status after SIGTERM: \(run.stdout) \(run.stderr)")
+        let rows = try Vaf.jsonLines(String(decoding: try Data(contentsOf: dir.appendingPathComponent("rows.json")), as: UTF8.self))
+        #expect(!rows.isEmpty && rows.count < 3000, "stopped between files: \(rows.count) of 3000")
+    }
+
     /// `vaf transcode --json … | head -c1`: the reader goes after one byte; the next row's EPIPE
     /// cancels the export in flight (its partial file goes) and vaf ends by itself with 141,
     /// its summary written, instead of being killed by SIGPIPE mid-export.
