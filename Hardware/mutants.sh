@@ -76,6 +76,8 @@ MUTATIONS = [
      "cues.append(\"\\(Self.vttTime(start)) --> \\(Self.vttTime(end))\\n\\(name)#xywh=\\((x + tileWidth) % (grid.columns * tileWidth)),\\(y),"),
     ("thumbnails-killed-partials-left", "thumbnails", "SignalCommandTests", "Sources/vaf/Thumbnails.swift",
      "where: { $0.hasPrefix(base + \"-\") || $0 == base + \".vtt\" })", "where: { _ in false })"),
+    ("thumbnails-no-index-first-picture", "thumbnails", "ThumbnailsCommandTests", "Sources/VAFoundation/Images/AssetImageGenerator.swift",
+     "let goal = before.isPositiveInfinity ? target : earliest", "let goal = earliest"),
     ("thumbnails-cue-half-tile-late", "thumbnails", "ThumbnailsCommandTests", "Sources/vaf/Thumbnails.swift",
      "let start = n == 0 ? MediaTime.zero : Self.midpoint(times[n - 1], times[n])",
      "let start = times[n]"),

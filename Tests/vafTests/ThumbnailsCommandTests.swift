@@ -184,6 +184,26 @@ import Testing
         #expect(left.isEmpty, "no temporary file left: \(left)")
     }
 
+    /// A transport stream has no index of keyframes: each still is still the picture at (or,
+    /// without --exact, near) its time, not the file's first picture three times over.
+    @Test func stillsOfAStreamWithoutAnIndexShowTheirTimes() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let stream = dir + "/stream.ts"
+        let made = try Vaf.run(executable: "/usr/bin/ffmpeg", ["-v", "error", "-nostdin", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30:duration=3",
+                                                               "-c:v", "libx264", "-g", "15", "-pix_fmt", "yuv420p", stream])
+        try #require(made.status == 0, "ffmpeg: \(made.stderr)")
+        let run = try Vaf.run(["thumbnails", stream, "--at", "0.5,1.5,2.5", "--output-dir", dir, "--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        let images = try #require(report["images"] as? [[String: Any]])
+        let times = images.compactMap { $0["actualTime"] as? Double }
+        // The stream starts at 1.4 s on its own clock, which the demuxer moves to 0.
+        #expect(zip(times, [0.5, 1.5, 2.5]).allSatisfy { abs($0 - $1) <= 0.5 }, "within a keyframe interval of each time: \(times)")
+        let bytes = try images.map { try Data(contentsOf: URL(fileURLWithPath: try #require($0["path"] as? String))) }
+        #expect(Set(bytes).count == 3, "three different pictures")
+    }
+
     @Test func badInputsAndArgumentsAreOneLineErrors() throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -356,8 +356,10 @@ private final class FrameSource {
         }
         // Otherwise the picture on screen at the earliest acceptable time: decode on from where
         // the decoder stands when no keyframe lies between, else seek once (to the keyframe
-        // at or before the goal, by presentation time).
-        let goal = earliest
+        // at or before the goal, by presentation time). With no bound before the time (the
+        // default) and no keyframe known near it (a transport stream has no index), that is
+        // the picture on screen at the time itself, not the file's first.
+        let goal = before.isPositiveInfinity ? target : earliest
         let keyframeBefore = keyframes.last { $0 <= goal }
         let position = current.map(pts)
         let decodesOn = position.map { p in
