@@ -80,6 +80,9 @@ public final class Demuxer {
         let d = context.pointee.duration
         return d == cffmpeg_AV_NOPTS_VALUE() || d < 0 ? nil : d
     }
+    /// Whether FFmpeg guessed the durations from the bit rate (an MP3 without a Xing header, a
+    /// raw stream): then they are estimates, not what the file declares.
+    public var durationIsEstimated: Bool { context.pointee.duration_estimation_method == AVFMT_DURATION_FROM_BITRATE }
     /// Overall bit rate in bits per second, 0 when unknown.
     public var bitRate: Int64 { context.pointee.bit_rate }
     public var metadata: [String: String] { dictionary(context.pointee.metadata) }

@@ -13,7 +13,7 @@ extension Vaf {
                 tracks are read). One line per file gives its verdict: ok, damaged or unreadable, \
                 with what was found: packets the decoder refused and frames it concealed, with their \
                 times; data cut short or unreadable from some point on; a track or the file ending \
-                more than 1 s before it declares; timestamps that go back, or leave a gap of more \
+                more than 0.5 s before it declares; timestamps that go back, or leave a gap of more \
                 than 10 s (ffmpeg's discontinuity threshold: a variable frame rate holds pictures for seconds).
 
                 Batches take files and directories (walked for media files), --jobs, shards and \
@@ -215,6 +215,8 @@ struct VerifyReport: Encodable, Sendable {
         var end: Double?
         var declaredEnd: Double?
         var missingSeconds: Double?
+        /// Video samples the container's index lists that could not be read.
+        var unreadSamples: Int?
         var undecodable: String?
     }
 
@@ -251,7 +253,7 @@ struct VerifyReport: Encodable, Sendable {
                          frames: t.frames, damagedPackets: t.damagedPackets.map(seconds), concealedFrames: t.concealedFrames.map(seconds),
                          timestampJumps: t.timestampJumps.map { Track.Jump(at: $0.at.seconds, by: $0.by.seconds) },
                          start: seconds(t.start), end: seconds(t.end), declaredEnd: seconds(t.declaredEnd),
-                         missingSeconds: seconds(t.missing), undecodable: t.undecodable)
+                         missingSeconds: seconds(t.missing), unreadSamples: t.unreadSamples, undecodable: t.undecodable)
         }
     }
 

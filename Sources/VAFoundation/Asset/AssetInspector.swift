@@ -88,6 +88,11 @@ enum AssetInspector {
                     warnings.append(String(format: "track %d: the header says %.3f s but the data ends after %.3f s (the file is truncated or its header is wrong); the data's length is reported",
                                            trackID(s, in: streams), claimed, found))
                 }
+                // FFmpeg drops a track's index from an entry it refuses (an impossible sample
+                // size) on: its samples stop there, though its duration may still look whole.
+                if s.kind == .video, let unread = TrackVerification.unreadSamples(declared: s.declaredFrameCount, read: timing.count) {
+                    warnings.append("track \(trackID(s, in: streams)): only \(timing.count) of the \(s.declaredFrameCount) samples its index lists can be read (\(unread) lost to a damaged index or data); the track ends after them")
+                }
             }
         }
         let tracks = streams.map {

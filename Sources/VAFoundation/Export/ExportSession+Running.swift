@@ -405,6 +405,9 @@ extension ExportSession {
         for (i, lane) in lanes.enumerated() where lane.track.mediaType == .video { result.videoFrames = written[i] }
         result.stoppedAtFileLengthLimit = tally.limitReached.withLock { $0 }
             || (limit.map { l in tally.bytes.withLock { $0.reduce(0, +) } >= l || writer.bytesWritten >= l } ?? false)
+        if !result.stoppedAtFileLengthLimit {
+            result.warnings += Self.endedEarly(lanes, ends: tally.ends.withLock { $0 }, rangeEnd: range.end)
+        }
         if s.rendition == nil {
             result.outputBytes = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value ?? 0
             // Said from what the file holds, read back, not from what was handed to the muxer.
@@ -525,6 +528,7 @@ extension ExportSession {
                             return b.reduce(0, +)
                         }
                         let batchEnd = batch.map { $0.presentationTimeStamp + $0.duration }.filter(\.isNumeric).max() ?? last.presentationTimeStamp
+                        tally.reached(i, batchEnd)
                         let reached = pacer.advance(i, to: batchEnd)
                         if let limit, max(writer.bytesWritten, handed) >= limit {
                             // End the file where every track has arrived, so a track running
@@ -638,6 +642,7 @@ extension ExportSession {
                     break
                 }
                 try sink.write(sample, input: inputs[i])
+                tally.reached(i, sample.presentationTimeStamp + sample.duration)
                 handedBytes += size
                 handedSamples += 1
                 tally.counts.withLock { $0[i] += 1 }
@@ -664,6 +669,19 @@ extension ExportSession {
         return t.isNumeric ? t : .negativeInfinity
     }
 
+    /// Tracks whose samples ended well before the end their container declares (within the
+    /// range): the rest of their data could not be read (an index entry FFmpeg refused, data
+    /// cut off), and the output is that much shorter. ffmpeg copies such files silently.
+    private static func endedEarly(_ lanes: [Lane], ends: [MediaTime?], rangeEnd: MediaTime) -> [String] {
+        zip(lanes, ends).compactMap { lane, end in
+            guard let end, lane.track.timeRange.duration > .zero else { return nil }
+            let declared = rangeEnd.isNumeric ? min(lane.track.timeRange.end, rangeEnd) : lane.track.timeRange.end
+            guard declared.isNumeric, declared - end > AssetVerification.missingTolerance else { return nil }
+            return String(format: "track %d (%@): its samples end at %.3f s, %.3f s before the end its container declares (%.3f s): the rest could not be read",
+                          lane.track.trackID, lane.track.mediaType.rawValue, end.seconds, (declared - end).seconds, declared.seconds)
+        }
+    }
+
     /// What a file's index (the MP4 movie box: sample sizes, times, chunk offsets, sync
     /// samples) may take for `samples` samples in `tracks` tracks: a little more than FFmpeg's
     /// muxer writes, so a file-length limit holds with the index included.
@@ -680,9 +698,18 @@ extension ExportSession {
         let counts: Locked<[Int]>
         /// Bytes handed to the writer per lane (estimated from the bit rate for encoded lanes).
         let bytes: Locked<[Int64]>
+        /// Where each lane's samples handed to the writer end (source time); nil before any.
+        let ends: Locked<[MediaTime?]>
         init(lanes: Int) {
             bytes = Locked([Int64](repeating: 0, count: lanes))
             counts = Locked([Int](repeating: 0, count: lanes))
+            ends = Locked([MediaTime?](repeating: nil, count: lanes))
+        }
+
+        /// Records that lane `i` has handed samples up to `end`.
+        func reached(_ i: Int, _ end: MediaTime) {
+            guard end.isNumeric else { return }
+            ends.withLock { $0[i] = max($0[i] ?? end, end) }
         }
     }
 
