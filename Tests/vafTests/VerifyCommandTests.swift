@@ -172,6 +172,22 @@ struct VerifyCommandTests {
         #expect(report["status"] as? String == "completed", "ffmpeg copies it too: \(copy.stderr)")
         let warnings = report["warnings"] as? [String] ?? []
         #expect(warnings.contains { $0.contains("only 10 of the 60 samples its index lists can be read") }, "\(warnings)")
+
+        // 15 MB, under FFmpeg's limit but past the end of the file: FFmpeg hands out the bytes
+        // it could read as that sample (ffmpeg -c copy writes them). Passthrough leaves it out
+        // and says so, and what it writes decodes without an error.
+        bytes.replaceSubrange(entry..<(entry + 4), with: [0x00, 0xF0, 0x00, 0x00])
+        let cut = dir.appendingPathComponent("cut-sample.mp4")
+        try Data(bytes).write(to: cut)
+        let out = dir.appendingPathComponent("out-cut")
+        let kept = try Vaf.run(["transcode", cut.path, "--preset", "passthrough", "--output-dir", out.path, "--json"])
+        let keptReport = try #require(try Vaf.jsonLines(kept.stdout).first)
+        #expect(keptReport["status"] as? String == "completed", "\(kept.stderr)")
+        let keptWarnings = keptReport["warnings"] as? [String] ?? []
+        #expect(keptWarnings.contains { $0.contains("1 sample cut off by the end of the file") && $0.contains("at 0.33 s: not copied") }, "\(keptWarnings)")
+        let written = out.appendingPathComponent("cut-sample.mp4")
+        #expect(try Self.ffmpegErrors(written).isEmpty, "the copy decodes cleanly")
+        #expect(try Self.decodedFrames(written) == [10], "the 10 whole samples before it")
     }
 
     /// Every file of `../shared/media` and `../shared/regressions`: where ffmpeg's decode of it

@@ -222,6 +222,14 @@ final class DemuxSession: Sendable {
         }
     }
 
+    /// The sizes the container's index gives the samples of `stream`, by their byte offset
+    /// (mp4 sample tables; empty where the index holds no sizes).
+    func indexedSampleSizes(stream: Int) -> [Int64: Int] {
+        state.withLock { s in
+            Dictionary(s.demuxer.indexEntries(ofStream: stream).filter { $0.size > 0 }.map { ($0.position, $0.size) }) { first, _ in first }
+        }
+    }
+
     /// Stops queueing packets for `stream`: its output needs no more.
     func finish(stream: Int) {
         state.withLock { s in

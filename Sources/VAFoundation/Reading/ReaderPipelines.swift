@@ -54,6 +54,11 @@ final class PassthroughPipeline: TrackPipeline {
     private var withoutDTS: [Packet] = []
     /// Packets whose decode time is settled, to hand out before reading more.
     private var settled: [Packet] = []
+    /// The sizes the index gives the samples, by offset: a packet read shorter than its entry
+    /// was cut off by the end of the file (FFmpeg hands out what it could read).
+    private var indexedSizes: [Int64: Int]?
+    /// The samples left out for that: their presentation times (ticks), sizes read and sizes listed.
+    private var cutOff: [(pts: Int64?, read: Int, listed: Int)] = []
 
     init(session: DemuxSession, track: AssetTrack, timeRange: MediaTimeRange) {
         self.session = session
@@ -64,9 +69,15 @@ final class PassthroughPipeline: TrackPipeline {
 
     func next() throws(MediaError) -> SampleBuffer? {
         if parameters == nil { parameters = try session.codecParameters(stream: track.streamIndex) }
+        if indexedSizes == nil { indexedSizes = session.indexedSampleSizes(stream: track.streamIndex) }
         while true {
             guard let packet = try nextPacketWithDecodeTime() else { return nil }
             let pts = packet.pts ?? packet.dts
+            if let position = packet.position, let listed = indexedSizes?[position], packet.size < listed {
+                // Copied, it would be a damaged sample that no decoder can read.
+                cutOff.append((pts, packet.size, listed))
+                continue
+            }
             if let end = range.end, let pts, pts >= end, packet.isKeyframe || track.mediaType != .video {
                 session.finish(stream: track.streamIndex)
                 return nil
@@ -117,6 +128,13 @@ final class PassthroughPipeline: TrackPipeline {
     }
 
     func stop() { session.finish(stream: track.streamIndex) }
+
+    var damageReport: String? {
+        guard let first = cutOff.first else { return nil }
+        let times = damageTimes(cutOff.map(\.pts), timeBase)
+        return "\(cutOff.count) sample\(cutOff.count == 1 ? "" : "s") cut off by the end of the file (the first: \(first.read) of the \(first.listed) bytes "
+            + "its index lists) at \(times): not copied"
+    }
 
     /// The track's shortest frame duration in its time base, 0 when unknown.
     private var frameDurationTicks: Int64 {
