@@ -72,6 +72,8 @@ MUTATIONS = [
     ("export-cut-sample-copied", "export", "VerifyCommandTests", "Sources/VAFoundation/Reading/ReaderPipelines.swift",
      "if let position = packet.position, let listed = indexedSizes?[position], packet.size < listed {",
      "if let position = packet.position, let listed = indexedSizes?[position], packet.size < 0 && listed > 0 {"),
+    ("package-escapes-through-link", "package", "PackageCommandTests", "Sources/vaf/Package.swift",
+     "if let escape = BatchJob.escapeThroughLink(of: folder, from: outputDirectory) { return report.failing(escape) }", ""),
     ("compositions-mix-ramp-not-linear", "compositions", "CompositionAudioMixTests", "Sources/VAFoundation/Reading/AudioMix.swift",
      "return step.from + (step.to - step.from) * Float(progress)", "return step.from + (step.to - step.from) * Float(progress * progress)"),
     ("compositions-mix-one-volume-for-all", "compositions", "CompositionAudioMixTests", "Sources/VAFoundation/Reading/AudioMix.swift",

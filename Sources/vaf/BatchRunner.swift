@@ -76,9 +76,13 @@ struct BatchJob: Sendable {
     }
 
     /// Why writing `output` would leave the output directory (a symbolic link inside it
-    /// pointing out), nil when it stays inside: each existing folder between the directory and
-    /// the output is resolved (folders still to be made cannot be links).
-    func escapeThroughLink() -> String? {
+    /// pointing out), nil when it stays inside.
+    func escapeThroughLink() -> String? { Self.escapeThroughLink(of: output, from: outputDirectory) }
+
+    /// Why writing `output` (a file, or `vaf package`'s folder) would leave `outputDirectory`
+    /// through a symbolic link inside it, nil when it stays inside: each existing folder between
+    /// the directory and the output is resolved (folders still to be made cannot be links).
+    static func escapeThroughLink(of output: String, from outputDirectory: String?) -> String? {
         guard let outputDirectory else { return nil }
         let base = URL(fileURLWithPath: outputDirectory).standardizedFileURL
         let root = base.resolvingSymlinksInPath().path

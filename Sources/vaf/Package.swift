@@ -255,6 +255,7 @@ extension Vaf {
 struct PackageJob: Sendable {
     var input: String
     var folder: String
+    var outputDirectory: String
     var formats: StreamingPackager.Formats
     var rungs: [StreamingRung]?
     var codec: VideoCodec
@@ -269,6 +270,7 @@ struct PackageJob: Sendable {
     init(input: String, folder: String, command: Vaf.Package, journal: ResumeJournal, shard: ShardAssignment?) {
         self.input = input
         self.folder = folder
+        outputDirectory = command.outputDir
         formats = command.formats ?? .both
         rungs = try? command.rungs()
         codec = command.videoCodec.lowercased() == "hevc" ? .hevc : .h264
@@ -348,6 +350,7 @@ struct PackageJob: Sendable {
     /// Packages the input; never throws: a failure becomes the report's status.
     func run(display: ProgressDisplay) async -> JobReport {
         var report = baseReport
+        if let escape = BatchJob.escapeThroughLink(of: folder, from: outputDirectory) { return report.failing(escape) }
         if let reason = skipReason() {
             report.status = .skipped
             report.error = reason

@@ -306,6 +306,22 @@ actor PackageFixture {
         #expect(row["status"] as? String == "skipped" && (row["error"] as? String ?? "").hasPrefix("done"), "\(row)")
     }
 
+    /// out/sub is a link to a folder outside out/: the mirrored package would land there, and
+    /// is refused as `vaf transcode` refuses such an output.
+    @Test func aLinkOutOfTheOutputDirectoryIsRefused() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-package-link-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let inputs = dir.appendingPathComponent("in/sub"), out = dir.appendingPathComponent("out"), elsewhere = dir.appendingPathComponent("elsewhere")
+        for folder in [inputs, out, elsewhere] { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
+        try Data(contentsOf: URL(fileURLWithPath: TranscodeCommandTests.clip)).write(to: inputs.appendingPathComponent("clip.mp4"))
+        try FileManager.default.createSymbolicLink(at: out.appendingPathComponent("sub"), withDestinationURL: elsewhere)
+        let run = try Vaf.run(["package", dir.appendingPathComponent("in").path, "--output-dir", out.path, "--ladder", "320x180@300k", "--json"])
+        #expect(run.status == 65, "\(run.stderr)")
+        let row = try #require(try Vaf.jsonLines(run.stdout).first)
+        #expect(row["status"] as? String == "failed" && (row["error"] as? String ?? "").contains("is a symbolic link out of the output directory"), "\(row)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path).isEmpty, "nothing written through the link")
+    }
+
     @Test func badInputFailsWithNothingLeft() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-package-bad-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
