@@ -10,6 +10,9 @@ import VAFoundation
 /// Linux emulates `flock` with whole-file locks the server keeps).
 final class ResumeJournal: Sendable {
     static let fileName = ".vaf-journal.jsonl"
+    /// `vaf verify`'s journal, apart from the exports' so a folder can hold both without one
+    /// command's lines standing for the other's.
+    static let verifyFileName = ".vaf-verify-journal.jsonl"
 
     struct Entry: Codable, Equatable {
         /// The output's path relative to the output directory.
@@ -30,6 +33,8 @@ final class ResumeJournal: Sendable {
     static let started: Int64 = -1
 
     let directory: URL
+    /// The journal's name in `directory`.
+    let fileName: String
     /// Completed outputs, the last line for each winning.
     private let entries: Locked<[String: Entry]>
     /// Who started making each output, and with which plan.
@@ -37,14 +42,15 @@ final class ResumeJournal: Sendable {
     /// This process's name in `started` lines.
     let runID = "\(getpid())-\(String(UInt64.random(in: 0...UInt64.max), radix: 36))"
 
-    /// The journal of `directory`, with what earlier runs recorded (none when it has no journal).
-    init(directory: String) {
+    /// The journal `fileName` of `directory`, with what earlier runs recorded (none when it has no journal).
+    init(directory: String, fileName: String = ResumeJournal.fileName) {
         self.directory = URL(fileURLWithPath: directory).standardizedFileURL
+        self.fileName = fileName
         entries = Locked([:])
         reload()
     }
 
-    private var path: String { directory.appendingPathComponent(Self.fileName).path }
+    private var path: String { directory.appendingPathComponent(fileName).path }
 
     /// Reads the journal again: what other runs on the directory recorded since.
     func reload() {

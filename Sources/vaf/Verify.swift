@@ -9,7 +9,8 @@ extension Vaf {
             abstract: "Check media files for damage by decoding every packet of every track.",
             discussion: """
                 Each file is read to its end and every audio and video packet decoded (video on the \
-                VA-API device when there is one and its driver takes the stream; subtitle and data \
+                VA-API device when there is one and its driver takes the stream (where damage inside a \
+                picture goes unreported: --hw off checks it in software); subtitle and data \
                 tracks are read). One line per file gives its verdict: ok, damaged or unreadable, \
                 with what was found: packets the decoder refused and frames it concealed, with their \
                 times; data cut short or unreadable from some point on; a track or the file ending \
@@ -18,7 +19,7 @@ extension Vaf {
 
                 Batches take files and directories (walked for media files), --jobs, shards and \
                 --json lines (schema: Schemas/vaf-verify.schema.json). With --journal DIR each \
-                verdict is recorded in DIR/.vaf-journal.jsonl, and a later run skips the files \
+                verdict is recorded in DIR/.vaf-verify-journal.jsonl, and a later run skips the files \
                 recorded there as verified unchanged, with their recorded verdict.
 
                 Exit status: 0 when every file is ok; 65 when any is damaged or unreadable; 75 when \
@@ -41,7 +42,7 @@ extension Vaf {
         @Option(help: ArgumentHelp("VA-API device: a render node or an X11 display.", valueName: "path"))
         var device: String?
 
-        @Option(help: ArgumentHelp("Record verdicts in DIR/.vaf-journal.jsonl and skip files recorded there as verified, unchanged since.",
+        @Option(help: ArgumentHelp("Record verdicts in DIR/.vaf-verify-journal.jsonl and skip files recorded there as verified, unchanged since.",
                                    valueName: "dir"))
         var journal: String?
 
@@ -94,7 +95,7 @@ extension Vaf {
                 }
             }
             let job = VerifyJob(hardware: HardwarePolicy(rawValue: hw.lowercased()) ?? .auto, device: device,
-                                journal: journal.map { ResumeJournal(directory: $0) }, shard: assignment)
+                                journal: journal.map { ResumeJournal(directory: $0, fileName: ResumeJournal.verifyFileName) }, shard: assignment)
             let lines = JSONLines(enabled: json)
             let quiet = logging.quiet
             let (reports, signal) = await BatchRunner.cancellingOnSignals(Task { [jobs] in
@@ -137,6 +138,9 @@ struct VerifyJob: Sendable {
     var journal: ResumeJournal?
     var shard: ShardAssignment?
 
+    /// Failures that say what the file is: no demuxer or decoder reads it.
+    static let findings: Set<MediaError.Code> = [.notMediaFile, .corruptOrTruncated, .noTracks, .unsupported, .decodeFailed]
+
     /// Everything besides the file that decides a verdict, for the journal.
     var settingsText: String { "verify hw=\(hardware.rawValue)" }
 
@@ -173,17 +177,18 @@ struct VerifyJob: Sendable {
             report.status = .cancelled
             report.error = error.description
             return report
-        } catch let error as MediaError where JobReport.temporaryFailures.contains(error.code.rawValue)
-                    || [.fileNotFound, .notARegularFile, .permissionDenied].contains(error.code) {
-            // Not a finding about the file's media: the check could not run (and may later).
-            report.error = error.description
-            report.errorCode = error.code.rawValue
-            return report
-        } catch {
-            // A file that cannot be opened or read at all is the check's finding: unreadable.
+        } catch let error as MediaError where Self.findings.contains(error.code) {
+            // A file no demuxer or decoder can read is the check's finding: unreadable.
             report.status = .completed
             report.verdict = .unreadable
-            report.problems = [(error as? MediaError)?.description ?? "\(error)"]
+            report.problems = [error.description]
+        } catch {
+            // Not a finding about the file's media (missing, a device, the disk, memory): the
+            // check could not run, and may on another try.
+            let failure = error as? MediaError
+            report.error = failure?.description ?? "\(input): \(error)"
+            report.errorCode = (failure?.code ?? .ioError).rawValue
+            return report
         }
         report.elapsedSeconds = (ContinuousClock.now - started).seconds
         if let verdict = report.verdict { journal?.record(output: input, plan: plan, verdict: verdict.rawValue) }
@@ -278,7 +283,7 @@ struct VerifyReport: Encodable, Sendable {
     /// "verified 12 files: 10 ok, 1 damaged, 1 unreadable" (with skipped, failed and cancelled ones when any).
     static func summary(_ reports: [VerifyReport]) -> String {
         let verdicts = AssetVerification.Verdict.allCases.compactMap { v -> String? in
-            let n = reports.filter { $0.verdict == v }.count
+            let n = reports.filter { $0.status == .completed && $0.verdict == v }.count
             return n > 0 ? "\(n) \(v.rawValue)" : nil
         }
         let others = [VerifyReport.Status.skipped, .failed, .cancelled].compactMap { s -> String? in

@@ -94,6 +94,21 @@ struct VerifyCommandTests {
         #expect(abs((video["end"] as? Double ?? 0) - (try Self.firstVideoTime(file)) - 3.0) < 0.001)
     }
 
+    /// An AVI whose every other frame was dropped: its header counts 59 frames, 30 are there,
+    /// and the file is whole, as ffmpeg's silent decode agrees.
+    @Test func anAVIWithDroppedFramesIsOk() throws {
+        let dir = try Self.directory("avi")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let avi = dir.appendingPathComponent("gaps.avi")
+        let made = try Vaf.run(executable: Self.ffmpeg, ["-v", "error", "-nostdin", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30:duration=2",
+                                                         "-vf", "select='not(mod(n,2))'", "-vsync", "passthrough", "-c:v", "mjpeg", avi.path])
+        try #require(made.status == 0, "ffmpeg: \(made.stderr)")
+        #expect(try Self.ffmpegErrors(avi).isEmpty)
+        let (status, line) = try Self.verify(avi)
+        #expect(status == 0 && line["verdict"] as? String == "ok", "\(line)")
+        #expect(Self.tracks(line).first?["frames"] as? Int == (try Self.decodedFrames(avi).first))
+    }
+
     /// One P-frame overwritten at 1.5 s: the file is damaged, exactly there, as ffmpeg's decoder also says.
     @Test func aDamagedFrameIsFoundAtItsTime() throws {
         let dir = try Self.directory("damaged")

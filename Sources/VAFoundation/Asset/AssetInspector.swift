@@ -90,8 +90,9 @@ enum AssetInspector {
                 }
                 // FFmpeg drops a track's index from an entry it refuses (an impossible sample
                 // size) on: its samples stop there, though its duration may still look whole.
-                if s.kind == .video, let unread = TrackVerification.unreadSamples(declared: s.declaredFrameCount, read: timing.count) {
-                    warnings.append("track \(trackID(s, in: streams)): only \(timing.count) of the \(s.declaredFrameCount) samples its index lists can be read (\(unread) lost to a damaged index or data); the track ends after them")
+                let listed = TrackVerification.declaredSamples(s, formatName: demuxer.formatName)
+                if s.kind == .video, let unread = TrackVerification.unreadSamples(declared: listed, read: timing.count) {
+                    warnings.append("track \(trackID(s, in: streams)): only \(timing.count) of the \(listed) samples its index lists can be read (\(unread) lost to a damaged index or data); the track ends after them")
                 }
             }
         }

@@ -674,7 +674,9 @@ extension ExportSession {
     /// cut off), and the output is that much shorter. ffmpeg copies such files silently.
     private static func endedEarly(_ lanes: [Lane], ends: [MediaTime?], rangeEnd: MediaTime) -> [String] {
         zip(lanes, ends).compactMap { lane, end in
-            guard let end, lane.track.timeRange.duration > .zero else { return nil }
+            // Subtitles and data are sparse: their last sample may well end before the movie.
+            guard let end, lane.track.mediaType == .video || lane.track.mediaType == .audio,
+                  lane.track.timeRange.duration > .zero else { return nil }
             let declared = rangeEnd.isNumeric ? min(lane.track.timeRange.end, rangeEnd) : lane.track.timeRange.end
             guard declared.isNumeric, declared - end > AssetVerification.missingTolerance else { return nil }
             return String(format: "track %d (%@): its samples end at %.3f s, %.3f s before the end its container declares (%.3f s): the rest could not be read",

@@ -74,7 +74,7 @@ public final class AssetVerifier: Sendable {
         do { demuxer = try Demuxer(path: path, mendingDiscontinuities: false) } catch { throw AssetInspector.openFailure(error, path: path) }
         var checks: [StreamCheck] = []
         for info in demuxer.streams {
-            let check = StreamCheck(info, path: path)
+            let check = StreamCheck(info, path: path, formatName: demuxer.formatName)
             if info.kind == .video || info.kind == .audio {
                 do {
                     check.decoder = try Decoder(parameters: try demuxer.codecParameters(ofStream: info.index), timeBase: info.timeBase,
@@ -94,6 +94,10 @@ public final class AssetVerifier: Sendable {
                 if try demuxer.readPacket(into: packet) == .endOfFile { break }
             } catch {
                 let at = bytesRead.load(ordering: .relaxed)
+                // The disk or the network failed, not the file: no verdict (another try may pass).
+                if error.code == .ioError || error.code == .outOfMemory {
+                    throw MediaError(.ioError, "reading failed after byte \(at): \(error.message)", path: path, underlying: error)
+                }
                 readFailure = "reading stopped after byte \(at) of \(fileBytes.load(ordering: .relaxed)): \(error.message)"
                 break
             }
@@ -110,8 +114,9 @@ public final class AssetVerifier: Sendable {
             if !declared { track.declaredEnd = nil }
             return track
         }
-        return AssetVerification(tracks: tracks, readFailure: readFailure, containerEnd: containerEnd,
-                                 decodedOnDevice: checks.contains { $0.decoder?.isDecodingToSurfaces == true })
+        let onDevice = checks.contains { $0.decoder?.isDecodingToSurfaces == true }
+        return AssetVerification(tracks: tracks, readFailure: readFailure, containerEnd: containerEnd, decodedOnDevice: onDevice,
+                                 notes: onDevice ? [AssetVerification.deviceNote] : [])
     }
 }
 
@@ -127,8 +132,13 @@ public struct AssetVerification: Sendable {
     public var containerEnd: MediaTime?
     /// Whether video was decoded on a device.
     public var decodedOnDevice: Bool
-    /// How the check ran, when that is worth saying (a device that failed mid-file).
+    /// How the check ran, when that is worth saying (video decoded on a device, a device that
+    /// failed mid-file).
     public var notes: [String] = []
+
+    /// What a device's decode cannot tell: libavcodec conceals nothing on VA-API, and drivers
+    /// report no damage inside a picture's data, so concealed frames are counted in software only.
+    static let deviceNote = "video decoded on the device: damage inside pictures is not reported there (--hw off checks it in software)"
 
     /// A track or the file ends this much earlier than declared: data is missing. Below it,
     /// the gaps between a container's declared and its tracks' real ends in whole files (up to
@@ -197,8 +207,8 @@ public struct TrackVerification: Sendable {
     /// an audio codec's priming, which FFmpeg counts in an Ogg stream's duration), when it does.
     public var declaredStart: MediaTime?
     public var declaredEnd: MediaTime?
-    /// The samples the container says the track holds; 0 where it does not say (Matroska) or
-    /// says none (an empty track in an MP4).
+    /// The samples a QuickTime/MP4 file's sample table says the track holds (within its edit);
+    /// 0 for other containers, or an empty track.
     public var declaredSampleCount: Int64
     /// Why the track could not be decoded at all.
     public var undecodable: String?
@@ -243,6 +253,19 @@ public struct TrackVerification: Sendable {
         return declared > 0 && unread > 2 && Double(read) < 0.95 * Double(declared) ? unread : nil
     }
 
+    /// The samples a stream's index should yield, for a QuickTime/MP4 file (its sample table
+    /// counts them; an AVI counts its dropped frames' empty chunks too, other formats count
+    /// none): the table's count, or, where an edit list shows only part of the track (FFmpeg's
+    /// index then drops the rest, and its duration is the edit's, but the count stays the
+    /// whole track's), the frames of its declared duration. 0 where there is no such count.
+    static func declaredSamples(_ stream: StreamInfo, formatName: String) -> Int64 {
+        guard formatName.hasPrefix("mov,") else { return 0 }
+        let rate = stream.averageFrameRate
+        guard stream.declaredFrameCount > 0, let duration = stream.duration, rate.isPositive else { return stream.declaredFrameCount }
+        let shown = (stream.timeBase.time(ofTicks: duration).seconds * rate.doubleValue).rounded(.up)
+        return shown.isFinite && shown >= 1 ? min(stream.declaredFrameCount, Int64(shown)) : stream.declaredFrameCount
+    }
+
     public var isDamaged: Bool {
         !damagedPackets.isEmpty || !concealedFrames.isEmpty || !timestampJumps.isEmpty || missing != nil || undecodable != nil || decodedNothing
             || unreadSamples != nil
@@ -285,6 +308,8 @@ private func times(_ list: [MediaTime]) -> String {
 private final class StreamCheck {
     let info: StreamInfo
     let path: String
+    /// The demuxer's name for the container ("mov,mp4,m4a,3gp,3g2,mj2").
+    let formatName: String
     var decoder: Decoder?
     var undecodable: String?
     private var packets = 0
@@ -299,9 +324,10 @@ private final class StreamCheck {
     /// A video frame's length when it does not say: one frame at the stream's average rate.
     private let nominalFrameDuration: MediaTime
 
-    init(_ info: StreamInfo, path: String) {
+    init(_ info: StreamInfo, path: String, formatName: String) {
         self.info = info
         self.path = path
+        self.formatName = formatName
         let rate = info.averageFrameRate.isPositive ? info.averageFrameRate : info.realFrameRate
         nominalFrameDuration = rate.isPositive ? MediaTime(value: Int64(rate.denominator), timescale: rate.numerator) : .zero
     }
@@ -312,11 +338,16 @@ private final class StreamCheck {
     func take(_ packet: Packet) throws(MediaError) {
         packets += 1
         if packet.isCorrupt { damaged.append(time(packet.pts ?? packet.dts)) }
-        guard let decoder else { return }
+        // An empty packet (an AVI's dropped frame) holds nothing to decode, and a decoder takes
+        // one as the end of the stream, as ffmpeg knows and skips it.
+        guard let decoder, packet.size > 0 else { return }
         while true {
             let sent: Decoder.SendResult
             do { sent = try decoder.send(packet) } catch {
-                try refused(error, at: time(packet.pts ?? packet.dts))
+                // Flagged by the demuxer already: one damaged packet, not two.
+                if packet.isCorrupt { try rethrowUnlessDamage(error, at: time(packet.pts ?? packet.dts)) } else {
+                    try refused(error, at: time(packet.pts ?? packet.dts))
+                }
                 return
             }
             try drain()
@@ -340,16 +371,25 @@ private final class StreamCheck {
 
     private func drain() throws(MediaError) {
         guard let decoder else { return }
+        var errorsInARow = 0
         while true {
             let result: Decoder.ReceiveResult
             do { result = try decoder.receiveFrame() } catch {
                 try refused(error, at: lastSent)
+                // A decoder that keeps failing without moving on (each of a frame-threaded
+                // decoder's threads reports once) is left, not asked forever.
+                errorsInARow += 1
+                if errorsInARow > Self.errorsInARowAtMost { return }
                 continue
             }
+            errorsInARow = 0
             guard case .frame(let frame) = result else { return }
             record(frame)
         }
     }
+
+    /// More receive errors than this in a row end a drain: well past a decoder's threads.
+    static let errorsInARowAtMost = 64
 
     private func record(_ frame: Frame) {
         frames += 1
@@ -373,13 +413,19 @@ private final class StreamCheck {
     /// Counts a refusal by the decoder as damage at `time`, or rethrows one that is not about
     /// the data: memory, or a device (the file is then checked again in software).
     private func refused(_ error: FFmpegError, at time: MediaTime) throws(MediaError) {
-        if decoder?.usesDevice == true {
+        try rethrowUnlessDamage(error, at: time)
+        damaged.append(time)
+    }
+
+    /// Throws for a refusal that is not about the data: a device decoding (the file is checked
+    /// again in software), or memory.
+    private func rethrowUnlessDamage(_ error: FFmpegError, at time: MediaTime) throws(MediaError) {
+        if decoder?.isDecodingToSurfaces == true {
             throw MediaError(.hardwareFailed, "the device's \(info.codecName) decoder failed at \(seconds(time)): \(error.message)", path: path, underlying: error)
         }
         if error.code == .outOfMemory {
-            throw MediaError(.decodeFailed, "decoding \(info.codecName) (stream \(info.index)) ran out of memory", path: path, underlying: error)
+            throw MediaError(.ioError, "decoding \(info.codecName) (stream \(info.index)) ran out of memory", path: path, underlying: error)
         }
-        damaged.append(time)
     }
 
     var result: TrackVerification {
@@ -398,6 +444,7 @@ private final class StreamCheck {
         return TrackVerification(streamIndex: info.index, mediaType: mediaType, codec: info.codecName, decoder: decoder?.name,
                                  packets: packets, frames: frames, damagedPackets: damaged, concealedFrames: concealed,
                                  timestampJumps: jumps, start: start, end: previous?.end, declaredStart: decodes ? declaredStart : nil,
-                                 declaredEnd: decodes ? declaredEnd : nil, declaredSampleCount: info.declaredFrameCount, undecodable: undecodable)
+                                 declaredEnd: decodes ? declaredEnd : nil, declaredSampleCount: TrackVerification.declaredSamples(info, formatName: formatName),
+                                 undecodable: undecodable)
     }
 }

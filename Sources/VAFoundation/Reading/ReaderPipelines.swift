@@ -55,8 +55,11 @@ final class PassthroughPipeline: TrackPipeline {
     /// Packets whose decode time is settled, to hand out before reading more.
     private var settled: [Packet] = []
     /// The sizes the index gives the samples, by offset: a packet read shorter than its entry
-    /// was cut off by the end of the file (FFmpeg hands out what it could read).
+    /// that reaches past the end of the file was cut off there (FFmpeg hands out what it could
+    /// read). Shorter packets that fit are FFmpeg's own doing (captions repacked, samples a
+    /// parser split) and are whole.
     private var indexedSizes: [Int64: Int]?
+    private lazy var fileSize: Int64 = Asset.fileSize(atPath: session.path) ?? .max
     /// The samples left out for that: their presentation times (ticks), sizes read and sizes listed.
     private var cutOff: [(pts: Int64?, read: Int, listed: Int)] = []
 
@@ -73,7 +76,7 @@ final class PassthroughPipeline: TrackPipeline {
         while true {
             guard let packet = try nextPacketWithDecodeTime() else { return nil }
             let pts = packet.pts ?? packet.dts
-            if let position = packet.position, let listed = indexedSizes?[position], packet.size < listed {
+            if let position = packet.position, let listed = indexedSizes?[position], packet.size < listed, position + Int64(listed) > fileSize {
                 // Copied, it would be a damaged sample that no decoder can read.
                 cutOff.append((pts, packet.size, listed))
                 continue
@@ -222,6 +225,10 @@ final class DecodeLoop {
                 }
                 guard !inputEnded else { return nil }
                 switch try session.nextPacket(stream: stream) {
+                case .packet(let packet) where packet.size == 0:
+                    // An empty packet (an AVI's dropped frame) holds nothing, and a decoder
+                    // takes one as the end of the stream: ffmpeg skips it too.
+                    continue
                 case .packet(let packet):
                     pending = packet
                 case .endOfStream:
