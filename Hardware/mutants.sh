@@ -2,7 +2,8 @@
 # Mutation testing of user-visible behaviour: each mutation below is a bug a user would notice,
 # put into a scratch copy of the tree; the tests named beside it must fail on it. For each one
 # the script applies it, builds incrementally, runs that filter (with a time limit: a hang is a
-# failure too), restores the file, and at the end prints a table of caught and missed.
+# failure too), restores the file, and at the end prints a table of caught and missed. Each
+# test filter is first run on the unmutated copy: one that fails there counts for nothing.
 #
 #     bash Hardware/mutants.sh                 # every mutation
 #     bash Hardware/mutants.sh export reader   # the mutations of these subsystems (or these mutations' ids)
@@ -167,14 +168,34 @@ for name in filter(None, listed):
         continue
     os.makedirs(os.path.dirname(copy), exist_ok=True)
     shutil.copy2(source, copy)
+# Tests read the shared corpus beside the checkout (../shared): the scratch copy gets it too.
+shared = os.path.join(os.path.dirname(os.path.abspath(root)), "shared")
+beside_scratch = os.path.join(os.path.dirname(os.path.abspath(scratch)), "shared")
+if os.path.isdir(shared) and not os.path.exists(beside_scratch):
+    os.symlink(shared, beside_scratch)
 print(f"mutants: building the scratch copy in {scratch} …", file=sys.stderr)
 subprocess.run(["swift", "build", "--build-tests"], cwd=scratch, check=True, stdout=subprocess.DEVNULL)
+
+# Each filter must pass on the unmutated tree first: a test that fails anyway catches nothing.
+baseline = {}
+for filt in dict.fromkeys(m[2] for m in selected if m[0] not in stale):
+    try:
+        ran = subprocess.run(["swift", "test", "--skip-build", "--filter", filt], cwd=scratch,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=900)
+        baseline[filt] = ran.returncode == 0
+    except subprocess.TimeoutExpired:
+        baseline[filt] = False
+    if not baseline[filt]:
+        print(f"mutants: `{filt}` fails without a mutation: its mutations are not counted", file=sys.stderr)
 
 rows = []
 for m in selected:
     ident, subsystem, filt, path, old, new = m
     if ident in stale:
         rows.append((ident, subsystem, filt, "STALE", 0))
+        continue
+    if not baseline.get(filt, False):
+        rows.append((ident, subsystem, filt, "TESTS FAIL UNMUTATED", 0))
         continue
     target = os.path.join(scratch, path)
     original = open(target).read()
