@@ -163,13 +163,7 @@ extension Vaf {
 
         func run() async throws {
             logging.apply()
-            let assignment: ShardAssignment?
-            do {
-                assignment = try ShardAssignment.resolve(option: shard, countOption: shardCount, environment: ProcessInfo.processInfo.environment)
-            } catch let error as ValidationError {
-                FileHandle.standardError.write(Data("vaf: \(error.message)\n".utf8))
-                throw ExitCode.validationFailure
-            }
+            let assignment = try ShardAssignment.forThisProcess(option: shard, countOption: shardCount)
             let all: [BatchInput]
             do { all = try InputCollector.collect(inputs, manifests: [], outputDirectory: outputDir) } catch let error as MediaError {
                 FileHandle.standardError.write(Data("vaf: \(JobReport.oneLine(error.description))\n".utf8))

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// The shard this process runs and what chose it: said on stderr and in every JSON line, so a
 /// farm's logs show which slice of the batch each machine ran and why.
@@ -33,6 +34,18 @@ struct ShardAssignment: Equatable, Sendable, Encodable {
     /// the one a scheduler's variables in `environment` name, counted by the scheduler,
     /// `--shard-count` or `VAF_SHARD_COUNT`; nil when nothing asks for a shard. Whatever asks
     /// for a shard but does not say exactly which is a usage error, never a silent full batch.
+    /// The shard this process runs, from `--shard`, `--shard-count` and this process's
+    /// environment. The options were checked in `validate()`, so a refusal here is the
+    /// environment's: one line on stderr and exit 64, without the usage text about arguments.
+    static func forThisProcess(option: String?, countOption: Int?) throws -> ShardAssignment? {
+        do {
+            return try resolve(option: option, countOption: countOption, environment: ProcessInfo.processInfo.environment)
+        } catch let error as ValidationError {
+            FileHandle.standardError.write(Data("vaf: \(error.message)\n".utf8))
+            throw ExitCode.validationFailure
+        }
+    }
+
     static func resolve(option: String?, countOption: Int?, environment: [String: String]) throws -> ShardAssignment? {
         try checkOptions(shard: option, shardCount: countOption)
         if let option, let shard = Shard(option) {

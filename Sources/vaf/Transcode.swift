@@ -348,16 +348,9 @@ extension Vaf {
             return job
         }
 
-        /// The shard this process runs, read once from the options and the environment. The
-        /// options were checked in `validate()`, so a refusal here is the environment's: it is
-        /// one line on stderr and exit 64, without the usage text that is about arguments.
+        /// The shard this process runs, read once from the options and the environment.
         func shardAssignment() throws -> ShardAssignment? {
-            do {
-                return try ShardAssignment.resolve(option: shard, countOption: shardCount, environment: ProcessInfo.processInfo.environment)
-            } catch let error as ValidationError {
-                FileHandle.standardError.write(Data("vaf: \(error.message)\n".utf8))
-                throw ExitCode.validationFailure
-            }
+            try ShardAssignment.forThisProcess(option: shard, countOption: shardCount)
         }
 
         func parsedFrameRate() throws -> FrameRatePolicy {

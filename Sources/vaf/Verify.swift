@@ -69,13 +69,7 @@ extension Vaf {
 
         func run() async throws {
             logging.apply()
-            let assignment: ShardAssignment?
-            do {
-                assignment = try ShardAssignment.resolve(option: shard, countOption: shardCount, environment: ProcessInfo.processInfo.environment)
-            } catch let error as ValidationError {
-                FileHandle.standardError.write(Data("vaf: \(error.message)\n".utf8))
-                throw ExitCode.validationFailure
-            }
+            let assignment = try ShardAssignment.forThisProcess(option: shard, countOption: shardCount)
             var files: [BatchInput]
             do { files = try InputCollector.collect(inputs, manifests: []) } catch let error as MediaError {
                 FileHandle.standardError.write(Data("vaf verify: \(JobReport.oneLine(error.description))\n".utf8))

@@ -222,12 +222,10 @@ final class DemuxSession: Sendable {
         }
     }
 
-    /// The sizes the container's index gives the samples of `stream`, by their byte offset
-    /// (mp4 sample tables; empty where the index holds no sizes).
-    func indexedSampleSizes(stream: Int) -> [Int64: Int] {
-        state.withLock { s in
-            Dictionary(s.demuxer.indexEntries(ofStream: stream).filter { $0.size > 0 }.map { ($0.position, $0.size) }) { first, _ in first }
-        }
+    /// The size the container's index gives the sample of `stream` at byte offset `position`
+    /// (mp4 sample tables); nil where the index lists none there.
+    func indexedSampleSize(stream: Int, at position: Int64) -> Int? {
+        state.withLock { s in s.demuxer.indexEntries(ofStream: stream).last { $0.position == position && $0.size > 0 }?.size }
     }
 
     /// Stops queueing packets for `stream`: its output needs no more.

@@ -54,11 +54,6 @@ final class PassthroughPipeline: TrackPipeline {
     private var withoutDTS: [Packet] = []
     /// Packets whose decode time is settled, to hand out before reading more.
     private var settled: [Packet] = []
-    /// The sizes the index gives the samples, by offset: a packet read shorter than its entry
-    /// that reaches past the end of the file was cut off there (FFmpeg hands out what it could
-    /// read). Shorter packets that fit are FFmpeg's own doing (captions repacked, samples a
-    /// parser split) and are whole.
-    private var indexedSizes: [Int64: Int]?
     private lazy var fileSize: Int64 = Asset.fileSize(atPath: session.path) ?? .max
     /// The samples left out for that: their presentation times (ticks), sizes read and sizes listed.
     private var cutOff: [(pts: Int64?, read: Int, listed: Int)] = []
@@ -72,11 +67,14 @@ final class PassthroughPipeline: TrackPipeline {
 
     func next() throws(MediaError) -> SampleBuffer? {
         if parameters == nil { parameters = try session.codecParameters(stream: track.streamIndex) }
-        if indexedSizes == nil { indexedSizes = session.indexedSampleSizes(stream: track.streamIndex) }
         while true {
             guard let packet = try nextPacketWithDecodeTime() else { return nil }
             let pts = packet.pts ?? packet.dts
-            if let position = packet.position, let listed = indexedSizes?[position], packet.size < listed, position + Int64(listed) > fileSize {
+            // A packet ending at the end of the file, shorter than the index lists it, was cut
+            // off there (FFmpeg hands out what it could read). Shorter packets elsewhere are
+            // FFmpeg's own doing (captions repacked, samples a parser split) and are whole.
+            if let position = packet.position, position + Int64(packet.size) >= fileSize,
+               let listed = session.indexedSampleSize(stream: track.streamIndex, at: position), packet.size < listed {
                 // Copied, it would be a damaged sample that no decoder can read.
                 cutOff.append((pts, packet.size, listed))
                 continue
