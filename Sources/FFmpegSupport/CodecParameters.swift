@@ -68,6 +68,14 @@ public struct CodecID: RawRepresentable, Sendable, Hashable, CustomStringConvert
     public var name: String { String(cString: avcodec_get_name(avValue)) }
     public var description: String { name }
 
+    /// True for subtitles stored as text (SubRip, ASS, WebVTT, mov_text), which convert into
+    /// one another; false for bitmaps (VobSub, PGS, DVB) and every other codec.
+    /// The corresponding C function is `avcodec_descriptor_get`.
+    public var isTextSubtitle: Bool {
+        guard let descriptor = avcodec_descriptor_get(avValue) else { return false }
+        return descriptor.pointee.type == AVMEDIA_TYPE_SUBTITLE && descriptor.pointee.props & AV_CODEC_PROP_TEXT_SUB != 0
+    }
+
     /// FFmpeg's name for `profile` of this codec ("High", "Main 10"), nil if unknown. The corresponding C function is `avcodec_profile_name`.
     public func profileName(_ profile: Int32) -> String? {
         avcodec_profile_name(avValue, profile).map { String(cString: $0) }

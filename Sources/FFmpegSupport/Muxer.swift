@@ -138,6 +138,23 @@ public final class Muxer {
         try check(av_dict_set(&context.pointee.streams[index]!.pointee.metadata, "language", code, 0), "av_dict_set")
     }
 
+    /// Sets one of a stream's metadata entries ("title", "handler_name").
+    /// The corresponding C function is `av_dict_set` on the stream's metadata.
+    public func setMetadata(_ value: String, forKey key: String, ofStream index: Int) throws(FFmpegError) {
+        try check(av_dict_set(&context.pointee.streams[index]!.pointee.metadata, key, value, 0), "av_dict_set")
+    }
+
+    /// Marks a stream as played by default, or not (the disposition's default flag; Matroska's
+    /// FlagDefault, MP4's track enabled flag).
+    public func setDefault(_ isDefault: Bool, ofStream index: Int) {
+        let stream = context.pointee.streams[index]!
+        if isDefault {
+            stream.pointee.disposition |= AV_DISPOSITION_DEFAULT
+        } else {
+            stream.pointee.disposition &= ~AV_DISPOSITION_DEFAULT
+        }
+    }
+
     /// Attaches a display matrix (3×3, row major, 16.16 fixed point except the last column,
     /// which is 2.30) that players apply to the stream's pictures.
     /// The corresponding C function is `av_stream_new_side_data` with `AV_PKT_DATA_DISPLAYMATRIX`.

@@ -22,6 +22,11 @@ struct BatchJob: Sendable {
     var quality: Int?
     var speed: EncoderSpeed?
     var audioBitRate: Int?
+    /// `--audio` and `--subtitles`: the tracks kept.
+    var audioSelection: TrackSelection?
+    var subtitleSelection = TrackSelection.all
+    /// `--burn-subtitles`: the subtitle track drawn into the picture.
+    var subtitlesBurnedIn: TrackSelection?
     var hardwarePolicy: HardwarePolicy = .auto
     /// Render node or X11 display for the hardware path; nil takes the first render node.
     var hardwareDevice: String?
@@ -49,6 +54,9 @@ struct BatchJob: Sendable {
         session.videoQuality = quality.map { Double($0) / 100 }
         session.encoderSpeed = speed
         session.audioBitRate = audioBitRate
+        session.audioSelection = audioSelection
+        session.subtitleSelection = subtitleSelection
+        session.subtitlesBurnedIn = subtitlesBurnedIn
         session.overwritesExistingFile = overwrite
         session.hardwarePolicy = hardwarePolicy
         session.hardwareDeviceName = hardwareDevice

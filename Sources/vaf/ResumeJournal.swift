@@ -159,7 +159,9 @@ extension BatchJob {
             "audioCodec=\(audioCodec?.rawValue ?? "preset")", "videoBitRate=\(videoBitRate.map(String.init) ?? "preset")",
             "quality=\(quality.map(String.init) ?? "none")", "speed=\(speed?.rawValue ?? "default")",
             "audioBitRate=\(audioBitRate.map(String.init) ?? "preset")",
-        ] + (watermark.map { ["watermark=\($0.url.path)@\($0.origin.x),\($0.origin.y)*\($0.opacity)"] } ?? [])
+        ] + (audioSelection.map { ["audio=\($0.description)"] } ?? [])
+            + (subtitleSelection == .all ? [] : ["subtitles=\(subtitleSelection.description)"])
+            + (subtitlesBurnedIn.map { ["burnSubtitles=\($0.description)"] } ?? []) + (watermark.map { ["watermark=\($0.url.path)@\($0.origin.x),\($0.origin.y)*\($0.opacity)"] } ?? [])
             + (frameCountedRange.map { ["rangeInFrames=\($0.canonical)"] } ?? [])
         return ResumeJournal.fingerprint(fields)
     }

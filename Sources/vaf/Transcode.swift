@@ -100,6 +100,26 @@ extension Vaf {
         @Option(help: ArgumentHelp("Replace the audio bit rate, e.g. 128k.", valueName: "rate"))
         var audioBitrate: String?
 
+        @Option(help: ArgumentHelp("""
+            Audio tracks to keep, each as a track of its own with its language, title and default flag: \
+            default (the one the source plays by default), all, none, languages (eng,fra) or track IDs as vaf info numbers them (2,3). \
+            Without it, passthrough keeps every track and an encoding preset the default one.
+            """, valueName: "tracks"))
+        var audio: String?
+
+        @Option(help: ArgumentHelp("""
+            Subtitle tracks to keep: all (default), none, languages (eng,fra) or track IDs. Text subtitles are \
+            converted where the container needs it (SubRip and ASS to mov_text in MP4, to WebVTT in WebM); \
+            ones it cannot hold (bitmaps in MP4) are left out with a warning.
+            """, valueName: "tracks"))
+        var subtitles: String = "all"
+
+        @Option(name: .customLong("burn-subtitles"), help: ArgumentHelp("""
+            Draw a text subtitle track (SubRip, ASS, WebVTT, mov_text) into the picture with libass: \
+            its track ID or language (eng). It is then not kept as a track of its own.
+            """, valueName: "track|lang"))
+        var burnSubtitles: String?
+
         @Option(help: ArgumentHelp("Fit the video into WxH instead of the preset's box (never upscaled).", valueName: "WxH"))
         var size: String?
 
@@ -169,6 +189,19 @@ extension Vaf {
             if let c = audioCodec, ![.aac, .opus, .flac, .alac].contains(AudioCodec(rawValue: c.lowercased())) {
                 throw ValidationError("Unknown --audio-codec '\(c)'; use aac, opus, flac or alac.")
             }
+            if let audio, TrackSelection(argument: audio) == nil {
+                throw ValidationError("Bad --audio '\(audio)'; use default, all, none, languages (eng,fra) or track IDs (2,3).")
+            }
+            if TrackSelection(argument: subtitles) == nil {
+                throw ValidationError("Bad --subtitles '\(subtitles)'; use all, none, languages (eng,fra) or track IDs (3,4).")
+            }
+            if let burnSubtitles {
+                switch TrackSelection(argument: burnSubtitles) {
+                case .trackIDs(let ids) where ids.count == 1: break
+                case .languages(let codes) where codes.count == 1: break
+                default: throw ValidationError("Bad --burn-subtitles '\(burnSubtitles)'; give one track ID (3) or one language (eng).")
+                }
+            }
             if let watermark, Watermark(argument: watermark) == nil {
                 throw ValidationError("Bad --watermark '\(watermark)'; use IMAGE, IMAGE:x,y or IMAGE:x,y,opacity with opacity 0 to 1.")
             }
@@ -189,6 +222,7 @@ extension Vaf {
                 let encoding: [(String, String?)] = [
                     ("--video-codec", videoCodec), ("--audio-codec", audioCodec), ("--video-bitrate", videoBitrate),
                     ("--audio-bitrate", audioBitrate), ("--quality", quality.map(String.init)), ("--speed", speed), ("--size", size),
+                    ("--burn-subtitles", burnSubtitles),
                 ]
                 if let (option, value) = encoding.first(where: { $0.1 != nil }), let value {
                     throw ValidationError("--preset \(preset) and \(option) \(value) conflict: passthrough copies the streams as they are; choose a re-encoding preset (1280x720, HEVC1920x1080, …) to set \(option).")
@@ -340,6 +374,9 @@ extension Vaf {
             job.quality = quality
             job.speed = speed.flatMap { EncoderSpeed(rawValue: $0.lowercased()) }
             job.audioBitRate = audioBitrate.flatMap(BitRate.parse)
+            job.audioSelection = audio.flatMap(TrackSelection.init(argument:))
+            job.subtitleSelection = TrackSelection(argument: subtitles) ?? .all
+            job.subtitlesBurnedIn = burnSubtitles.flatMap(TrackSelection.init(argument:))
             job.hardwarePolicy = HardwarePolicy(rawValue: hw.lowercased()) ?? .auto
             job.hardwareDevice = device
             job.watermark = watermark.flatMap(Watermark.init(argument:))

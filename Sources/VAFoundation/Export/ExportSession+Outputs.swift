@@ -184,14 +184,14 @@ extension ExportSession {
         var requests: [SharedDecodeRequest] = []
         let onDevice = plan.device != nil && plan.hardware?.scalesOnDevice == true
         if s.videoComposition == nil, plan.device == nil || onDevice, let video = plan.videoTrack, let videoSettings = plan.videoSettings {
-            let attributes = onDevice ? PixelBufferAttributes(pixelFormat: .vaapiSurface)
+            var attributes = onDevice ? PixelBufferAttributes(pixelFormat: .vaapiSurface)
                 : PixelBufferAttributes(pixelFormat: videoSettings.pixelFormat ?? .yuv420p, colorProperties: toneMapping(from: video, to: videoSettings))
+            attributes.burnedSubtitles = plan.burnedSubtitles
             requests.append(SharedDecodeRequest(trackID: video.trackID, settings: .video(attributes), encoderCodec: videoSettings.codec,
                                                 device: onDevice ? plan.device : nil))
         }
-        if s.audioMix == nil, !plan.mergesMonoTracks, plan.audioTracks.count == 1, let audio = plan.audioTracks.first,
-           let audioSettings = plan.audioSettings {
-            requests.append(SharedDecodeRequest(trackID: audio.trackID, settings: .audio(decodedPCM(for: audioSettings)), encoderCodec: nil))
+        for output in plan.audioOutputs where s.audioMix == nil && !output.mergesMonoTracks && output.tracks.count == 1 {
+            requests.append(SharedDecodeRequest(trackID: output.tracks[0].trackID, settings: .audio(decodedPCM(for: output.settings)), encoderCodec: nil))
         }
         return requests
     }

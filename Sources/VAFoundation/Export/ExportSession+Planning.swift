@@ -81,7 +81,7 @@ extension ExportSession {
     }
 
     /// The settings assistant for this export, fed with the source's formats and the overrides.
-    func makeAssistant(tracks: [AssetTrack], fileType: FileType? = nil) async throws -> OutputSettingsAssistant {
+    func makeAssistant(tracks: [AssetTrack], fileType: FileType? = nil, audioTrack: AssetTrack? = nil) async throws -> OutputSettingsAssistant {
         let s = settings.withLock { $0 }
         var effectivePreset = preset
         if let codec = Self.codecs(s, preset: preset, fileType: fileType).video, codec != preset.videoCodec, preset.videoCodec != nil {
@@ -109,7 +109,7 @@ extension ExportSession {
                 }
             }
         }
-        let audio = Self.primaryAudioTrack(tracks)
+        let audio = audioTrack ?? Self.primaryAudioTrack(tracks)
         assistant.sourceAudioFormat = audio?.formatDescription
         let duration = try? await asset.load(.duration)
         // A composition has no file of its own: its tracks' rates are their sources'.
@@ -201,9 +201,21 @@ extension ExportSession {
         if preset.isPassthrough && isComposition {
             throw MediaError(.unsupported, "passthrough copies one file's packets and cannot export a composition; use an encoding preset", path: asset.displayPath)
         }
+        let burned = try s.subtitlesBurnedIn.map { selection throws(MediaError) in try burnIn(selection, tracks: tracks, isComposition: isComposition) }
+        plan.burnedSubtitles = burned?.burnIn
+        if !isComposition && s.rendition == nil {
+            let soft = tracks.filter { $0.mediaType == .subtitle && $0 !== burned?.track }
+            Self.planSubtitles(soft, selection: s.subtitleSelection, fileType: fileType, into: &plan)
+            if let burned {
+                plan.droppedTracks.append(.init(trackID: burned.track.trackID, mediaType: "subtitle", reason: "burnt into the picture"))
+            }
+        }
         if preset.isPassthrough {
-            for track in tracks {
-                if let reason = passthroughRefusal(track, fileType: fileType) {
+            let keptAudio = s.audioSelection.map { $0.select(tracks.filter { $0.mediaType == .audio }) }
+            for track in tracks where track.mediaType != .subtitle {
+                if let keptAudio, let selection = s.audioSelection, track.mediaType == .audio, !keptAudio.contains(where: { $0 === track }) {
+                    plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: "audio", reason: "not selected (audio: \(selection.description))"))
+                } else if let reason = passthroughRefusal(track, fileType: fileType) {
                     plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: track.mediaType.rawValue, reason: reason))
                 } else {
                     plan.passthroughTracks.append(track)
@@ -252,6 +264,7 @@ extension ExportSession {
                     // The writer makes progressive pictures only: an interlaced source is deinterlaced.
                     job.deinterlaces = Self.isInterlaced(video)
                     job.toneMapsHDR = Self.toneMapping(from: video, to: videoSettings) != nil
+                    job.burnsSubtitles = plan.burnedSubtitles != nil
                     decision = try job.decide(policy: policy, capabilities: device?.capabilities, problem: problem)
                 }
                 plan.hardware = decision
@@ -260,7 +273,7 @@ extension ExportSession {
                     plan.videoEncoder = EncoderChoice(encoder: encoder, path: .hardware, reason: decision.reason)
                 }
             }
-            for track in tracks where track.mediaType != .audio && track.trackID != plan.videoTrack?.trackID {
+            for track in tracks where track.mediaType != .audio && track.mediaType != .subtitle && track.trackID != plan.videoTrack?.trackID {
                 let reason: String
                 if track.mediaType != .video {
                     reason = "\(track.mediaType) tracks are not re-encoded"
@@ -271,14 +284,23 @@ extension ExportSession {
                 }
                 plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: track.mediaType.rawValue, reason: reason))
             }
-            let monoPair = s.audioMix == nil && !isComposition ? Self.monoTrackPair(tracks) : nil
-            let audioTracks = monoPair ?? Self.audioTracks(tracks, mix: s.audioMix, mixesAllByDefault: isComposition)
-            if var audioSettings = assistant.audioSettings, !audioTracks.isEmpty {
+            // The audio tracks written: each selected track as its own, or one made of several
+            // (an audio mix's, a composition's, or a camera's mono pair placed as left and right).
+            let selection = s.audioMix == nil && !isComposition ? s.audioSelection : nil
+            let monoPair = selection == nil && s.audioMix == nil && !isComposition ? Self.monoTrackPair(tracks) : nil
+            let groups: [[AssetTrack]] = if let selection {
+                selection.select(tracks.filter { $0.mediaType == .audio && $0.sampleCount > 0 }).map { [$0] }
+            } else {
+                [monoPair ?? Self.audioTracks(tracks, mix: s.audioMix, mixesAllByDefault: isComposition)].filter { !$0.isEmpty }
+            }
+            let primary = Self.primaryAudioTrack(tracks)
+            for group in groups {
+                let own = group[0] === primary || groups.count == 1 ? assistant : try await makeAssistant(tracks: tracks, fileType: fileType, audioTrack: group[0])
+                guard var audioSettings = own.audioSettings else { continue }
                 if let monoPair {
                     // Camera and broadcast files record one microphone per mono track: the first two are left and right.
                     audioSettings.channelCount = 2
                     audioSettings.channelLayout = "stereo"
-                    plan.mergesMonoTracks = true
                     plan.warnings.append("the mono audio tracks \(monoPair[0].trackID) and \(monoPair[1].trackID) are written as one stereo track (left, right)")
                 }
                 if let codec = codecs.audio { audioSettings.codec = codec }
@@ -302,13 +324,18 @@ extension ExportSession {
                     audioSettings.sampleRate = WriterCodecs.nearestSampleRate(to: audioSettings.sampleRate, forEncoder: encoder)
                     if let rate = audioSettings.bitRate { audioSettings.bitRate = min(rate, min(64_000 * layout.channelCount, 512_000)) }
                 }
-                plan.audioSettings = audioSettings
-                plan.audioTracks = audioTracks
+                plan.audioOutputs.append(AudioOutputPlan(tracks: group, settings: audioSettings, mergesMonoTracks: monoPair != nil))
             }
-            for track in tracks where track.mediaType == .audio && !audioTracks.contains(where: { $0 === track }) {
+            plan.audioSettings = plan.audioOutputs.first?.settings
+            let written = plan.audioOutputs.flatMap(\.tracks)
+            for track in tracks where track.mediaType == .audio && !written.contains(where: { $0 === track }) {
                 let reason = track.sampleCount == 0 ? "the track has no samples"
-                    : monoPair != nil ? "only the first two mono tracks are kept (as left and right)" : "only the default audio track is exported without an audio mix"
+                    : selection.map { "not selected (audio: \($0.description))" }
+                    ?? (monoPair != nil ? "only the first two mono tracks are kept (as left and right)" : "only the default audio track is exported without an audio mix or an audio selection")
                 plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: "audio", reason: reason))
+            }
+            if let selection, groups.isEmpty, selection != .none, tracks.contains(where: { $0.mediaType == .audio && $0.sampleCount > 0 }) {
+                plan.warnings.append("no audio track matches the audio selection \(selection.description): the output has no sound")
             }
             plan.path = plan.hardware?.path ?? .software
             plan.pathReason = plan.hardware?.reason ?? "audio is encoded in software"
@@ -413,6 +440,66 @@ extension ExportSession {
         return warnings
     }
 
+    /// The subtitle track `selection` names first, to draw into the picture, checked: a text
+    /// track of this file, exported by an encoding preset. Bitmap subtitles are refused (not drawn yet).
+    private func burnIn(_ selection: TrackSelection, tracks: [AssetTrack], isComposition: Bool) throws(MediaError) -> (track: AssetTrack, burnIn: SubtitleBurnIn) {
+        let path = asset.displayPath
+        if preset.isPassthrough {
+            throw MediaError(.invalidArgument, "passthrough copies the pictures as they are and cannot burn subtitles into them; use an encoding preset", path: path)
+        }
+        if isComposition { throw MediaError(.unsupported, "subtitles are burnt into one file's pictures, not a composition's", path: path) }
+        let subtitles = tracks.filter { $0.mediaType == .subtitle }
+        guard let track = selection.select(subtitles).first else {
+            let available = subtitles.map { "\($0.trackID)\($0.languageCode.map { " (\($0))" } ?? "")" }
+            throw MediaError(.invalidArgument, "no subtitle track matches \(selection.description) to burn in; the file has \(available.isEmpty ? "none" : available.joined(separator: ", "))", path: path)
+        }
+        guard CodecID(name: track.formatDescription.codec)?.isTextSubtitle == true else {
+            throw MediaError(.unsupported, "subtitle track \(track.trackID) is \(track.formatDescription.codec), a bitmap format: only text subtitles (SubRip, ASS, WebVTT, mov_text) can be burnt in", path: path)
+        }
+        return (track, SubtitleBurnIn(path: asset.url.path, streamIndex: track.streamIndex))
+    }
+
+    /// Plans the subtitle tracks `selection` keeps: copied where a `fileType` file holds their
+    /// format, converted where it holds another text format (as ffmpeg converts SubRip to
+    /// mov_text for MP4), and left out with a warning where it holds neither (bitmaps in MP4).
+    static func planSubtitles(_ tracks: [AssetTrack], selection: TrackSelection, fileType: FileType, into plan: inout ExportPlan) {
+        let kept = selection.select(tracks)
+        for track in tracks {
+            let name = track.formatDescription.codec
+            guard kept.contains(where: { $0 === track }) else {
+                plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: "subtitle", reason: "not selected (subtitles: \(selection.description))"))
+                continue
+            }
+            if track.sampleCount == 0 {
+                plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: "subtitle", reason: "the track has no samples"))
+                continue
+            }
+            guard let codec = CodecID(name: name) else {
+                plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: "subtitle", reason: "codec \(name) is unknown"))
+                continue
+            }
+            if WriterCodecs.incompatibility(of: codec, in: fileType, mediaType: .subtitle) == nil {
+                plan.subtitleTracks.append((track, nil))
+            } else if codec.isTextSubtitle, let target = textSubtitleCodec(for: fileType) {
+                plan.subtitleTracks.append((track, SubtitleSettings(codec: target)))
+            } else {
+                let reason = "a \(fileType) file cannot hold \(codec.isTextSubtitle ? "" : "bitmap ")\(name) subtitles"
+                plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: "subtitle", reason: reason))
+                plan.warnings.append("track \(track.trackID) (subtitle) is left out: \(reason)\(fileType == .mkv ? "" : "; an mkv file keeps it")")
+            }
+        }
+    }
+
+    /// The text subtitle format a `fileType` file holds, nil when it holds none.
+    static func textSubtitleCodec(for fileType: FileType) -> SubtitleCodec? {
+        switch fileType {
+        case .mp4, .mov, .m4v: .movText
+        case .mkv: .subRip
+        case .webm: .webVTT
+        default: nil
+        }
+    }
+
     /// Why passthrough cannot copy `track` into a `fileType` file, nil when it can.
     private func passthroughRefusal(_ track: AssetTrack, fileType: FileType) -> String? {
         if track.sampleCount == 0 { return "the track has no samples" }
@@ -445,6 +532,15 @@ extension ExportSession {
     }
 }
 
+/// One audio track of an export's output: the source tracks it is made of (one; or several,
+/// mixed or placed side by side as channels) and how it is encoded.
+struct AudioOutputPlan: Sendable {
+    var tracks: [AssetTrack]
+    var settings: AudioSettings
+    /// `tracks` are mono tracks placed side by side as the channels of one track, not mixed.
+    var mergesMonoTracks = false
+}
+
 /// What an export will do: the settings and encoder chosen, the path and why, and what is left out.
 public struct ExportPlan: Sendable {
     public var videoSettings: VideoSettings?
@@ -463,10 +559,13 @@ public struct ExportPlan: Sendable {
     public var warnings: [String] = []
     /// Tracks copied as stored (passthrough).
     var passthroughTracks: [AssetTrack] = []
+    /// The text subtitles drawn into the video's pictures.
+    var burnedSubtitles: SubtitleBurnIn?
+    /// Subtitle tracks kept, each with the text format it is converted to (nil: copied as stored).
+    var subtitleTracks: [(track: AssetTrack, settings: SubtitleSettings?)] = []
     var videoTrack: AssetTrack?
-    var audioTracks: [AssetTrack] = []
-    /// `audioTracks` are mono tracks placed side by side as the channels of one track, not mixed.
-    var mergesMonoTracks = false
+    /// The output's audio tracks, in order.
+    var audioOutputs: [AudioOutputPlan] = []
 
     init(frameRatePolicy: FrameRatePolicy) {
         self.frameRatePolicy = frameRatePolicy

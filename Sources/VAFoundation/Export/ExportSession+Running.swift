@@ -257,7 +257,7 @@ extension ExportSession {
             let output = try AssetReaderTrackOutput(track: track, outputSettings: nil)
             let input = try AssetWriterInput(mediaType: track.mediaType, outputSettings: nil, sourceFormatHint: track.formatDescription)
             if track.mediaType == .video { input.transform = track.preferredTransform }
-            if let language = track.languageCode { input.languageCode = language }
+            Self.carryTrackTraits(of: track, to: input, fileType: fileType)
             lanes.append(Lane(track: track, output: output, input: input, converter: nil, copiesPackets: true))
         }
         if let video = plan.videoTrack, let videoSettings = plan.videoSettings {
@@ -279,6 +279,7 @@ extension ExportSession {
             // Interlaced pictures are deinterlaced (the writer makes progressive video only);
             // HDR pictures going to SDR settings are tone-mapped where they are decoded.
             attributes.colorProperties = Self.toneMapping(from: video, to: videoSettings)
+            attributes.burnedSubtitles = plan.burnedSubtitles
             let output: AssetReaderOutput
             if let composition = s.videoComposition {
                 // Every video track goes to the compositor, which draws the upright picture.
@@ -324,27 +325,38 @@ extension ExportSession {
             input.resumable = resumable
             output.recoversFromDeviceFailures = resumable && hardware?.decodesOnDevice == true
             lanes.append(Lane(track: video, output: output, input: input, converter: converter, bitRate: videoSettings.averageBitRate ?? 0,
-                              resumesWith: resumable ? videoSettings : nil))
+                              resumesWith: resumable ? videoSettings : nil, burnedSubtitles: plan.burnedSubtitles))
         }
-        if let audioSettings = plan.audioSettings, let first = plan.audioTracks.first {
+        for audio in plan.audioOutputs {
+            let (first, audioSettings) = (audio.tracks[0], audio.settings)
             let pcm = Self.decodedPCM(for: audioSettings)
             let output: AssetReaderOutput
-            if let shared = sharedOutput(for: first), plan.audioTracks.count == 1 {
+            if let shared = sharedOutput(for: first), audio.tracks.count == 1 {
                 output = shared
-            } else if plan.audioTracks.count == 1 && s.audioMix == nil {
+            } else if audio.tracks.count == 1 && s.audioMix == nil {
                 output = try AssetReaderTrackOutput(track: first, outputSettings: .audio(pcm))
             } else {
-                let mix = try AssetReaderAudioMixOutput(audioTracks: plan.audioTracks, audioSettings: pcm)
+                let mix = try AssetReaderAudioMixOutput(audioTracks: audio.tracks, audioSettings: pcm)
                 mix.audioMix = s.audioMix
-                mix.placesTracksAsChannels = plan.mergesMonoTracks
+                mix.placesTracksAsChannels = audio.mergesMonoTracks
                 output = mix
             }
             output.audioTimePitchAlgorithm = s.audioTimePitchAlgorithm
             let input = try AssetWriterInput(mediaType: .audio, outputSettings: .audio(audioSettings))
-            if let language = first.languageCode { input.languageCode = language }
+            Self.carryTrackTraits(of: first, to: input, fileType: fileType)
             lanes.append(Lane(track: first, output: output, input: input, converter: nil, bitRate: audioSettings.bitRate ?? 128_000))
         }
-        guard !lanes.isEmpty else {
+        // Where the picture and sound end: a cue shown past it is cut there.
+        let mediaEnd = lanes.map(\.track.timeRange.end).filter(\.isNumeric).max()
+        for (track, settings) in plan.subtitleTracks {
+            let output = try AssetReaderTrackOutput(track: track, outputSettings: nil)
+            let input = try AssetWriterInput(mediaType: .subtitle, outputSettings: settings.map { .subtitle($0) }, sourceFormatHint: track.formatDescription)
+            Self.carryTrackTraits(of: track, to: input, fileType: fileType)
+            input.sparseEnd = mediaEnd
+            lanes.append(Lane(track: track, output: output, input: input, converter: nil, copiesPackets: true))
+        }
+        // Subtitles alone are no export of a file with pictures or sound that could not be kept.
+        guard lanes.contains(where: { !$0.isSparse }) || !tracks.contains(where: { $0.mediaType == .video || $0.mediaType == .audio }) else {
             throw MediaError(.noTracks, "nothing to export with \(preset.name): \(result.droppedTracks.map { "track \($0.trackID) (\($0.reason))" }.joined(separator: ", "))", path: asset.displayPath)
         }
         for lane in lanes {
@@ -375,6 +387,13 @@ extension ExportSession {
         // up to dozens of frames, written while finishing. The writer pushes each step.
         writer.observeWrittenDuration { [weak self] seconds in self?.advance(to: 0.97 * seconds / totalSeconds) }
         try reader.startReading()
+        if let demux = reader.demuxSession {
+            // Subtitles are sparse: known up front, their stream does not hold the file's
+            // header (and every other track's packets) back until its first cue.
+            for lane in lanes where lane.track.mediaType == .subtitle {
+                lane.input.sourceParameters = try demux.codecParameters(stream: lane.track.streamIndex)
+            }
+        }
         if let probe {
             if let demux = reader.demuxSession { probe.attach(demux) }
             try probe.step(.sourceOpened)
@@ -443,6 +462,16 @@ extension ExportSession {
         }
         result.durationSeconds = totalSeconds
         return result
+    }
+
+    /// What a kept track keeps of its source: its language, its title and whether it plays by default.
+    /// MP4 and QuickTime store ISO 639-2/T codes ("fra"); Matroska keeps the source's spelling.
+    static func carryTrackTraits(of track: AssetTrack, to input: AssetWriterInput, fileType: FileType) {
+        if let language = track.languageCode {
+            input.languageCode = fileType.muxerName == "matroska" || fileType == .webm ? language : TrackSelection.normalizedLanguage(language)
+        }
+        input.metadata = track.metadata.filter { $0.key.lowercased() == "title" }
+        input.marksOutputTrackAsEnabled = track.isEnabled
     }
 
     /// Runs one task per lane, each pulling from its reader output and appending to its writer
@@ -545,7 +574,7 @@ extension ExportSession {
                         }
                     }
                     let stoppedForLimit = tally.limitReached.withLock { $0 } || (limit.map { l in tally.bytes.withLock { $0.reduce(0, +) } >= l } ?? false)
-                    if tally.counts.withLock({ $0[i] }) == 0 && !stoppedForLimit && reader.status != .cancelled {
+                    if tally.counts.withLock({ $0[i] }) == 0 && !stoppedForLimit && reader.status != .cancelled && !lane.isSparse {
                         let error = MediaError(.corruptOrTruncated, "track \(lane.track.trackID) (\(lane.track.mediaType)) yielded no samples: the file is truncated or its data unreadable",
                                                path: self.asset.displayPath)
                         throw TrackYieldedNothing(trackID: lane.track.trackID, mediaType: lane.track.mediaType,
@@ -593,9 +622,10 @@ extension ExportSession {
         let (resumeAt, framesKept) = try await lane.input.resumeInSoftware()
         let reader = AssetReader(asset: asset)
         reader.timeRange = MediaTimeRange(start: resumeAt, duration: end.isNumeric ? end - resumeAt : .positiveInfinity)
-        let output = try AssetReaderTrackOutput(track: lane.track, outputSettings: .video(PixelBufferAttributes(
-            pixelFormat: settings.pixelFormat ?? .yuv420p, width: settings.width, height: settings.height, scalingMode: settings.scalingMode,
-            colorProperties: Self.toneMapping(from: lane.track, to: settings))))
+        var attributes = PixelBufferAttributes(pixelFormat: settings.pixelFormat ?? .yuv420p, width: settings.width, height: settings.height,
+                                               scalingMode: settings.scalingMode, colorProperties: Self.toneMapping(from: lane.track, to: settings))
+        attributes.burnedSubtitles = lane.burnedSubtitles
+        let output = try AssetReaderTrackOutput(track: lane.track, outputSettings: .video(attributes))
         output.decoderThreadCount = PipelineBounds.decoderThreads(besideHostEncoderOf: settings.codec)
         output.probe = stageProbe
         try reader.add(output)
@@ -652,7 +682,7 @@ extension ExportSession {
         }
         for (i, lane) in lanes.enumerated() {
             let stoppedForLimit = tally.limitReached.withLock { $0 }
-            if tally.counts.withLock({ $0[i] }) == 0 && !stoppedForLimit && reader.status != .cancelled {
+            if tally.counts.withLock({ $0[i] }) == 0 && !stoppedForLimit && reader.status != .cancelled && !lane.isSparse {
                 let error = MediaError(.corruptOrTruncated, "track \(lane.track.trackID) (\(lane.track.mediaType)) yielded no samples: the file is truncated or its data unreadable",
                                        path: asset.displayPath)
                 throw TrackYieldedNothing(trackID: lane.track.trackID, mediaType: lane.track.mediaType,
@@ -729,6 +759,10 @@ extension ExportSession {
         /// A video lane on a device that goes on in software, from its open group's keyframe,
         /// when the device fails: its output settings for that.
         var resumesWith: VideoSettings?
+        /// The subtitles drawn into the video's pictures, drawn again by a resumed reader.
+        var burnedSubtitles: SubtitleBurnIn?
+        /// Subtitles: the track may well have no sample in the range.
+        var isSparse: Bool { track.mediaType == .subtitle }
     }
 }
 

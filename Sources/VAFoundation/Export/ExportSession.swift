@@ -35,6 +35,9 @@ public final class ExportSession: Sendable {
         var shouldOptimizeForNetworkUse = true
         var metadata: [MetadataItem]?
         var audioMix: AudioMix?
+        var audioSelection: TrackSelection?
+        var subtitleSelection = TrackSelection.all
+        var subtitlesBurnedIn: TrackSelection?
         var audioTimePitchAlgorithm = AudioTimePitchAlgorithm.spectral
         var videoComposition: VideoComposition?
         var customVideoCompositor: (any VideoCompositing)?
@@ -125,6 +128,30 @@ public final class ExportSession: Sendable {
     public var audioMix: AudioMix? {
         get { settings.withLock { $0.audioMix } }
         set { settings.withLock { $0.audioMix = newValue } }
+    }
+    /// Which audio tracks are kept, each as a track of its own with its language, title and
+    /// default flag. Nil (the default): passthrough keeps every track, an encoding preset the
+    /// default one (or a camera's two mono tracks as one stereo track). An `audioMix` (which
+    /// mixes the tracks it names into one) wins over it.
+    public var audioSelection: TrackSelection? {
+        get { settings.withLock { $0.audioSelection } }
+        set { settings.withLock { $0.audioSelection = newValue } }
+    }
+    /// Which subtitle tracks are kept (default `.all`): copied where the file type holds their
+    /// format, converted between text formats where it holds another (SubRip to MP4's
+    /// mov_text), and left out with a warning where it holds none (bitmaps in MP4).
+    public var subtitleSelection: TrackSelection {
+        get { settings.withLock { $0.subtitleSelection } }
+        set { settings.withLock { $0.subtitleSelection = newValue } }
+    }
+    /// The subtitle track drawn into the picture by libass, as HandBrake's burn-in does: the
+    /// first the selection names (`.trackIDs([3])`, `.languages(["eng"])`); it is then not kept
+    /// as a track of its own. Text subtitles only (SubRip, ASS, WebVTT, mov_text). The pictures
+    /// are drawn on in host memory (a device still decodes and encodes). Not for passthrough
+    /// or compositions.
+    public var subtitlesBurnedIn: TrackSelection? {
+        get { settings.withLock { $0.subtitlesBurnedIn } }
+        set { settings.withLock { $0.subtitlesBurnedIn = newValue } }
     }
     /// How a composition's audio played faster or slower is stretched (default `.spectral`:
     /// pitch kept; `.varispeed` lets the pitch follow the speed).

@@ -63,6 +63,8 @@ struct HardwareJob {
     /// The source is HDR (PQ or HLG) and the output SDR: the pictures are tone-mapped
     /// (`ExportSession.toneMapping(from:to:)`).
     var toneMapsHDR = false
+    /// A subtitle track is drawn into the pictures (libass, in host memory).
+    var burnsSubtitles = false
 
     /// True where the device's video processor can deinterlace for the export: it offers bob
     /// (the algorithm FFmpeg 5.1's `deinterlace_vaapi` runs one picture out per picture in; the
@@ -86,12 +88,13 @@ struct HardwareJob {
                 reasons.append("HDR is tone-mapped to SDR by zscale and tonemap on the CPU: the device's video processor has no HDR-to-SDR tone mapping")
             }
         }
+        if burnsSubtitles { reasons.append("subtitles are burnt in by libass on the CPU") }
         var deinterlacing: HardwareDecision.Place?
         if deinterlaces {
             let vpp = capabilities.videoProcessing
-            if toneMapping == .host {
+            if toneMapping == .host || burnsSubtitles {
                 deinterlacing = .host
-                reasons.append("interlaced pictures are deinterlaced by bwdif there too, as they are in host memory for the tone mapping")
+                reasons.append("interlaced pictures are deinterlaced by bwdif there too, as they are in host memory for the \(toneMapsHDR ? "tone mapping" : "subtitles")")
             } else if Self.deinterlacesOnVPP(capabilities) {
                 deinterlacing = .device
             } else {
@@ -116,6 +119,7 @@ struct HardwareJob {
         var notes: [String] = []
         if deinterlaces { notes.append("deinterlaced by bwdif") }
         if toneMapsHDR { notes.append("tone-mapped by zscale and tonemap") }
+        if burnsSubtitles { notes.append("given burnt-in subtitles by libass") }
         return notes.isEmpty ? "" : "; pictures \(notes.joined(separator: " and ")) on the CPU"
     }
 

@@ -1,7 +1,7 @@
 import FFmpegSupport
 
-/// The libavfilter stage between a video decoder and the fitting: deinterlacing (bwdif) and
-/// HDR-to-SDR tone mapping (zscale and tonemap), on the CPU. Pictures that need neither pass
+/// The libavfilter stage between a video decoder and the fitting: deinterlacing (bwdif),
+/// HDR-to-SDR tone mapping (zscale and tonemap) and burnt-in subtitles (libass), on the CPU. Pictures that need neither pass
 /// straight through, surfaces included; those that need one are downloaded from the device first,
 /// except surfaces that only need deinterlacing where the device's video processor deinterlaces
 /// by bob (`deviceDeinterlaces`): those are deinterlaced there by `deinterlace_vaapi`, one
@@ -24,9 +24,12 @@ final class PictureFilters {
     private var sawInterlacedFrame = false
     /// Surfaces that need only deinterlacing are deinterlaced by the device's video processor.
     let deviceDeinterlaces: Bool
+    /// The text subtitles drawn into every picture: the file, and the track's number among its subtitle streams.
+    let subtitles: (path: String, index: Int)?
 
-    init(loop: DecodeLoop, stream: StreamInfo, attributes: PixelBufferAttributes, outputFormat: PixelFormatID,
-         observations: StageObservations?, deviceDeinterlaces: Bool = false) {
+    init(loop: DecodeLoop, stream: StreamInfo, attributes: PixelBufferAttributes, subtitles: (path: String, index: Int)? = nil,
+         outputFormat: PixelFormatID, observations: StageObservations?, deviceDeinterlaces: Bool = false) {
+        self.subtitles = subtitles
         self.loop = loop
         self.stream = stream
         self.attributes = attributes
@@ -116,6 +119,10 @@ final class PictureFilters {
         var filters: [String] = []
         if let deinterlace = deinterlacing(for: frame) { filters.append(deinterlace) }
         if let convert = colorConversion(for: frame) { filters.append(convert) }
+        if let subtitles {
+            // Drawn at each picture's own time in the file, the time the cues are stored in.
+            filters.append("subtitles=filename=\(OverlayRenderer.filterArgument(subtitles.path)):si=\(subtitles.index)")
+        }
         guard !filters.isEmpty else { return nil }
         if let planar = planarInput(for: frame) { filters.insert(planar, at: 0) }
         return filters.joined(separator: ",")

@@ -376,7 +376,11 @@ final class VideoDecodePipeline: TrackPipeline {
         self.timeBase = session.streams[track.streamIndex].timeBase
         self.range = TickRange(timeRange, timeBase: timeBase)
         // Surfaces that stay on the device are deinterlaced there where its video processor can.
-        self.filters = PictureFilters(loop: loop, stream: session.streams[track.streamIndex], attributes: attributes,
+        // The subtitles filter numbers a file's subtitle streams among themselves.
+        let burnIn = attributes.burnedSubtitles.map { burn in
+            (path: burn.path, index: session.streams.filter { $0.kind == .subtitle && $0.index < burn.streamIndex }.count)
+        }
+        self.filters = PictureFilters(loop: loop, stream: session.streams[track.streamIndex], attributes: attributes, subtitles: burnIn,
                                       outputFormat: format, observations: observations,
                                       deviceDeinterlaces: wantsSurfaces && device.map { HardwareJob.deinterlacesOnVPP($0.capabilities) } == true)
     }

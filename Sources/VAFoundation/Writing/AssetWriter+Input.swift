@@ -1,4 +1,5 @@
 import Dispatch
+import FFmpegSupport
 
 /// One track being written (`AVAssetWriterInput`'s role): it encodes the samples appended to
 /// it with its output settings, or passes compressed samples through when it has none.
@@ -12,6 +13,8 @@ public final class AssetWriterInput: Sendable {
     public enum OutputSettings: Sendable, Hashable {
         case video(VideoSettings)
         case audio(AudioSettings)
+        /// Text subtitles converted to another text format (compressed samples of a text format in).
+        case subtitle(SubtitleSettings)
     }
 
     public let mediaType: MediaType
@@ -24,6 +27,8 @@ public final class AssetWriterInput: Sendable {
     private struct Properties {
         var transform = VideoTransform.identity
         var languageCode: String?
+        var marksOutputTrackAsEnabled = true
+        var metadata: [MetadataItem] = []
         var mediaTimeScale: Int32 = 0
         var expectsMediaDataInRealTime = false
         var hardwareDevice: VideoDevice?
@@ -31,6 +36,8 @@ public final class AssetWriterInput: Sendable {
         var resumable = false
         var source: WriterInputConfiguration.Source?
         var forcedKeyframeInterval: MediaTime?
+        var sourceParameters: CodecParameters?
+        var sparseEnd: MediaTime?
     }
     private let properties = Locked(Properties())
 
@@ -56,6 +63,22 @@ public final class AssetWriterInput: Sendable {
         set { properties.withLock { $0.forcedKeyframeInterval = newValue } }
     }
 
+    /// The copied stream's parameters, known before its first sample (set by the export before
+    /// writing starts): a sparse track (subtitles) then holds back no other track's packets
+    /// until its first cue.
+    var sourceParameters: CodecParameters? {
+        get { properties.withLock { $0.sourceParameters } }
+        set { properties.withLock { $0.sourceParameters = newValue } }
+    }
+
+    /// Where a sparse track's samples stop being shown at the latest (source time; set by the
+    /// export before writing starts): a subtitle cue outlasting the picture and sound is cut
+    /// where they end, so it does not make the file longer.
+    var sparseEnd: MediaTime? {
+        get { properties.withLock { $0.sparseEnd } }
+        set { properties.withLock { $0.sparseEnd = newValue } }
+    }
+
     /// Where an export's stages record what they did (set by the export before writing starts).
     var observations: StageObservations? {
         get { properties.withLock { $0.observations } }
@@ -66,7 +89,7 @@ public final class AssetWriterInput: Sendable {
     /// An input for `mediaType`. Throws `invalidArgument` when the settings are for another media type.
     public init(mediaType: MediaType, outputSettings: OutputSettings?, sourceFormatHint: FormatDescription? = nil) throws(MediaError) {
         switch outputSettings {
-        case .video where mediaType != .video, .audio where mediaType != .audio:
+        case .video where mediaType != .video, .audio where mediaType != .audio, .subtitle where mediaType != .subtitle:
             throw MediaError(.invalidArgument, "\(mediaType) input given settings for another media type")
         default: break
         }
@@ -98,6 +121,19 @@ public final class AssetWriterInput: Sendable {
     public var languageCode: String? {
         get { properties.withLock { $0.languageCode } }
         set { properties.withLock { $0.languageCode = newValue } }
+    }
+    /// The track is played by default (`AVAssetWriterInput.marksOutputTrackAsEnabled`): the
+    /// container's default flag. False leaves the choice to the viewer (a second audio
+    /// language, a subtitle track). Set before `startWriting()`.
+    public var marksOutputTrackAsEnabled: Bool {
+        get { properties.withLock { $0.marksOutputTrackAsEnabled } }
+        set { properties.withLock { $0.marksOutputTrackAsEnabled = newValue } }
+    }
+    /// The track's own metadata (`AVAssetWriterInput.metadata`), such as its title
+    /// ("Director's commentary"). Set before `startWriting()`.
+    public var metadata: [MetadataItem] {
+        get { properties.withLock { $0.metadata } }
+        set { properties.withLock { $0.metadata = newValue } }
     }
     /// Time scale of the track's timestamps; 0 lets the writer choose (90 kHz for video, the
     /// sample rate for audio). In mp4/mov the first video input's value applies to every video
@@ -207,9 +243,11 @@ public final class AssetWriterInput: Sendable {
     func configurationSnapshot() -> WriterInputConfiguration {
         let p = properties.withLock { $0 }
         return WriterInputConfiguration(mediaType: mediaType, settings: outputSettings, sourceFormatHint: sourceFormatHint,
-                                        transform: p.transform, languageCode: p.languageCode, mediaTimeScale: p.mediaTimeScale,
+                                        transform: p.transform, languageCode: p.languageCode,
+                                        marksOutputTrackAsEnabled: p.marksOutputTrackAsEnabled, metadata: p.metadata, mediaTimeScale: p.mediaTimeScale,
                                         expectsMediaDataInRealTime: p.expectsMediaDataInRealTime, hardwareDevice: p.hardwareDevice, resumable: p.resumable,
-                                        observations: p.observations, source: p.source, forcedKeyframeInterval: p.forcedKeyframeInterval)
+                                        observations: p.observations, source: p.source, forcedKeyframeInterval: p.forcedKeyframeInterval,
+                                        sourceParameters: p.sourceParameters, sparseEnd: p.sparseEnd)
     }
 
     private func writer() throws(MediaError) -> (core: WriterCore, index: Int) {

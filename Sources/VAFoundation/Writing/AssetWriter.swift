@@ -179,7 +179,7 @@ public final class AssetWriter: Sendable {
     public var inputs: [AssetWriterInput] { options.withLock { $0.inputs } }
 
     /// Media types this file type can hold.
-    public var availableMediaTypes: [MediaType] { outputFileType == .m4a ? [.audio] : [.video, .audio] }
+    public var availableMediaTypes: [MediaType] { outputFileType == .m4a ? [.audio] : [.video, .audio, .subtitle] }
 
     /// True when `input` can be added: writing has not started, it belongs to no writer, its
     /// media type fits the file type and its settings can be encoded into it.
@@ -223,6 +223,12 @@ public final class AssetWriter: Sendable {
             case .audio(let s):
                 guard mediaType == .audio else { return MediaError(.invalidArgument, "audio settings given for a \(mediaType) input", path: path) }
                 name = try WriterCodecs.audioConfiguration(s, globalHeader: false).name
+            case .subtitle(let s):
+                guard mediaType == .subtitle else { return MediaError(.invalidArgument, "subtitle settings given for a \(mediaType) input", path: path) }
+                guard let codec = CodecID(name: s.codec.rawValue), codec.isTextSubtitle else {
+                    return MediaError(.invalidArgument, "\(s.codec) is not a text subtitle format", path: path)
+                }
+                return WriterCodecs.incompatibility(of: codec, in: outputFileType, mediaType: mediaType).map { MediaError(.unsupported, $0, path: path) }
             }
         } catch {
             var error = error

@@ -63,6 +63,27 @@ public struct AudioCodec: RawRepresentable, Hashable, Sendable, Codable, CustomS
     public static let linearPCM = AudioCodec(rawValue: "pcm")
 }
 
+/// A subtitle format a writer can store, named by FFmpeg's codec name. Text formats convert
+/// into one another; bitmap subtitles (VobSub, PGS) are copied as they are or not at all.
+public struct SubtitleCodec: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+
+    /// MP4's and QuickTime's timed text (3GPP, `tx3g`).
+    public static let movText = SubtitleCodec(rawValue: "mov_text")
+    public static let subRip = SubtitleCodec(rawValue: "subrip")
+    public static let ass = SubtitleCodec(rawValue: "ass")
+    public static let webVTT = SubtitleCodec(rawValue: "webvtt")
+}
+
+/// Settings for writing text subtitles in another format than the source's: each cue is
+/// converted, its times kept.
+public struct SubtitleSettings: Sendable, Hashable, Codable {
+    public var codec: SubtitleCodec
+    public init(codec: SubtitleCodec) { self.codec = codec }
+}
+
 /// How a picture is fitted to a different output size (`AVVideoScalingModeKey`).
 public enum ScalingMode: String, Sendable, Codable, CaseIterable {
     /// Stretch to fill, ignoring aspect ratio (`AVVideoScalingModeResize`).
@@ -197,6 +218,13 @@ public struct LinearPCMSettings: Sendable, Hashable, Codable {
     }
 }
 
+/// A text subtitle track drawn into a video track's pictures by libass (libavfilter's
+/// `subtitles`), which reads the cues from the file itself: the file and the track's stream.
+struct SubtitleBurnIn: Sendable, Hashable, Codable {
+    var path: String
+    var streamIndex: Int
+}
+
 /// The pictures a video reader output vends or an adaptor accepts
 /// (`kCVPixelBufferPixelFormatTypeKey`, width, height).
 public struct PixelBufferAttributes: Sendable, Hashable, Codable {
@@ -215,6 +243,9 @@ public struct PixelBufferAttributes: Sendable, Hashable, Codable {
     /// as BT.709 (the `bt709` transfer) is tone-mapped to SDR; other differences in primaries,
     /// transfer or matrix are converted by zscale.
     public var colorProperties: ColorProperties?
+    /// A text subtitle track drawn into the pictures before they are fitted (an export's
+    /// `subtitleTrackBurnedIn`); nil draws none.
+    var burnedSubtitles: SubtitleBurnIn?
 
     public init(pixelFormat: PixelFormat, width: Int? = nil, height: Int? = nil, scalingMode: ScalingMode = .resize,
                 deinterlaces: Bool = true, colorProperties: ColorProperties? = nil) {

@@ -8,6 +8,10 @@ struct WriterInputConfiguration: Sendable {
     var sourceFormatHint: FormatDescription?
     var transform: VideoTransform
     var languageCode: String?
+    /// The container's default flag for the track.
+    var marksOutputTrackAsEnabled = true
+    /// The track's own metadata (its title).
+    var metadata: [MetadataItem] = []
     var mediaTimeScale: Int32
     var expectsMediaDataInRealTime: Bool
     /// Encode on this VA-API device instead of in software.
@@ -22,6 +26,10 @@ struct WriterInputConfiguration: Sendable {
     /// Makes the first picture at or after each multiple of this (after the session's start)
     /// a keyframe, so that renditions encoded alike switch at the same times.
     var forcedKeyframeInterval: MediaTime?
+    /// A copied stream's parameters, known before its first sample.
+    var sourceParameters: CodecParameters?
+    /// A subtitle input's cues are shown until this source time at the latest.
+    var sparseEnd: MediaTime?
 
     /// A source file's track, as errors name it.
     struct Source: Sendable {
@@ -66,6 +74,9 @@ final class WriterEngine: @unchecked Sendable {
         let configuration: WriterInputConfiguration
         var video: WriterVideoStage?
         var audio: WriterAudioStage?
+        /// Converts a text subtitle input's cues to the format its settings name; nil when
+        /// they are copied (the source's format already is that one).
+        var subtitles: SubtitleConverter?
         var encoderName: String?
         var parameters: CodecParameters?
         /// Time base of the packets this pipeline produces.
@@ -232,8 +243,11 @@ final class WriterEngine: @unchecked Sendable {
                 pipeline.encoderName = plan.name
                 pipeline.timeBase = encoder.timeBase
                 pipeline.parameters = try parameters(of: encoder, input: i)
-            case nil:
-                break
+            case .subtitle, nil:
+                // Known now when the caller said, else from the first sample's parameters.
+                if let parameters = input.sourceParameters {
+                    try adopt(parameters, timeScale: input.mediaTimeScale > 0 ? input.mediaTimeScale : 1000, pipeline, input: i)
+                }
             }
         }
         // With only encoding inputs every stream is known now: write the header at once so
@@ -415,22 +429,59 @@ final class WriterEngine: @unchecked Sendable {
             guard let parameters = sample.codecParameters else {
                 throw MediaError(.invalidArgument, "input \(i): the compressed sample carries no codec parameters to pass through", path: path)
             }
-            if let reason = WriterCodecs.incompatibility(of: parameters.codec, in: configuration.fileType, mediaType: pipeline.configuration.mediaType) {
-                throw MediaError(.unsupported, "\(subject(i)): \(reason)", path: errorPath(i))
-            }
-            pipeline.parameters = parameters
             let scale = pipeline.configuration.mediaTimeScale > 0 ? pipeline.configuration.mediaTimeScale
                 : (sample.presentationTimeStamp.timescale > 0 ? sample.presentationTimeStamp.timescale : 90000)
-            pipeline.timeBase = Rational(1, scale)
+            try adopt(parameters, timeScale: scale, pipeline, input: i)
             try writeHeaderIfReady()
         }
-        _ = takeFlushRequest(for: pipeline, at: sample.presentationTimeStamp - sessionStart)
-        let packet = try source.reference()
-        let pts = ticks(sample.presentationTimeStamp - sessionStart, pipeline.timeBase)
+        var presentation = sample.presentationTimeStamp
+        var duration = sample.duration
+        if pipeline.configuration.mediaType == .subtitle {
+            // A cue shown across the session's start is shown from the start; one over by then is left out.
+            let end = presentation + duration
+            if presentation < sessionStart {
+                guard duration.isNumeric, end > sessionStart else { return }
+                (presentation, duration) = (sessionStart, end - sessionStart)
+            }
+            let last = [sessionEnd, pipeline.configuration.sparseEnd ?? .invalid].filter(\.isNumeric).min()
+            if let last, duration.isNumeric, end > last {
+                guard presentation < last else { return }
+                duration = last - presentation
+            }
+        }
+        _ = takeFlushRequest(for: pipeline, at: presentation - sessionStart)
+        let packet: Packet
+        if let converter = pipeline.subtitles {
+            // A cue that converts to nothing (an empty one) is left out.
+            guard let converted = try converter.convert(source) else { return }
+            packet = converted
+        } else {
+            packet = try source.reference()
+        }
+        let pts = ticks(presentation - sessionStart, pipeline.timeBase)
         packet.pts = pts
-        packet.dts = sample.decodeTimeStamp.isNumeric ? ticks(sample.decodeTimeStamp - sessionStart, pipeline.timeBase) : pts
-        packet.duration = sample.duration.isNumeric ? ticks(sample.duration, pipeline.timeBase) : 0
+        packet.dts = sample.decodeTimeStamp.isNumeric && presentation == sample.presentationTimeStamp
+            ? ticks(sample.decodeTimeStamp - sessionStart, pipeline.timeBase) : pts
+        packet.duration = duration.isNumeric ? ticks(duration, pipeline.timeBase) : 0
         try emit([packet], pipeline)
+    }
+
+    /// Takes `parameters` as a copying input's stream (converted first where its settings name
+    /// another subtitle format), its packets counted in 1/`timeScale` s.
+    private func adopt(_ parameters: CodecParameters, timeScale: Int32, _ pipeline: Pipeline, input i: Int) throws(MediaError) {
+        var stored = parameters
+        if case .subtitle(let settings) = pipeline.configuration.settings, parameters.codec.name != settings.codec.rawValue {
+            do { pipeline.subtitles = try SubtitleConverter(source: parameters, target: settings.codec.rawValue) } catch {
+                throw MediaError(.unsupported, "\(subject(i)): \(parameters.codec.name) subtitles cannot be converted to \(settings.codec)",
+                                 path: errorPath(i), underlying: error)
+            }
+            stored = pipeline.subtitles?.parameters ?? parameters
+        }
+        if let reason = WriterCodecs.incompatibility(of: stored.codec, in: configuration.fileType, mediaType: pipeline.configuration.mediaType) {
+            throw MediaError(.unsupported, "\(subject(i)): \(reason)", path: errorPath(i))
+        }
+        pipeline.parameters = stored
+        pipeline.timeBase = Rational(1, timeScale)
     }
 
     // MARK: Resuming after a device failure
@@ -791,6 +842,8 @@ final class WriterEngine: @unchecked Sendable {
                 pipeline.streamIndex = index
                 written.withLock { $0[index] = (0, pipeline.finished) }
                 if let language = pipeline.configuration.languageCode { try muxer.setLanguage(language, ofStream: index) }
+                for item in pipeline.configuration.metadata { try muxer.setMetadata(item.value, forKey: item.key, ofStream: index) }
+                muxer.setDefault(pipeline.configuration.marksOutputTrackAsEnabled, ofStream: index)
                 let t = pipeline.configuration.transform
                 if pipeline.configuration.mediaType == .video && t != .identity {
                     try muxer.setDisplayMatrix(Self.displayMatrix(t), ofStream: index)
