@@ -187,4 +187,10 @@ extension Frame {
     /// True when nothing else references the frame's buffers, so they may be written (or
     /// recycled) without a copy. The corresponding C function is `av_frame_is_writable`.
     public var isWritable: Bool { av_frame_is_writable(pointer) != 0 }
+
+    /// The value a filter attached to the frame under `key` ("lavfi.r128.I"), nil if none.
+    /// The corresponding C function is `av_dict_get`.
+    public func metadataValue(forKey key: String) -> String? {
+        av_dict_get(pointer.pointee.metadata, key, nil, 0).flatMap { $0.pointee.value.map { String(cString: $0) } }
+    }
 }

@@ -53,6 +53,11 @@ public final class SubtitleConverter {
         try check(avcodec_parameters_from_context(parameters.pointer, encoder), "avcodec_parameters_from_context")
     }
 
+    /// True when this libavcodec decodes `source` and has the `target` encoder.
+    public static func canConvert(_ source: CodecID, to target: String) -> Bool {
+        source.isTextSubtitle && avcodec_find_decoder(source.avValue) != nil && avcodec_find_encoder_by_name(target) != nil
+    }
+
     deinit {
         var d: UnsafeMutablePointer<AVCodecContext>? = decoder
         avcodec_free_context(&d)

@@ -27,6 +27,8 @@ struct BatchJob: Sendable {
     var subtitleSelection = TrackSelection.all
     /// `--burn-subtitles`: the subtitle track drawn into the picture.
     var subtitlesBurnedIn: TrackSelection?
+    /// `--loudness`: the loudness each audio track is normalised to.
+    var loudness: LoudnessTarget?
     var hardwarePolicy: HardwarePolicy = .auto
     /// Render node or X11 display for the hardware path; nil takes the first render node.
     var hardwareDevice: String?
@@ -57,6 +59,7 @@ struct BatchJob: Sendable {
         session.audioSelection = audioSelection
         session.subtitleSelection = subtitleSelection
         session.subtitlesBurnedIn = subtitlesBurnedIn
+        session.loudnessTarget = loudness
         session.overwritesExistingFile = overwrite
         session.hardwarePolicy = hardwarePolicy
         session.hardwareDeviceName = hardwareDevice
@@ -362,6 +365,8 @@ struct JobReport: Encodable, Sendable {
     var shard: ShardAssignment?
     /// A streaming package's renditions (`vaf package`), as its playlists declare them.
     var renditions: [PackageRendition]?
+    /// `--loudness`: each audio track's loudness measured, the gain applied and the result.
+    var loudness: [LoudnessNormalization]?
 
     init(input: String, output: String, status: Status, preset: String, inputBytes: Int64?) {
         self.input = input
@@ -462,12 +467,13 @@ struct JobReport: Encodable, Sendable {
         fallbackReason = result.fallbackReason
         droppedTracks = result.droppedTracks
         warnings = result.warnings
+        loudness = result.loudness.isEmpty ? nil : result.loudness
     }
 
     enum CodingKeys: String, CodingKey {
         case schemaVersion, input, output, status, error, errorCode, preset, videoCodec, width, height, frameRate, frameRatePolicy, frames, seconds, speed
         case elapsedSeconds, inputBytes, outputBytes, videoBitRate, videoMaxBitRate, quality, encoder, path, pathReason, hostTransfers, hostTransferBytes
-        case hardwareDevice, fallbackReason, droppedTracks, warnings, shard, renditions
+        case hardwareDevice, fallbackReason, droppedTracks, warnings, shard, renditions, loudness
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -504,6 +510,7 @@ struct JobReport: Encodable, Sendable {
         try c.encode(warnings, forKey: .warnings)
         try c.encode(shard, forKey: .shard)
         try c.encodeIfPresent(renditions, forKey: .renditions)
+        try c.encodeIfPresent(loudness, forKey: .loudness)
     }
 
     /// `text` with newlines, tabs and other control characters escaped, so it stays one line.

@@ -161,7 +161,8 @@ extension BatchJob {
             "audioBitRate=\(audioBitRate.map(String.init) ?? "preset")",
         ] + (audioSelection.map { ["audio=\($0.description)"] } ?? [])
             + (subtitleSelection == .all ? [] : ["subtitles=\(subtitleSelection.description)"])
-            + (subtitlesBurnedIn.map { ["burnSubtitles=\($0.description)"] } ?? []) + (watermark.map { ["watermark=\($0.url.path)@\($0.origin.x),\($0.origin.y)*\($0.opacity)"] } ?? [])
+            + (subtitlesBurnedIn.map { ["burnSubtitles=\($0.description)"] } ?? [])
+            + (loudness.map { ["loudness=\($0.description)"] } ?? []) + (watermark.map { ["watermark=\($0.url.path)@\($0.origin.x),\($0.origin.y)*\($0.opacity)"] } ?? [])
             + (frameCountedRange.map { ["rangeInFrames=\($0.canonical)"] } ?? [])
         return ResumeJournal.fingerprint(fields)
     }

@@ -116,9 +116,15 @@ extension Vaf {
 
         @Option(name: .customLong("burn-subtitles"), help: ArgumentHelp("""
             Draw a text subtitle track (SubRip, ASS, WebVTT, mov_text) into the picture with libass: \
-            its track ID or language (eng). It is then not kept as a track of its own.
+            its track ID or language (eng). It is then not kept as a track of its own; a file without such a track fails.
             """, valueName: "track|lang"))
         var burnSubtitles: String?
+
+        @Option(help: ArgumentHelp("""
+            Normalise each audio track's loudness in two passes (measured by ebur128, then one linear gain): \
+            ebu-r128 (-23 LUFS, true peak at most -1 dBTP) or I=LUFS:TP=dBTP (I=-16:TP=-1.5). The JSON reports both passes.
+            """, valueName: "target"))
+        var loudness: String?
 
         @Option(help: ArgumentHelp("Fit the video into WxH instead of the preset's box (never upscaled).", valueName: "WxH"))
         var size: String?
@@ -195,6 +201,9 @@ extension Vaf {
             if TrackSelection(argument: subtitles) == nil {
                 throw ValidationError("Bad --subtitles '\(subtitles)'; use all, none, languages (eng,fra) or track IDs (3,4).")
             }
+            if let loudness, LoudnessTarget(argument: loudness) == nil {
+                throw ValidationError("Bad --loudness '\(loudness)'; use ebu-r128 or I=LUFS:TP=dBTP, e.g. I=-16:TP=-1.5 (I from -70 to -5, TP from -9 to 0).")
+            }
             if let burnSubtitles {
                 switch TrackSelection(argument: burnSubtitles) {
                 case .trackIDs(let ids) where ids.count == 1: break
@@ -222,7 +231,7 @@ extension Vaf {
                 let encoding: [(String, String?)] = [
                     ("--video-codec", videoCodec), ("--audio-codec", audioCodec), ("--video-bitrate", videoBitrate),
                     ("--audio-bitrate", audioBitrate), ("--quality", quality.map(String.init)), ("--speed", speed), ("--size", size),
-                    ("--burn-subtitles", burnSubtitles),
+                    ("--burn-subtitles", burnSubtitles), ("--loudness", loudness),
                 ]
                 if let (option, value) = encoding.first(where: { $0.1 != nil }), let value {
                     throw ValidationError("--preset \(preset) and \(option) \(value) conflict: passthrough copies the streams as they are; choose a re-encoding preset (1280x720, HEVC1920x1080, …) to set \(option).")
@@ -377,6 +386,7 @@ extension Vaf {
             job.audioSelection = audio.flatMap(TrackSelection.init(argument:))
             job.subtitleSelection = TrackSelection(argument: subtitles) ?? .all
             job.subtitlesBurnedIn = burnSubtitles.flatMap(TrackSelection.init(argument:))
+            job.loudness = loudness.flatMap(LoudnessTarget.init(argument:))
             job.hardwarePolicy = HardwarePolicy(rawValue: hw.lowercased()) ?? .auto
             job.hardwareDevice = device
             job.watermark = watermark.flatMap(Watermark.init(argument:))

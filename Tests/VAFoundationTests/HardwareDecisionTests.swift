@@ -168,6 +168,24 @@ import Testing
         #expect(decision.reason.contains("deinterlaced by bwdif there too"), "\(decision.reason)")
     }
 
+    @Test func burntInSubtitlesBringThePicturesToHostMemory() throws {
+        // Progressive H.264 on Tiger Lake would stay on the device; libass draws in host memory.
+        let caps = try Self.probed("intel-ihd-tigerlake.profile", deinterlacing: ["Bob", "MotionAdaptive"])
+        var job = Self.interlacedJob(interlaced: false)
+        job.burnsSubtitles = true
+        let decision = try job.decide(policy: .auto, capabilities: caps, problem: nil)
+        #expect(decision.path == .hybrid && decision.decodesOnDevice && decision.encodesOnDevice && !decision.scalesOnDevice, "\(decision.reason)")
+        #expect(decision.burningInSubtitles == .host)
+        #expect(decision.reason.contains("subtitles are burnt in by libass on the CPU"), "\(decision.reason)")
+        // Interlaced too: deinterlaced by bwdif where the subtitles are drawn, not on the device.
+        var interlaced = Self.interlacedJob()
+        interlaced.burnsSubtitles = true
+        let both = try interlaced.decide(policy: .auto, capabilities: caps, problem: nil)
+        #expect(both.deinterlacing == .host && both.burningInSubtitles == .host && !both.scalesOnDevice, "\(both.reason)")
+        let off = try job.decide(policy: .off, capabilities: caps, problem: nil)
+        #expect(off.burningInSubtitles == .host && off.reason.hasSuffix("given burnt-in subtitles by libass on the CPU"), "\(off.reason)")
+    }
+
     @Test func pathsWithPicturesInHostMemoryFilterThere() throws {
         let caps = try Self.probed("intel-ihd-tigerlake.profile", deinterlacing: ["Bob", "MotionAdaptive"])
         // Forced hybrid (software decode, upload, device encode): bwdif runs on the decoded pictures.

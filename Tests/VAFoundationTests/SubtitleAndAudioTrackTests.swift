@@ -11,8 +11,8 @@ import Testing
     static let englishCues = [(0.5, 1.5, "Hello world"), (2.0, 3.0, "Second cue")]
     static let frenchCues = [(0.5, 1.5, "Bonjour"), (2.0, 3.0, "Deuxième")]
 
-    /// A 3 s 320x240 H.264 Matroska file with two AAC tracks (English 440 Hz "Main", French
-    /// 660 Hz "Doublage", not default), an English SubRip and a French ASS track, and chapters.
+    /// A 3 s 320x240 H.264 Matroska file with two AAC tracks (English 440 Hz mono "Main", French
+    /// 660 Hz stereo "Doublage", not default), an English SubRip and a French ASS track, and chapters.
     static func source(in dir: URL) throws -> URL {
         func srt(_ cues: [(Double, Double, String)]) -> String {
             func stamp(_ t: Double) -> String { String(format: "00:00:%02d,%03d", Int(t), Int((t * 1000).rounded()) % 1000) }
@@ -28,7 +28,7 @@ import Testing
         let ffmpeg = try #require(which("ffmpeg"), "ffmpeg makes the source (Hardware/setup.sh installs it)")
         let made = try run(ffmpeg, [
             "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25:duration=3",
-            "-f", "lavfi", "-i", "sine=f=440:sample_rate=48000:duration=3", "-f", "lavfi", "-i", "sine=f=660:sample_rate=48000:duration=3",
+            "-f", "lavfi", "-i", "sine=f=440:sample_rate=48000:duration=3", "-f", "lavfi", "-i", "sine=f=660:sample_rate=48000:duration=3,aformat=channel_layouts=stereo",
             "-i", english.path, "-i", french.path, "-i", chapters.path,
             "-map", "0", "-map", "1", "-map", "2", "-map", "3", "-map", "4", "-map_chapters", "5",
             "-c:v", "libx264", "-preset", "veryfast", "-c:a", "aac", "-c:s:0", "copy", "-c:s:1", "ass",
@@ -59,7 +59,8 @@ import Testing
             guard type == "audio" || type == "subtitle" else { return nil }
             let tags = s["tags"] as? [String: String] ?? [:]
             let disposition = s["disposition"] as? [String: Int] ?? [:]
-            return Stream(type: type, codec: s["codec_name"] as? String ?? "", language: tags["language"], title: tags["title"],
+            // MP4 keeps a track's title as its handler name.
+            return Stream(type: type, codec: s["codec_name"] as? String ?? "", language: tags["language"], title: tags["title"] ?? tags["handler_name"],
                           isDefault: disposition["default"] == 1)
         }
     }
@@ -186,7 +187,9 @@ import Testing
 
         let (french, result) = try await Self.export(source, preset: .preset640x480, to: .mp4, in: dir) { $0.audioSelection = .languages(["fr"]) }
         #expect(try Self.streams(french).filter { $0.type == "audio" }.map(\.language) == ["fra"])
+        #expect(try Self.streams(french).filter { $0.type == "audio" }.map(\.title) == ["Doublage"])
         #expect(try Self.tone(french, audio: 0) == 660, "the French track is the 660 Hz one")
+        #expect(result.audioSettings?.channelCount == 2, "encoded as the French track is, in stereo: \(String(describing: result.audioSettings))")
         #expect(result.droppedTracks.contains { $0.trackID == 2 && $0.reason.contains("not selected") }, "\(result.droppedTracks)")
 
         let (both, _) = try await Self.export(source, preset: .preset640x480, to: .mkv, in: dir) { $0.audioSelection = .all }
@@ -255,6 +258,40 @@ import Testing
         #expect(try Self.streams(mp4).allSatisfy { $0.type != "subtitle" })
         let (mkv, _) = try await Self.export(clip, preset: .passthrough, to: .mkv, in: dir)
         #expect(try Self.streams(mkv).filter { $0.type == "subtitle" }.map(\.codec) == ["hdmv_pgs_subtitle"])
+    }
+
+    @Test func aSourceThatMarksNoDefaultTrackGetsOneDefaultSoundAndNoSubtitlesShown() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let marked = try Self.source(in: dir)
+        let unmarked = dir.appendingPathComponent("unmarked.mkv")
+        let ffmpeg = try #require(which("ffmpeg"))
+        try #require(try run(ffmpeg, ["-v", "error", "-i", marked.path, "-map", "0", "-c", "copy", "-disposition:a", "0", "-disposition:s", "0", unmarked.path]).status == 0)
+        // Both audio tracks as players see them: one plays, not both at once; no subtitle shows by itself.
+        let (mp4, _) = try await Self.export(unmarked, preset: .passthrough, to: .mp4, in: dir)
+        #expect(try Self.streams(mp4).filter { $0.type == "audio" }.map(\.isDefault) == [true, false])
+        let (mkv, _) = try await Self.export(unmarked, preset: .preset640x480, to: .mkv, in: dir) { $0.audioSelection = .all }
+        let streams = try Self.streams(mkv)
+        #expect(streams.filter { $0.type == "audio" }.map(\.isDefault) == [true, false], "\(streams)")
+        #expect(streams.filter { $0.type == "subtitle" }.map(\.isDefault) == [false, false], "\(streams)")
+    }
+
+    @Test func aCueTheConverterRefusesIsLeftOutWithAWarning() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // A Latin-1 SubRip file: its second cue's "é" is not UTF-8.
+        let cues = dir.appendingPathComponent("latin1.srt")
+        var latin1 = Data("1\n00:00:00,500 --> 00:00:01,000\nPlain\n\n2\n00:00:01,500 --> 00:00:02,000\nCaf".utf8)
+        latin1.append(0xE9)
+        latin1.append(contentsOf: Array("\n".utf8))
+        try latin1.write(to: cues)
+        let source = dir.appendingPathComponent("latin1.mkv")
+        let ffmpeg = try #require(which("ffmpeg"))
+        try #require(try run(ffmpeg, ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25:duration=3", "-sub_charenc", "UTF-8", "-i", cues.path,
+                                      "-map", "0", "-map", "1", "-c:v", "libx264", "-preset", "ultrafast", "-c:s", "copy", source.path]).status == 0)
+        let (output, result) = try await Self.export(source, preset: .passthrough, to: .mp4, in: dir)
+        #expect(result.warnings.contains { $0.contains("1 cue could not be converted to mov_text and was left out (the first at 1.5") }, "\(result.warnings)")
+        #expect(try Self.cues(output, subtitle: 0).contains("Plain"))
     }
 
     /// PSNR in dB of picture `n` of `a` against picture `n` of `b`, over the bottom 48 rows

@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 import Testing
 
@@ -53,6 +54,53 @@ import Testing
         let burntReport = try #require(try Vaf.jsonLines(burnt.stdout).last)
         let dropped = (burntReport["droppedTracks"] as? [[String: Any]] ?? []).map { "\($0["trackID"] ?? ""): \($0["reason"] ?? "")" }
         #expect(dropped.contains("5: burnt into the picture") && dropped.contains("4: not selected (subtitles: none)"), "\(dropped)")
+    }
+
+    @Test func loudnessIsReportedInTheJSONAsTheSchemaSays() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-tracks-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = try Self.source(in: dir)
+        let run = try Vaf.run(["transcode", source, "--preset", "640x480", "--audio", "all", "--loudness", "I=-16:TP=-1.5",
+                               "--output-dir", dir.appendingPathComponent("out").path, "--json", "--quiet"])
+        try #require(run.status == 0, "\(run.stderr)")
+        let line = try #require(try Vaf.jsonLines(run.stdout).last)
+        let schema = try JSONLinesTests.schema("vaf-transcode.schema.json")
+        #expect(schema.violations(of: line).isEmpty, "\(schema.violations(of: line))")
+        let loudness = try #require(line["loudness"] as? [[String: Any]])
+        #expect(loudness.count == 2, "one entry per audio track: \(loudness)")
+        for entry in loudness {
+            let result = try #require(entry["result"] as? [String: Any], "\(entry)")
+            let integrated = try #require(result["integrated"] as? Double)
+            let peak = try #require(result["truePeak"] as? Double)
+            // A sine at −18 dBFS: its peak lets the gain reach −16 LUFS only so far.
+            #expect(integrated <= -16 + 0.5 && peak <= -1.5 + 0.3, "\(entry)")
+        }
+    }
+
+    /// Cues further apart than the writer's interleaving window (2 s) and the lanes' pacing
+    /// window: the pictures and sound must not wait for the next cue, which is seconds away.
+    @Test func sparseCuesHoldNoTrackBack() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-tracks-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let cues = dir.appendingPathComponent("sparse.srt")
+        try "1\n00:00:00,500 --> 00:00:02,000\nOne\n\n2\n00:00:02,500 --> 00:00:04,000\nTwo\n\n3\n00:00:05,000 --> 00:00:09,500\nThree\n"
+            .write(to: cues, atomically: true, encoding: .utf8)
+        let source = dir.appendingPathComponent("sparse.mkv").path
+        let made = try Vaf.run(executable: "/usr/bin/ffmpeg", [
+            "-v", "error", "-nostdin", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25:duration=12", "-f", "lavfi", "-i", "sine=f=440:duration=12",
+            "-i", cues.path, "-map", "0", "-map", "1", "-map", "2", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", "-c:s", "copy", source,
+        ])
+        try #require(made.status == 0, "\(made.stderr)")
+        // A hang is the failure this guards against: the time limit only stops it.
+        let child = try ChildProcess.run(Vaf.binary, ["transcode", source, "--preset", "640x480", "--output-dir", dir.appendingPathComponent("out").path,
+                                                      "--json", "--quiet", "--hw", "off"], timeLimit: 300)
+        try #require(child.shellStatus == 0, "\(child.stderr)")
+        let output = try #require(try Vaf.jsonLines(child.stdout).last?["output"] as? String)
+        let probe = try Vaf.run(executable: "/usr/bin/ffprobe", ["-v", "error", "-select_streams", "s", "-show_entries", "packet=size", "-of", "csv=p=0", output])
+        // mov_text writes the gaps between cues as empty (2-byte) samples.
+        #expect(probe.stdout.split(separator: "\n").filter { (Int($0) ?? 0) > 2 }.count == 3, "\(probe.stdout)")
     }
 
     @Test(arguments: [

@@ -331,7 +331,7 @@ enum AssetInspector {
             minFrameDuration: minFrameDuration, isVariableFrameRate: variable, estimatedDataRate: dataRate,
             totalSampleDataLength: bytes, sampleCount: count, languageCode: language, isEnabled: enabled,
             requiresFrameReordering: s.videoDelay > 0, isAttachedPicture: s.isAttachedPicture,
-            segments: segments, metadata: MetadataItem.items(s.metadata), sourcePath: sourcePath)
+            segments: segments, metadata: MetadataItem.items(s.metadata), sourcePath: sourcePath, isMarkedDefault: s.isDefault)
     }
 
     /// Frame rate, shortest frame interval and the variable-frame-rate verdict of a video track.

@@ -39,6 +39,9 @@ public final class AssetTrack: Sendable, CustomStringConvertible {
     public let metadata: [MetadataItem]
     /// Position of the track among the demuxer's streams.
     let streamIndex: Int
+    /// The container marks the track as played by default (its default disposition), which
+    /// `isEnabled` also assumes of every track of a kind none of which is marked.
+    let isMarkedDefault: Bool
     /// The file the track was read from (nil for a composition's tracks): what a composition
     /// segment made of this track opens.
     let sourcePath: String?
@@ -51,8 +54,9 @@ public final class AssetTrack: Sendable, CustomStringConvertible {
          estimatedDataRate: Float, totalSampleDataLength: Int64, sampleCount: Int, languageCode: String?,
          isEnabled: Bool, requiresFrameReordering: Bool, isAttachedPicture: Bool,
          segments: [AssetTrackSegment], metadata: [MetadataItem], sourcePath: String? = nil,
-         compositionTrack: CompositionTrack? = nil) {
+         compositionTrack: CompositionTrack? = nil, isMarkedDefault: Bool = false) {
         self.trackID = trackID
+        self.isMarkedDefault = isMarkedDefault
         self.sourcePath = sourcePath
         self.compositionTrack = compositionTrack
         self.streamIndex = streamIndex

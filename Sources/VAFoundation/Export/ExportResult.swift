@@ -33,6 +33,8 @@ public struct ExportResult: Sendable, Codable {
     /// Set when the device failed mid-export and the output was redone in software: the failure.
     public var fallbackReason: String?
     public var droppedTracks: [DroppedTrack] = []
+    /// Per audio track written, when a loudness target was set: measured, gain, result.
+    public var loudness: [LoudnessNormalization] = []
     public var stoppedAtFileLengthLimit = false
     /// Things the output could not keep from the source, e.g. rotation in Matroska.
     public var warnings: [String] = []

@@ -190,7 +190,8 @@ extension ExportSession {
             requests.append(SharedDecodeRequest(trackID: video.trackID, settings: .video(attributes), encoderCodec: videoSettings.codec,
                                                 device: onDevice ? plan.device : nil))
         }
-        for output in plan.audioOutputs where s.audioMix == nil && !output.mergesMonoTracks && output.tracks.count == 1 {
+        // A loudness target's gain is applied where the audio is read: each output reads its own.
+        for output in plan.audioOutputs where s.audioMix == nil && s.loudnessTarget == nil && !output.mergesMonoTracks && output.tracks.count == 1 {
             requests.append(SharedDecodeRequest(trackID: output.tracks[0].trackID, settings: .audio(decodedPCM(for: output.settings)), encoderCodec: nil))
         }
         return requests

@@ -201,7 +201,8 @@ extension ExportSession {
         if preset.isPassthrough && isComposition {
             throw MediaError(.unsupported, "passthrough copies one file's packets and cannot export a composition; use an encoding preset", path: asset.displayPath)
         }
-        let burned = try s.subtitlesBurnedIn.map { selection throws(MediaError) in try burnIn(selection, tracks: tracks, isComposition: isComposition) }
+        // A streaming rendition's tracks leave the subtitles out: the video renditions burn them in all the same.
+        let burned = try s.subtitlesBurnedIn.map { selection throws(MediaError) in try burnIn(selection, tracks: allTracks, isComposition: isComposition) }
         plan.burnedSubtitles = burned?.burnIn
         if !isComposition && s.rendition == nil {
             let soft = tracks.filter { $0.mediaType == .subtitle && $0 !== burned?.track }
@@ -286,7 +287,7 @@ extension ExportSession {
             }
             // The audio tracks written: each selected track as its own, or one made of several
             // (an audio mix's, a composition's, or a camera's mono pair placed as left and right).
-            let selection = s.audioMix == nil && !isComposition ? s.audioSelection : nil
+            let selection = s.audioMix == nil && !isComposition && s.rendition == nil ? s.audioSelection : nil
             let monoPair = selection == nil && s.audioMix == nil && !isComposition ? Self.monoTrackPair(tracks) : nil
             let groups: [[AssetTrack]] = if let selection {
                 selection.select(tracks.filter { $0.mediaType == .audio && $0.sampleCount > 0 }).map { [$0] }
@@ -295,7 +296,8 @@ extension ExportSession {
             }
             let primary = Self.primaryAudioTrack(tracks)
             for group in groups {
-                let own = group[0] === primary || groups.count == 1 ? assistant : try await makeAssistant(tracks: tracks, fileType: fileType, audioTrack: group[0])
+                // The assistant's audio settings are the primary track's: another track gets its own.
+                let own = group[0] === primary || selection == nil ? assistant : try await makeAssistant(tracks: tracks, fileType: fileType, audioTrack: group[0])
                 guard var audioSettings = own.audioSettings else { continue }
                 if let monoPair {
                     // Camera and broadcast files record one microphone per mono track: the first two are left and right.
@@ -448,6 +450,9 @@ extension ExportSession {
             throw MediaError(.invalidArgument, "passthrough copies the pictures as they are and cannot burn subtitles into them; use an encoding preset", path: path)
         }
         if isComposition { throw MediaError(.unsupported, "subtitles are burnt into one file's pictures, not a composition's", path: path) }
+        guard FilterGraph.hasFilter("subtitles") else {
+            throw MediaError(.unsupported, "this libavfilter has no subtitles filter (libass) to burn subtitles in with", path: path)
+        }
         let subtitles = tracks.filter { $0.mediaType == .subtitle }
         guard let track = selection.select(subtitles).first else {
             let available = subtitles.map { "\($0.trackID)\($0.languageCode.map { " (\($0))" } ?? "")" }
@@ -480,10 +485,12 @@ extension ExportSession {
             }
             if WriterCodecs.incompatibility(of: codec, in: fileType, mediaType: .subtitle) == nil {
                 plan.subtitleTracks.append((track, nil))
-            } else if codec.isTextSubtitle, let target = textSubtitleCodec(for: fileType) {
+            } else if codec.isTextSubtitle, let target = textSubtitleCodec(for: fileType), SubtitleConverter.canConvert(codec, to: target.rawValue) {
                 plan.subtitleTracks.append((track, SubtitleSettings(codec: target)))
             } else {
-                let reason = "a \(fileType) file cannot hold \(codec.isTextSubtitle ? "" : "bitmap ")\(name) subtitles"
+                let reason = codec.isTextSubtitle && textSubtitleCodec(for: fileType) != nil
+                    ? "\(name) subtitles cannot be converted to \(textSubtitleCodec(for: fileType)!) here (this libavcodec has no \(name) decoder)"
+                    : "a \(fileType) file cannot hold \(codec.isTextSubtitle ? "" : "bitmap ")\(name) subtitles"
                 plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: "subtitle", reason: reason))
                 plan.warnings.append("track \(track.trackID) (subtitle) is left out: \(reason)\(fileType == .mkv ? "" : "; an mkv file keeps it")")
             }

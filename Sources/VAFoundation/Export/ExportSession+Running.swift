@@ -225,6 +225,7 @@ extension ExportSession {
             $0.writer = writer
             $0.usesDevice = false
             $0.resumedReaders = []
+            $0.sideReaders = []
             $0.resumption = nil
         }
         if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
@@ -327,19 +328,41 @@ extension ExportSession {
             lanes.append(Lane(track: video, output: output, input: input, converter: converter, bitRate: videoSettings.averageBitRate ?? 0,
                               resumesWith: resumable ? videoSettings : nil, burnedSubtitles: plan.burnedSubtitles))
         }
-        for audio in plan.audioOutputs {
+        // A loudness target: a first pass measures each audio track as it will be encoded.
+        var gains: [Float?] = Array(repeating: nil, count: plan.audioOutputs.count)
+        /// Where each normalised audio output's entry is in `result.loudness`.
+        var normalized: [Int: Int] = [:]
+        if let target = s.loudnessTarget {
+            for (i, audio) in plan.audioOutputs.enumerated() {
+                let measuring = AssetReader(asset: asset)
+                measuring.timeRange = range
+                run.withLock { $0.sideReaders.append(measuring) }
+                if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
+                let measured = try await LoudnessMeter.measure(try audioOutput(for: audio, gain: nil, settings: s), of: measuring, path: asset.displayPath)
+                run.withLock { $0.sideReaders.removeAll { $0 === measuring } }
+                let ids = audio.tracks.map(\.trackID)
+                guard let measured else {
+                    result.warnings.append("track \(ids.map(String.init).joined(separator: "+")) (audio) is silent: its loudness is left alone")
+                    continue
+                }
+                let wanted = target.integrated - measured.integrated
+                let gain = min(wanted, target.truePeak - measured.truePeak)
+                if gain < wanted - 0.05 {
+                    result.warnings.append(String(format: "track %@ (audio) reaches %.1f LUFS, not %.1f: more gain would take its true peak (%.1f dBTP measured) above %.1f dBTP, and the normalisation is linear (no limiter)",
+                                                  ids.map(String.init).joined(separator: "+"), measured.integrated + gain, target.integrated, measured.truePeak, target.truePeak))
+                }
+                gains[i] = Float(pow(10, gain / 20))
+                normalized[i] = result.loudness.count
+                result.loudness.append(LoudnessNormalization(trackIDs: ids, measured: measured, gain: gain, result: nil))
+            }
+        }
+        for (i, audio) in plan.audioOutputs.enumerated() {
             let (first, audioSettings) = (audio.tracks[0], audio.settings)
-            let pcm = Self.decodedPCM(for: audioSettings)
             let output: AssetReaderOutput
             if let shared = sharedOutput(for: first), audio.tracks.count == 1 {
                 output = shared
-            } else if audio.tracks.count == 1 && s.audioMix == nil {
-                output = try AssetReaderTrackOutput(track: first, outputSettings: .audio(pcm))
             } else {
-                let mix = try AssetReaderAudioMixOutput(audioTracks: audio.tracks, audioSettings: pcm)
-                mix.audioMix = s.audioMix
-                mix.placesTracksAsChannels = audio.mergesMonoTracks
-                output = mix
+                output = try audioOutput(for: audio, gain: gains[i], settings: s)
             }
             output.audioTimePitchAlgorithm = s.audioTimePitchAlgorithm
             let input = try AssetWriterInput(mediaType: .audio, outputSettings: .audio(audioSettings))
@@ -355,9 +378,18 @@ extension ExportSession {
             input.sparseEnd = mediaEnd
             lanes.append(Lane(track: track, output: output, input: input, converter: nil, copiesPackets: true))
         }
+        Self.markDefaultTracks(lanes)
         // Subtitles alone are no export of a file with pictures or sound that could not be kept.
         guard lanes.contains(where: { !$0.isSparse }) || !tracks.contains(where: { $0.mediaType == .video || $0.mediaType == .audio }) else {
             throw MediaError(.noTracks, "nothing to export with \(preset.name): \(result.droppedTracks.map { "track \($0.trackID) (\($0.reason))" }.joined(separator: ", "))", path: asset.displayPath)
+        }
+        // Subtitles are read by a reader of their own: the shared one would queue every other
+        // track's packets up to the next cue, which may be minutes away.
+        let subtitleReader = lanes.contains(where: \.isSparse) ? AssetReader(asset: asset) : nil
+        if let subtitleReader {
+            subtitleReader.timeRange = range
+            subtitleReader.seeksToRangeStart = reader.seeksToRangeStart
+            run.withLock { $0.sideReaders.append(subtitleReader) }
         }
         for lane in lanes {
             lane.output.probe = probe
@@ -367,7 +399,7 @@ extension ExportSession {
                 throw MediaError(.unsupported, "a \(fileType) file cannot hold track \(lane.track.trackID) as configured", path: url.path)
             }
             try writer.add(lane.input)
-            try reader.add(lane.output)
+            try (lane.isSparse ? subtitleReader ?? reader : reader).add(lane.output)
         }
         // A remux writes at most the source's samples, known from its index: enough for the
         // writer to reserve the index's room instead of rewriting the file to put it first.
@@ -387,10 +419,11 @@ extension ExportSession {
         // up to dozens of frames, written while finishing. The writer pushes each step.
         writer.observeWrittenDuration { [weak self] seconds in self?.advance(to: 0.97 * seconds / totalSeconds) }
         try reader.startReading()
-        if let demux = reader.demuxSession {
+        try subtitleReader?.startReading()
+        if let demux = subtitleReader?.demuxSession {
             // Subtitles are sparse: known up front, their stream does not hold the file's
             // header (and every other track's packets) back until its first cue.
-            for lane in lanes where lane.track.mediaType == .subtitle {
+            for lane in lanes where lane.isSparse {
                 lane.input.sourceParameters = try demux.codecParameters(stream: lane.track.streamIndex)
             }
         }
@@ -411,10 +444,11 @@ extension ExportSession {
             try await runLanes(lanes, reader: reader, writer: writer, start: start, end: range.end, duration: duration,
                                limit: limit, tally: tally)
         }
-        if let error = reader.error { throw error }
+        if let error = reader.error ?? subtitleReader?.error { throw error }
         if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
         result.warnings += try Self.weighDamage(tally.overDamaged.withLock { $0 }, lanes: lanes)
         try await writer.finishWriting()
+        result.warnings += writer.warnings
         // A cancel that came while the file was being finished still wins: the file goes.
         if run.withLock({ $0.cancelled }) {
             unlink(url.path)
@@ -435,6 +469,19 @@ extension ExportSession {
             let lost = writer.metadata.map(\.key).filter { !kept.contains($0.lowercased()) }
             if !lost.isEmpty {
                 result.warnings.append("metadata a \(fileType) file cannot hold was left out: \(lost.joined(separator: ", "))")
+            }
+            // The second pass's result, measured from the file as a player decodes it.
+            if !normalized.isEmpty {
+                let file = Asset(url: url)
+                let fileTracks: [AssetTrack] = try await file.load(.tracks)
+                let writtenAudio = fileTracks.filter { $0.mediaType == .audio }
+                for (output, entry) in normalized where writtenAudio.indices.contains(output) {
+                    let reading = AssetReader(asset: file)
+                    let track = writtenAudio[output]
+                    let pcm = LinearPCMSettings(sampleRate: nil, channelCount: nil, channelLayout: nil, bitDepth: 32, isFloat: true, isInterleaved: false)
+                    result.loudness[entry].result = try await LoudnessMeter.measure(try AssetReaderTrackOutput(track: track, outputSettings: .audio(pcm)),
+                                                                                    of: reading, path: url.path)
+                }
             }
         }
         for lane in lanes {
@@ -464,21 +511,51 @@ extension ExportSession {
         return result
     }
 
-    /// What a kept track keeps of its source: its language, its title and whether it plays by default.
-    /// MP4 and QuickTime store ISO 639-2/T codes ("fra"); Matroska keeps the source's spelling.
-    static func carryTrackTraits(of track: AssetTrack, to input: AssetWriterInput, fileType: FileType) {
-        if let language = track.languageCode {
-            input.languageCode = fileType.muxerName == "matroska" || fileType == .webm ? language : TrackSelection.normalizedLanguage(language)
+    /// The reader output that decodes `audio`'s tracks as its encoder takes them: one track as
+    /// it is, or several mixed (or placed side by side), at `gain` (linear) when given.
+    private func audioOutput(for audio: AudioOutputPlan, gain: Float?, settings s: Settings) throws -> AssetReaderOutput {
+        let pcm = Self.decodedPCM(for: audio.settings)
+        if audio.tracks.count == 1 && s.audioMix == nil && gain == nil {
+            return try AssetReaderTrackOutput(track: audio.tracks[0], outputSettings: .audio(pcm))
         }
-        input.metadata = track.metadata.filter { $0.key.lowercased() == "title" }
-        input.marksOutputTrackAsEnabled = track.isEnabled
+        let mix = try AssetReaderAudioMixOutput(audioTracks: audio.tracks, audioSettings: pcm)
+        let ids = audio.tracks.map(\.trackID)
+        mix.audioMix = gain.map { (s.audioMix ?? AudioMix()).scaled(by: $0, trackIDs: ids) } ?? s.audioMix
+        mix.placesTracksAsChannels = audio.mergesMonoTracks
+        return mix
+    }
+
+    /// What a kept track keeps of its source: its language and its title. MP4 and QuickTime
+    /// store ISO 639-2/T codes ("fra") and a track's title as its handler name; Matroska keeps
+    /// the source's spelling and its title.
+    static func carryTrackTraits(of track: AssetTrack, to input: AssetWriterInput, fileType: FileType) {
+        let matroska = fileType.muxerName == "matroska" || fileType == .webm
+        if let language = track.languageCode {
+            input.languageCode = matroska ? language : TrackSelection.normalizedLanguage(language)
+        }
+        if let title = track.metadata.first(where: { $0.key.lowercased() == "title" })?.value {
+            input.metadata = [MetadataItem(key: matroska ? "title" : "handler_name", value: title)]
+        }
+    }
+
+    /// Which kept tracks play by default, at most one of each kind: the first picture and sound
+    /// track the source plays by default (or its first when it marks none), and the subtitle
+    /// track the source marks so (subtitles marked by no one stay off).
+    private static func markDefaultTracks(_ lanes: [Lane]) {
+        for kind in [MediaType.video, .audio, .subtitle] {
+            let kept = lanes.filter { $0.track.mediaType == kind }
+            let chosen = kind == .subtitle ? kept.first { $0.track.isMarkedDefault }
+                : kept.first { $0.track.isMarkedDefault } ?? kept.first { $0.track.isEnabled } ?? kept.first
+            for lane in kept { lane.input.marksOutputTrackAsEnabled = lane.input === chosen?.input }
+        }
     }
 
     /// Runs one task per lane, each pulling from its reader output and appending to its writer
     /// input, paced so that no lane runs far ahead of the slowest.
     private func runLanes(_ lanes: [Lane], reader: AssetReader, writer: AssetWriter, start: MediaTime, end: MediaTime,
                           duration: MediaTime, limit: Int64?, tally: LaneTally) async throws {
-        let pacer = LanePacer(lanes: lanes.count, start: start, window: PipelineBounds.laneWindow)
+        let pacer = LanePacer(lanes: lanes.count, start: start, window: PipelineBounds.laneWindow,
+                              sparse: Set(lanes.indices.filter { lanes[$0].isSparse }))
         let laneCount = lanes.count
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (i, lane) in lanes.enumerated() {

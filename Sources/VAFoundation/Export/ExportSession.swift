@@ -38,6 +38,7 @@ public final class ExportSession: Sendable {
         var audioSelection: TrackSelection?
         var subtitleSelection = TrackSelection.all
         var subtitlesBurnedIn: TrackSelection?
+        var loudnessTarget: LoudnessTarget?
         var audioTimePitchAlgorithm = AudioTimePitchAlgorithm.spectral
         var videoComposition: VideoComposition?
         var customVideoCompositor: (any VideoCompositing)?
@@ -75,6 +76,9 @@ public final class ExportSession: Sendable {
         var usesDevice = false
         /// Readers opened to resume a video track in software after its device failed.
         var resumedReaders: [AssetReader] = []
+        /// Readers beside the main one: the subtitle tracks' own, and a loudness target's
+        /// first pass while it measures; cancelled with the export.
+        var sideReaders: [AssetReader] = []
         /// Where the video went on in software, and why.
         var resumption: (at: MediaTime, framesKept: Int, cause: String)?
         /// The attempt reads the source from its start instead of seeking to the range's start.
@@ -152,6 +156,14 @@ public final class ExportSession: Sendable {
     public var subtitlesBurnedIn: TrackSelection? {
         get { settings.withLock { $0.subtitlesBurnedIn } }
         set { settings.withLock { $0.subtitlesBurnedIn = newValue } }
+    }
+    /// Normalise each audio track written to this loudness (`.ebuR128`: −23 LUFS, at most
+    /// −1 dBTP): a first pass measures it (libavfilter's `ebur128`), the export applies one
+    /// linear gain, the largest that reaches the target without the true peak passing its
+    /// limit, and the result reports both passes. Nil leaves the level alone.
+    public var loudnessTarget: LoudnessTarget? {
+        get { settings.withLock { $0.loudnessTarget } }
+        set { settings.withLock { $0.loudnessTarget = newValue } }
     }
     /// How a composition's audio played faster or slower is stretched (default `.spectral`:
     /// pitch kept; `.varispeed` lets the pitch follow the speed).
@@ -348,7 +360,7 @@ public final class ExportSession: Sendable {
     private func markCancelled() -> (writer: AssetWriter?, branches: [ExportSession]) {
         let (readers, writer, branches) = run.withLock { r -> ([AssetReader], AssetWriter?, [ExportSession]) in
             r.cancelled = true
-            return ((r.reader.map { [$0] } ?? []) + r.resumedReaders, r.writer, r.branches)
+            return ((r.reader.map { [$0] } ?? []) + r.resumedReaders + r.sideReaders, r.writer, r.branches)
         }
         for branch in branches { branch.run.withLock { $0.cancelled = true } }
         for reader in readers { reader.cancelReading() }

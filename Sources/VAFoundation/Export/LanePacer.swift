@@ -16,9 +16,13 @@ final class LanePacer: Sendable {
 
     private let window: MediaTime
     private let state: Locked<State>
+    /// Lanes that hold no other lane back (subtitles: their next cue may be minutes away);
+    /// they still wait for their own turn.
+    private let sparse: Set<Int>
 
-    init(lanes: Int, start: MediaTime, window: MediaTime) {
+    init(lanes: Int, start: MediaTime, window: MediaTime, sparse: Set<Int> = []) {
         self.window = window
+        self.sparse = sparse
         state = Locked(State(positions: Array(repeating: start, count: lanes), finished: Array(repeating: false, count: lanes)))
     }
 
@@ -31,7 +35,7 @@ final class LanePacer: Sendable {
                 await withLockedContinuation { (c: LockedContinuation<Bool, Never>) in
                     let now = state.withLock { s -> Bool? in
                         // Checked under the lock: a cancellation after it finds this waiter parked.
-                        if Self.isWithinWindow(i, s, window) { return true }
+                        if Self.isWithinWindow(i, s, window, sparse: sparse) { return true }
                         if Task.isCancelled { return false }
                         s.waiters.append(c)
                         return nil
@@ -51,7 +55,7 @@ final class LanePacer: Sendable {
         let (reached, waiters) = state.withLock { s -> (MediaTime, [LockedContinuation<Bool, Never>]) in
             if end > s.positions[i] { s.positions[i] = end }
             defer { s.waiters = [] }
-            return (s.positions.min() ?? end, s.waiters)
+            return (s.positions.indices.filter { !sparse.contains($0) }.map { s.positions[$0] }.min() ?? end, s.waiters)
         }
         for waiter in waiters { waiter.resume(returning: false) }
         return reached
@@ -63,8 +67,8 @@ final class LanePacer: Sendable {
         wakeAll()
     }
 
-    private static func isWithinWindow(_ i: Int, _ s: State, _ window: MediaTime) -> Bool {
-        let slowest = s.positions.indices.filter { !s.finished[$0] }.map { s.positions[$0] }.min() ?? s.positions[i]
+    private static func isWithinWindow(_ i: Int, _ s: State, _ window: MediaTime, sparse: Set<Int>) -> Bool {
+        let slowest = s.positions.indices.filter { !s.finished[$0] && !sparse.contains($0) }.map { s.positions[$0] }.min() ?? s.positions[i]
         return s.positions[i] - slowest <= window
     }
 

@@ -31,7 +31,9 @@ public struct HardwareDecision: Sendable, Hashable, Codable {
     public var encodesOnDevice: Bool
     /// Scaling and format conversion run on the device's video processor: only when the
     /// pictures stay on the device from decode to encode (no filter needs them in host memory).
-    public var scalesOnDevice: Bool { decodesOnDevice && encodesOnDevice && deinterlacing != .host && toneMapping != .host }
+    public var scalesOnDevice: Bool {
+        decodesOnDevice && encodesOnDevice && deinterlacing != .host && toneMapping != .host && burningInSubtitles != .host
+    }
     /// The VA-API encoder (`h264_vaapi`) when encoding on the device.
     public var encoder: String?
     public var reason: String
@@ -40,6 +42,8 @@ public struct HardwareDecision: Sendable, Hashable, Codable {
     public var deinterlacing: Place? = nil
     /// Where HDR pictures are tone-mapped to SDR; nil when none are.
     public var toneMapping: Place? = nil
+    /// Where subtitles are burnt into the pictures (libass: in host memory); nil when none are.
+    public var burningInSubtitles: Place? = nil
 
     static func software(_ reason: String) -> HardwareDecision {
         HardwareDecision(path: .software, decodesOnDevice: false, encodesOnDevice: false, encoder: nil, reason: reason)
@@ -128,6 +132,7 @@ struct HardwareJob {
         var decision = decision
         decision.deinterlacing = deinterlaces ? .host : nil
         decision.toneMapping = toneMapsHDR ? .host : nil
+        decision.burningInSubtitles = burnsSubtitles ? .host : nil
         decision.reason += hostFilterNote
         return decision
     }
@@ -162,7 +167,7 @@ struct HardwareJob {
     func decide(policy: HardwarePolicy, capabilities: DeviceCapabilities?, problem: String?) throws(MediaError) -> HardwareDecision {
         let decision = try place(policy: policy, capabilities: capabilities, problem: problem)
         // Every path but the two that place the filters themselves has its pictures in host memory.
-        return decision.deinterlacing != nil || decision.toneMapping != nil ? decision : onHost(decision)
+        return decision.deinterlacing != nil || decision.toneMapping != nil || decision.burningInSubtitles != nil ? decision : onHost(decision)
     }
 
     private func place(policy: HardwarePolicy, capabilities: DeviceCapabilities?, problem: String?) throws(MediaError) -> HardwareDecision {
@@ -194,7 +199,8 @@ struct HardwareJob {
                 // The pictures go to host memory for a filter the device cannot run, and come back for the encoder.
                 return HardwareDecision(path: .hybrid, decodesOnDevice: true, encodesOnDevice: true, encoder: encoder,
                                         reason: "hybrid: \(decode.name) decode on \(device), one download per frame, filtered and scaled on the CPU (\(hostReason)), one upload per frame, \(encoder)\(encode.note) on \(device)",
-                                        deinterlacing: filters.deinterlacing, toneMapping: filters.toneMapping)
+                                        deinterlacing: filters.deinterlacing, toneMapping: filters.toneMapping,
+                                        burningInSubtitles: burnsSubtitles ? .host : nil)
             }
             if decode.ok, let encoder = encode.encoder, !needsVPP || vpp {
                 let deinterlacing = filters.deinterlacing == .device ? ", VPP deinterlacing (bob, deinterlace_vaapi)" : ""

@@ -5,6 +5,17 @@ public struct AudioMix: Sendable, Hashable {
         self.inputParameters = inputParameters
     }
 
+    /// This mix with every volume of `trackIDs` multiplied by `gain`, tracks without
+    /// parameters included (a loudness normalisation's linear gain on top of the mix).
+    func scaled(by gain: Float, trackIDs: [Int]) -> AudioMix {
+        var scaled = self
+        for trackID in trackIDs where !scaled.inputParameters.contains(where: { $0.trackID == trackID }) {
+            scaled.inputParameters.append(AudioMixInputParameters(trackID: trackID))
+        }
+        scaled.inputParameters = scaled.inputParameters.map { trackIDs.contains($0.trackID) ? $0.scaled(by: gain) : $0 }
+        return scaled
+    }
+
     /// The volume of `trackID` at `time`; 1 for tracks without parameters.
     public func volume(trackID: Int, at time: MediaTime) -> Float {
         inputParameters.first { $0.trackID == trackID }?.volume(at: time) ?? 1
@@ -51,6 +62,16 @@ public struct AudioMixInputParameters: Sendable, Hashable {
     public mutating func setVolumeRamp(fromStartVolume startVolume: Float, toEndVolume endVolume: Float, timeRange: MediaTimeRange) {
         steps.append(Step(range: timeRange, from: startVolume, to: endVolume))
         steps.sort { $0.range.start < $1.range.start }
+    }
+
+    /// These parameters with every volume multiplied by `gain` (1 before any step becomes `gain`).
+    func scaled(by gain: Float) -> AudioMixInputParameters {
+        var scaled = self
+        scaled.steps = steps.map { Step(range: $0.range, from: $0.from * gain, to: $0.to * gain) }
+        if steps.first.map({ $0.range.start > .zero }) ?? true {
+            scaled.steps.insert(Step(range: MediaTimeRange(start: .negativeInfinity, duration: .zero), from: gain, to: gain), at: 0)
+        }
+        return scaled
     }
 
     /// The volume at `time`: the last step or ramp starting at or before it (1 before any).

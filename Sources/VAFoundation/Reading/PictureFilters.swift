@@ -106,7 +106,7 @@ final class PictureFilters {
     /// `rate=frame` gives one picture per frame (the field the frame shows first); `auto=1`
     /// passes pictures not flagged interlaced through, as bwdif's `deint=interlaced` does.
     private func deviceChain(for frame: Frame) -> String? {
-        guard deviceDeinterlaces, frame.surfaceSoftwareFormat != nil, colorConversion(for: frame) == nil,
+        guard deviceDeinterlaces, subtitles == nil, frame.surfaceSoftwareFormat != nil, colorConversion(for: frame) == nil,
               deinterlacing(for: frame) != nil else { return nil }
         if sawInterlacedFrame { return "deinterlace_vaapi=mode=bob:rate=frame:auto=1" }
         // The stream says interlaced and the pictures do not: its field order decides which field is kept.

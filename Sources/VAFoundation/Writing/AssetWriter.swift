@@ -107,6 +107,10 @@ public final class AssetWriter: Sendable {
     /// The engine (encoders and muxer) while writing, for the export's test seam.
     var engine: AnyObject? { core.state.withLock { $0.engine } }
 
+    /// What the writer left out on the way and says once it has finished (cues a subtitle
+    /// conversion refused).
+    var warnings: [String] { core.state.withLock { $0.warnings } }
+
     /// How many samples and bytes of media the writer will be given at most.
     struct ExpectedContent: Sendable {
         var sampleCount: Int

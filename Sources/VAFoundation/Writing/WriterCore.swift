@@ -38,6 +38,8 @@ final class WriterCore: Sendable {
         var status = AssetWriter.Status.unknown
         var error: MediaError?
         var engine: WriterEngine?
+        /// What the engine left out on the way, kept from it once writing has finished.
+        var warnings: [String] = []
         var inputs: [InputState] = []
         var sessionStart = MediaTime.invalid
         var waiters: [LockedContinuation<Decision, Never>] = []
@@ -77,7 +79,9 @@ final class WriterCore: Sendable {
         guard !input.finished, input.queued < PipelineBounds.writerQueuedSamples(for: input.mediaType),
               input.queued == 0 || input.queuedBytes < PipelineBounds.writerQueuedBytes else { return false }
         guard input.latest.isNumeric else { return true }
-        for (j, other) in s.inputs.enumerated() where j != i && !other.finished {
+        // A subtitle track is sparse: its latest cue may be seconds behind the pictures with
+        // nothing missing, so it holds no other input back (the muxer interleaves it as it comes).
+        for (j, other) in s.inputs.enumerated() where j != i && !other.finished && other.mediaType != .subtitle {
             let position = other.latest.isNumeric ? other.latest : s.sessionStart
             guard position.isNumeric else { continue }
             if input.latest - position > PipelineBounds.interleavingWindow { return false }
@@ -413,6 +417,7 @@ final class WriterCore: Sendable {
                     let cancelled = state.withLock { s -> Bool in
                         guard s.status == .writing else { return true }
                         s.status = .completed
+                        s.warnings = engine.warnings.withLock { $0 }
                         s.engine = nil
                         return false
                     }

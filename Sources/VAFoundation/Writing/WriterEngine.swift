@@ -77,6 +77,10 @@ final class WriterEngine: @unchecked Sendable {
         /// Converts a text subtitle input's cues to the format its settings name; nil when
         /// they are copied (the source's format already is that one).
         var subtitles: SubtitleConverter?
+        /// Cues the converter refused (text in another encoding than UTF-8, damaged markup),
+        /// left out as ffmpeg leaves them out: how many, and the first one's time and cause.
+        var refusedCues = 0
+        var firstRefusedCue: (time: MediaTime, cause: String)?
         var encoderName: String?
         var parameters: CodecParameters?
         /// Time base of the packets this pipeline produces.
@@ -166,6 +170,10 @@ final class WriterEngine: @unchecked Sendable {
 
     /// The file an error about input `i` names: its source when the caller said, else the output.
     private func errorPath(_ i: Int) -> String { pipelines[i].configuration.source?.path ?? path }
+
+    /// What the writer left out and said nothing of on the way: cues a subtitle conversion
+    /// refused. Read once writing has finished.
+    let warnings = Locked<[String]>([])
 
     /// Seconds of media (after the session start) each input has handed to the muxer, and
     /// whether it is finished; readable from any thread.
@@ -452,9 +460,16 @@ final class WriterEngine: @unchecked Sendable {
         _ = takeFlushRequest(for: pipeline, at: presentation - sessionStart)
         let packet: Packet
         if let converter = pipeline.subtitles {
-            // A cue that converts to nothing (an empty one) is left out.
-            guard let converted = try converter.convert(source) else { return }
-            packet = converted
+            // A cue that converts to nothing (an empty one) is left out; so is one the converter
+            // refuses, said once the track is done, as ffmpeg warns and goes on.
+            do {
+                guard let converted = try converter.convert(source) else { return }
+                packet = converted
+            } catch {
+                pipeline.refusedCues += 1
+                if pipeline.firstRefusedCue == nil { pipeline.firstRefusedCue = (presentation, "\(error)") }
+                return
+            }
         } else {
             packet = try source.reference()
         }
@@ -535,6 +550,14 @@ final class WriterEngine: @unchecked Sendable {
         let pipeline = pipelines[i]
         guard !pipeline.finished else { return }
         pipeline.finished = true
+        if let first = pipeline.firstRefusedCue, case .subtitle(let settings) = pipeline.configuration.settings {
+            let count = pipeline.refusedCues
+            warnings.withLock {
+                $0.append(String(format: "%@: %d cue%@ could not be converted to %@ and %@ left out (the first at %.3f s: %@)",
+                                 subject(i), count, count == 1 ? "" : "s", settings.codec.rawValue, count == 1 ? "was" : "were",
+                                 first.time.seconds, first.cause))
+            }
+        }
         do {
             if let video = pipeline.video { try emit(video.finish(), pipeline) }
             if let audio = pipeline.audio { try emit(audio.finish(), pipeline) }
