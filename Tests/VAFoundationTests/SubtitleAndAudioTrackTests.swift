@@ -353,6 +353,27 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).allSatisfy { !$0.hasPrefix("640x480") && !$0.hasPrefix("Passthrough") })
     }
 
+    /// The example of the DocC article "Exporting media" ("Every track a viewer keeps"), as written there.
+    @Test func theArticlesExampleRuns() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let asset = Asset(url: try Self.source(in: dir))
+        let output = dir.appendingPathComponent("out.mp4")
+        let session = ExportSession(asset: asset, preset: .preset1280x720)
+        session.audioSelection = .languages(["fra", "eng"])
+        session.subtitleSelection = .languages(["eng"])
+        session.subtitlesBurnedIn = .languages(["fra"])
+        session.loudnessTarget = .ebuR128
+        let result = try await session.export(to: output, as: .mp4)
+        for track in result.loudness {
+            print(track.trackIDs, track.measured.integrated, track.gain, track.result?.integrated ?? .nan)
+        }
+        let streams = try Self.streams(output)
+        #expect(streams.map { "\($0.type):\($0.language ?? "-")" } == ["audio:eng", "audio:fra", "subtitle:eng"], "\(streams)")
+        #expect(result.loudness.count == 2 && result.loudness.allSatisfy { abs(($0.result?.integrated ?? 0) + 23) < 0.6 }, "\(result.loudness)")
+        #expect(result.droppedTracks.contains { $0.trackID == 5 && $0.reason == "burnt into the picture" })
+    }
+
     @Test func selectionsParseAsTheCommandLineGivesThem() {
         #expect(TrackSelection(argument: "all") == .all)
         #expect(TrackSelection(argument: "None") == TrackSelection.none)

@@ -95,7 +95,7 @@ import Testing
         try #require(made.status == 0, "\(made.stderr)")
         // A hang is the failure this guards against: the time limit only stops it.
         let child = try ChildProcess.run(Vaf.binary, ["transcode", source, "--preset", "640x480", "--output-dir", dir.appendingPathComponent("out").path,
-                                                      "--json", "--quiet", "--hw", "off"], timeLimit: 300)
+                                                      "--json", "--quiet", "--hw", "off"], timeLimit: 120)
         try #require(child.shellStatus == 0, "\(child.stderr)")
         let output = try #require(try Vaf.jsonLines(child.stdout).last?["output"] as? String)
         let probe = try Vaf.run(executable: "/usr/bin/ffprobe", ["-v", "error", "-select_streams", "s", "-show_entries", "packet=size", "-of", "csv=p=0", output])
