@@ -21,6 +21,8 @@ public final class Encoder {
         public var keyframeInterval: Int?
         /// Largest number of consecutive B-frames; 0 turns frame reordering off.
         public var maxBFrames: Int?
+        /// The stored pixel's shape (`sample_aspect_ratio`), written in the stream and by the muxer; nil: square.
+        public var sampleAspectRatio: Rational?
         public var colorPrimaries: String?
         public var colorTransfer: String?
         public var colorMatrix: String?
@@ -116,6 +118,7 @@ public final class Encoder {
             if let rate = c.frameRate, rate.isPositive { ctx.pointee.framerate = rate.avRational }
             if let gop = c.keyframeInterval { ctx.pointee.gop_size = Int32(gop) }
             if let b = c.maxBFrames { ctx.pointee.max_b_frames = Int32(b) }
+            if let sar = c.sampleAspectRatio, sar.isPositive { ctx.pointee.sample_aspect_ratio = sar.avRational }
             if let v = c.colorPrimaries, case let n = av_color_primaries_from_name(v), n >= 0 {
                 ctx.pointee.color_primaries = AVColorPrimaries(rawValue: UInt32(n))
             }

@@ -188,6 +188,19 @@ extension Frame {
     /// recycled) without a copy. The corresponding C function is `av_frame_is_writable`.
     public var isWritable: Bool { av_frame_is_writable(pointer) != 0 }
 
+    /// Every entry the decoder or a filter attached to the frame (a JPEG's EXIF tags: "Make",
+    /// "Model"…). The corresponding C function is `av_dict_iterate`'s predecessor, `av_dict_get`
+    /// with `AV_DICT_IGNORE_SUFFIX`.
+    public var metadata: [String: String] {
+        var entries: [String: String] = [:]
+        var entry: UnsafeMutablePointer<AVDictionaryEntry>?
+        while let next = av_dict_get(pointer.pointee.metadata, "", entry, AV_DICT_IGNORE_SUFFIX) {
+            if let key = next.pointee.key, let value = next.pointee.value { entries[String(cString: key)] = String(cString: value) }
+            entry = next
+        }
+        return entries
+    }
+
     /// The value a filter attached to the frame under `key` ("lavfi.r128.I"), nil if none.
     /// The corresponding C function is `av_dict_get`.
     public func metadataValue(forKey key: String) -> String? {

@@ -1068,7 +1068,8 @@ final class GuideReencoder: @unchecked Sendable {
     ///                NSDictionary *compressionSettings = nil;
     ///                if (formatDescription)
     ///                {
-    ///                     // … clean aperture and pixel aspect ratio from the format description's extensions …
+    ///                     // … clean aperture and pixel aspect ratio from the format description's extensions
+    ///                     // (AVVideoCleanApertureKey, AVVideoPixelAspectRatioKey) into compressionSettings …
     ///                }
     ///                NSMutableDictionary *videoSettings = (NSMutableDictionary *) @{
     ///                     AVVideoCodecKey  : AVVideoCodecH264,
@@ -1085,9 +1086,11 @@ final class GuideReencoder: @unchecked Sendable {
     ///      return success;
     /// }
     /// ```
-    /// `kCVPixelFormatType_422YpCbCr8` (packed 4:2:2) is planar `yuv422p` here. The clean
-    /// aperture and pixel aspect ratio have no `VideoSettings` keys: the format description
-    /// goes to the input as its `sourceFormatHint` instead.
+    /// `kCVPixelFormatType_422YpCbCr8` (packed 4:2:2) is planar `yuv422p` here. The pixel
+    /// aspect ratio goes from the format description into the settings
+    /// (`VideoSettings.pixelAspectRatio`, `AVVideoPixelAspectRatioKey`). The clean aperture
+    /// does not: FFmpeg 5.1 neither reads an MP4 `clap` box nor writes one for compressed
+    /// video, so there is none to carry.
     func setupAssetReaderAndAssetWriter(tracks: [AssetTrack]) throws {
         dispatchPrecondition(condition: .onQueue(mainSerializationQueue))
         let assetReader = AssetReader(asset: asset)
@@ -1118,7 +1121,10 @@ final class GuideReencoder: @unchecked Sendable {
             } else {
                 trackDimensions = assetVideoTrack.naturalSize
             }
-            let videoSettings = VideoSettings(codec: .h264, width: Int(trackDimensions.width), height: Int(trackDimensions.height))
+            var videoSettings = VideoSettings(codec: .h264, width: Int(trackDimensions.width), height: Int(trackDimensions.height))
+            if let pixelAspectRatio = formatDescription?.video?.pixelAspectRatio, pixelAspectRatio.count == 2 {
+                videoSettings.pixelAspectRatio = PixelAspectRatio(horizontalSpacing: pixelAspectRatio[0], verticalSpacing: pixelAspectRatio[1])
+            }
             let assetWriterVideoInput = try AssetWriterInput(mediaType: assetVideoTrack.mediaType, outputSettings: .video(videoSettings),
                                                              sourceFormatHint: formatDescription)
             self.assetWriterVideoInput = assetWriterVideoInput

@@ -142,8 +142,10 @@ import Testing
     ///     // Do something with the metadata.
     /// }
     /// ```
-    /// Attachments are typed (`SampleAttachments`), not a dictionary under a string key: the
-    /// sync flag of every stored sample must match ffprobe's keyframe flags packet for packet.
+    /// Keyed attachments read as `CMGetAttachment` reads them, and are also typed
+    /// (`SampleAttachments`): the sync flag of every stored sample must match ffprobe's keyframe
+    /// flags packet for packet, under its Core Media key as well. The metadata dictionary is
+    /// `metadataDictionaryOfADecodedPicture`'s.
     @Test func sampleBufferAttachments() async throws {
         let asset = Asset(url: clip)
         let track = try #require(try await asset.loadTracks(withMediaType: .video).first)
@@ -156,11 +158,73 @@ import Testing
             let attachments = sampleBuffer.attachments
             syncFlags.append(attachments.isSync)
             #expect(attachments.isSync == sampleBuffer.isSync)
+            #expect(sampleBuffer.attachment(forKey: "NotSync") == .bool(!attachments.isSync))
         }
         let probed = try await GuideProbe.keyframeFlags(clip)
         #expect(syncFlags.count == 90)
         #expect(syncFlags == probed)
         #expect(syncFlags.filter { $0 }.count == 3, "a keyframe every second")
+    }
+
+    /// "Representations of Media" again, on a picture whose decoder has metadata to give: a
+    /// JPEG with EXIF tags (the still-image listing reads `kCGImagePropertyExifDictionary`
+    /// the same way). ffprobe reads the same tags from the file.
+    /// ```objc
+    /// CFDictionaryRef metadataDictionary =
+    ///     CMGetAttachment(sampleBuffer, CFSTR("MetadataDictionary", NULL);
+    /// if (metadataDictionary) {
+    ///     // Do something with the metadata.
+    /// }
+    /// ```
+    @Test func metadataDictionaryOfADecodedPicture() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let jpeg = dir.appendingPathComponent("camera.jpg")
+        let ffmpeg = try #require(which("ffmpeg"))
+        try #require(try run(ffmpeg, ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240", "-frames:v", "1", jpeg.path]).status == 0)
+        try Self.insertEXIF(make: "VAFCam", model: "Test 1", into: jpeg)
+        let probed = try run(try #require(which("ffprobe")), ["-v", "error", "-show_entries", "frame_tags=Make,Model", "-of", "csv=p=0", jpeg.path])
+        #expect(String(decoding: probed.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) == "VAFCam,Test 1")
+
+        let asset = Asset(url: jpeg)
+        let track = try #require(try await asset.loadTracks(withMediaType: .video).first)
+        let reader = AssetReader(asset: asset)
+        let output = try AssetReaderTrackOutput(track: track, outputSettings: .video(PixelBufferAttributes(pixelFormat: .bgra)))
+        try reader.add(output)
+        try reader.startReading()
+        let sampleBuffer = try #require(try output.copyNextSampleBuffer())
+        let metadataDictionary = sampleBuffer.attachment(forKey: "MetadataDictionary")?.dictionaryValue
+        #expect(metadataDictionary?["Make"] == .string("VAFCam"), "\(String(describing: metadataDictionary))")
+        #expect(metadataDictionary?["Model"] == .string("Test 1"))
+        // Set and removed by key, as CMSetAttachment and CMRemoveAttachment do.
+        sampleBuffer.setAttachment(.string("checked"), forKey: "com.example.review")
+        #expect(sampleBuffer.attachment(forKey: "com.example.review")?.stringValue == "checked")
+        sampleBuffer.setAttachment(nil, forKey: "com.example.review")
+        #expect(sampleBuffer.attachment(forKey: "com.example.review") == nil)
+        sampleBuffer.setAttachment(.time(MediaTime(value: 1, timescale: 100)), forKey: SampleAttachments.trimDurationAtStart)
+        #expect(sampleBuffer.outputPresentationTimeStamp == MediaTime(value: 1, timescale: 100))
+        reader.cancelReading()
+    }
+
+    /// Puts an EXIF segment (APP1: a little-endian TIFF header and one IFD with Make and Model)
+    /// after `jpeg`'s start-of-image marker.
+    static func insertEXIF(make: String, model: String, into jpeg: URL) throws {
+        func le16(_ v: Int) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF)] }
+        func le32(_ v: Int) -> [UInt8] { le16(v & 0xFFFF) + le16(v >> 16) }
+        let strings = [(0x010F, Array(make.utf8) + [0]), (0x0110, Array(model.utf8) + [0])]
+        var entries: [UInt8] = [], values: [UInt8] = []
+        var offset = 8 + 2 + strings.count * 12 + 4
+        for (tag, bytes) in strings {
+            entries += le16(tag) + le16(2) + le32(bytes.count) + le32(offset)
+            values += bytes
+            offset += bytes.count
+        }
+        let tiff = Array("II*\u{0}".utf8) + le32(8) + le16(strings.count) + entries + le32(0) + values
+        let payload = Array("Exif\u{0}\u{0}".utf8) + tiff
+        let segment: [UInt8] = [0xFF, 0xE1, UInt8((payload.count + 2) >> 8), UInt8((payload.count + 2) & 0xFF)] + payload
+        var data = try Data(contentsOf: jpeg)
+        data.insert(contentsOf: segment, at: 2)
+        try data.write(to: jpeg)
     }
 
     /// "Converting CMSampleBuffer to a UIImage Object":

@@ -86,3 +86,49 @@ import Testing
         #expect(try Self.probeAspect(copied) == "320,240,1:1,4:3")
     }
 }
+
+/// A writer keeps non-square pixels when its settings say so (`VideoSettings.pixelAspectRatio`,
+/// `AVVideoPixelAspectRatioKey`): the source's shape, read from its format description, is
+/// written in the stream and the container, and players show the picture as wide as before.
+@Suite struct PixelAspectWriterTests {
+    @Test(arguments: [FileType.mp4, .mkv, .mov])
+    func anAnamorphicPictureIsWrittenAnamorphic(fileType: FileType) async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = try PixelAspectTests.anamorphic("480x360", sar: "4/3", in: dir)
+        let asset = Asset(url: source)
+        let track = try #require(try await asset.loadTracks(withMediaType: .video).first)
+        let shape = try #require(track.formatDescription.video?.pixelAspectRatio, "ffmpeg's source says 4:3 pixels")
+        #expect(shape == [4, 3])
+        let reader = AssetReader(asset: asset)
+        let output = try AssetReaderTrackOutput(track: track, outputSettings: .video(PixelBufferAttributes(pixelFormat: .yuv420p)))
+        try reader.add(output)
+        let url = dir.appendingPathComponent("out.\(fileType.fileExtension)")
+        let writer = try AssetWriter(url: url, fileType: fileType)
+        var settings = VideoSettings(codec: .h264, width: 480, height: 360)
+        settings.pixelAspectRatio = PixelAspectRatio(horizontalSpacing: shape[0], verticalSpacing: shape[1])
+        let input = try AssetWriterInput(videoSettings: settings)
+        try writer.add(input)
+        try reader.startReading()
+        try writer.startWriting()
+        try writer.startSession(atSourceTime: .zero)
+        while let sample = try output.copyNextSampleBuffer() { try await input.append(sample) }
+        input.markAsFinished()
+        try await writer.finishWriting()
+        let probe = try #require(which("ffprobe"))
+        let stream = String(decoding: try run(probe, ["-v", "error", "-select_streams", "v", "-show_entries",
+                                                      "stream=width,height,sample_aspect_ratio,display_aspect_ratio", "-of", "csv=p=0", url.path]).stdout,
+                            as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(stream == "480,360,4:3,16:9", "\(stream)")
+        // Read back, the format description says so too.
+        let written = try #require(try await Asset(url: url).loadTracks(withMediaType: .video).first)
+        #expect(written.formatDescription.video?.pixelAspectRatio == [4, 3])
+    }
+
+    @Test func anImpossibleShapeIsRefusedBeforeWriting() throws {
+        var settings = VideoSettings(codec: .h264, width: 320, height: 240)
+        settings.pixelAspectRatio = PixelAspectRatio(horizontalSpacing: 0, verticalSpacing: 1)
+        let writer = try AssetWriter(url: FileManager.default.temporaryDirectory.appendingPathComponent("never-\(UUID()).mp4"), fileType: .mp4)
+        #expect(!writer.canAdd(try AssetWriterInput(videoSettings: settings)))
+    }
+}

@@ -2,7 +2,7 @@ import FFmpegSupport
 
 /// One timed unit of media (`CMSampleBuffer`'s role): a compressed packet as stored in the file,
 /// or a decoded picture or block of audio, with its timing and format.
-// @unchecked: immutable once handed on (the producer sets `attachments` first); its packet and parameters are never mutated through it.
+// @unchecked: its attachments are behind a lock; the rest is immutable, and its packet and parameters are never mutated through it.
 public final class SampleBuffer: @unchecked Sendable {
     /// What the sample holds.
     public enum Content {
@@ -18,7 +18,12 @@ public final class SampleBuffer: @unchecked Sendable {
     public let decodeTimeStamp: MediaTime
     public let duration: MediaTime
     public let formatDescription: FormatDescription
-    public var attachments: SampleAttachments
+    /// The sample's flags, trims and keyed values; any holder may read and set them.
+    public var attachments: SampleAttachments {
+        get { storedAttachments.withLock { $0 } }
+        set { storedAttachments.withLock { $0 = newValue } }
+    }
+    private let storedAttachments: Locked<SampleAttachments>
 
     /// The compressed packet, for `.compressed` samples.
     let packet: Packet?
@@ -34,7 +39,21 @@ public final class SampleBuffer: @unchecked Sendable {
         self.decodeTimeStamp = decodeTimeStamp
         self.duration = duration
         self.formatDescription = formatDescription
-        self.attachments = attachments
+        self.storedAttachments = Locked(attachments)
+    }
+
+    /// The attachment under `key` (`CMGetAttachment`), nil when there is none. The sample keys
+    /// read the typed flags and trims (`NotSync`, `DependsOnOthers`, `DoNotDisplay`,
+    /// `TrimDurationAtStart`, `TrimDurationAtEnd`, `ResetDecoderBeforeDecoding`); any other key
+    /// what was set under it. A decoded picture carries its decoder's per-picture metadata,
+    /// such as a JPEG's EXIF tags, as a dictionary under `MetadataDictionary`.
+    public func attachment(forKey key: String) -> AttachmentValue? {
+        storedAttachments.withLock { $0[key] }
+    }
+
+    /// Sets the attachment under `key` (`CMSetAttachment`); nil removes it (`CMRemoveAttachment`).
+    public func setAttachment(_ value: AttachmentValue?, forKey key: String) {
+        storedAttachments.withLock { $0[key] = value }
     }
 
     /// A sample for a picture a program made, e.g. to append through a writer input.
@@ -121,6 +140,62 @@ public struct SampleAttachments: Sendable, Hashable {
     public var trimDurationAtEnd: MediaTime = .invalid
     /// Samples before this one are missing or were skipped (`ResetDecoderBeforeDecoding`'s cause).
     public var discontinuity: Bool = false
+    /// Values under keys of the caller's own, or that no typed field above holds.
+    public var values: [String: AttachmentValue] = [:]
 
     public init() {}
+
+    /// The attachment under `key`: the typed fields under Core Media's names, else `values`.
+    public subscript(key: String) -> AttachmentValue? {
+        get {
+            switch key {
+            case Self.notSync: .bool(!isSync)
+            case Self.dependsOnOthers: .bool(dependsOnOthers)
+            case Self.doNotDisplay: .bool(doNotDisplay)
+            case Self.resetDecoderBeforeDecoding: .bool(discontinuity)
+            case Self.trimDurationAtStart: trimDurationAtStart.isNumeric ? .time(trimDurationAtStart) : nil
+            case Self.trimDurationAtEnd: trimDurationAtEnd.isNumeric ? .time(trimDurationAtEnd) : nil
+            default: values[key]
+            }
+        }
+        set {
+            switch key {
+            case Self.notSync: isSync = !(newValue?.boolValue ?? false)
+            case Self.dependsOnOthers: dependsOnOthers = newValue?.boolValue ?? false
+            case Self.doNotDisplay: doNotDisplay = newValue?.boolValue ?? false
+            case Self.resetDecoderBeforeDecoding: discontinuity = newValue?.boolValue ?? false
+            case Self.trimDurationAtStart: trimDurationAtStart = newValue?.timeValue ?? .invalid
+            case Self.trimDurationAtEnd: trimDurationAtEnd = newValue?.timeValue ?? .invalid
+            default: values[key] = newValue
+            }
+        }
+    }
+
+    /// Core Media's keys for the typed fields (`kCMSampleAttachmentKey_NotSync`…).
+    public static let notSync = "NotSync"
+    public static let dependsOnOthers = "DependsOnOthers"
+    public static let doNotDisplay = "DoNotDisplay"
+    public static let resetDecoderBeforeDecoding = "ResetDecoderBeforeDecoding"
+    public static let trimDurationAtStart = "TrimDurationAtStart"
+    public static let trimDurationAtEnd = "TrimDurationAtEnd"
+    /// A decoded picture's per-picture metadata from its decoder (a JPEG's EXIF tags), a dictionary of text.
+    public static let metadataDictionary = "MetadataDictionary"
+}
+
+/// A value attached to a sample under a key (what `CMGetAttachment` returns): numbers, text,
+/// bytes, times, and arrays and dictionaries of them.
+public enum AttachmentValue: Sendable, Hashable {
+    case bool(Bool)
+    case integer(Int64)
+    case double(Double)
+    case string(String)
+    case data([UInt8])
+    case time(MediaTime)
+    indirect case array([AttachmentValue])
+    indirect case dictionary([String: AttachmentValue])
+
+    public var boolValue: Bool? { if case .bool(let v) = self { v } else { nil } }
+    public var stringValue: String? { if case .string(let v) = self { v } else { nil } }
+    public var timeValue: MediaTime? { if case .time(let v) = self { v } else { nil } }
+    public var dictionaryValue: [String: AttachmentValue]? { if case .dictionary(let v) = self { v } else { nil } }
 }

@@ -439,11 +439,17 @@ final class VideoDecodePipeline: TrackPipeline {
 
     private func vend(_ timed: TimedFrame) throws(MediaError) -> SampleBuffer {
         lastVended = timed.pts
+        // What the decoder said of this picture (a JPEG's EXIF tags), before conversion drops it.
+        var attachments = SampleAttachments()
+        let metadata = timed.frame.metadata
+        if !metadata.isEmpty {
+            attachments[SampleAttachments.metadataDictionary] = .dictionary(metadata.mapValues { .string($0) })
+        }
         let picture = try convert(timed.frame)
         return SampleBuffer(content: .pixelBuffer(picture), packet: nil, codecParameters: nil,
                             presentationTimeStamp: timeBase.time(ofTicks: timed.pts), decodeTimeStamp: .invalid,
                             duration: timeBase.time(ofTicks: timed.duration), formatDescription: outputFormat(picture),
-                            attachments: SampleAttachments())
+                            attachments: attachments)
     }
 
     func stop() { loop.stop() }

@@ -132,6 +132,10 @@ public struct VideoSettings: Sendable, Hashable, Codable {
     /// display the picture was mastered on and its content light level. nil writes none.
     public var masteringDisplay: MasteringDisplay?
     public var contentLightLevel: ContentLightLevel?
+    /// The shape of a stored pixel (`AVVideoPixelAspectRatioKey`): written in the stream's
+    /// VUI and the container (MP4 `pasp`, Matroska display size), so players show the stored
+    /// `width`×`height` at `width × horizontal / vertical` wide. Nil: square pixels.
+    public var pixelAspectRatio: PixelAspectRatio?
 
     public init(codec: VideoCodec, width: Int, height: Int, scalingMode: ScalingMode = .resizeAspect,
                 averageBitRate: Int? = nil, quality: Double? = nil, maxBitRate: Int? = nil, maxBitRateWindow: MediaTime? = nil,
@@ -157,6 +161,17 @@ public struct VideoSettings: Sendable, Hashable, Codable {
         self.expectedSourceFrameRate = expectedSourceFrameRate
         self.pixelFormat = pixelFormat
         self.colorProperties = colorProperties
+    }
+}
+
+/// The shape of a pixel (`AVVideoPixelAspectRatioHorizontalSpacingKey` and
+/// `AVVideoPixelAspectRatioVerticalSpacingKey`): 4:3 is a pixel a third wider than tall.
+public struct PixelAspectRatio: Sendable, Hashable, Codable {
+    public var horizontalSpacing: Int
+    public var verticalSpacing: Int
+    public init(horizontalSpacing: Int, verticalSpacing: Int) {
+        self.horizontalSpacing = horizontalSpacing
+        self.verticalSpacing = verticalSpacing
     }
 }
 

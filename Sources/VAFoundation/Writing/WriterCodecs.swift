@@ -280,6 +280,12 @@ enum WriterCodecs {
         c.colorTransfer = s.colorProperties?.transfer
         c.colorMatrix = s.colorProperties?.matrix
         c.fullRange = s.colorProperties?.fullRange
+        if let par = s.pixelAspectRatio {
+            guard par.horizontalSpacing > 0, par.verticalSpacing > 0, par.horizontalSpacing <= Int(Int32.max), par.verticalSpacing <= Int(Int32.max) else {
+                throw MediaError(.invalidArgument, "pixel aspect ratio \(par.horizontalSpacing):\(par.verticalSpacing) is not positive")
+            }
+            c.sampleAspectRatio = Rational(Int32(par.horizontalSpacing), Int32(par.verticalSpacing))
+        }
         if let rate = s.averageBitRate {
             guard rate > 0 else { throw MediaError(.invalidArgument, "average bit rate \(rate) is not positive") }
             c.bitRate = Int64(rate)
