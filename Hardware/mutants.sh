@@ -160,6 +160,11 @@ MUTATIONS = [
      "let gain = min(wanted, target.truePeak - measured.truePeak)", "let gain = wanted"),
     ("tracks-loudness-gain-not-applied", "tracks", "LoudnessTests", "Sources/VAFoundation/Export/ExportSession+Running.swift",
      "mix.audioMix = gain.map { (s.audioMix ?? AudioMix()).scaled(by: $0, trackIDs: ids) } ?? s.audioMix", "mix.audioMix = s.audioMix"),
+    ("reader-raw-stream-untimed", "reader", "RawStreamCommandTests", "Sources/FFmpegSupport/Demuxer.swift",
+     "            packet.pointee.dts = followingDTS[index] ?? -delay * max(packet.pointee.duration, 0)\n",
+     "            packet.pointee.dts = 0\n"),
+    ("reader-raw-stream-no-rewind", "reader", "RawStreamCommandTests", "Sources/FFmpegSupport/Demuxer.swift",
+     "        if sought < 0 && untimed {", "        if sought < 0 && untimed && Bool(false) {"),
 ]
 
 root = sys.argv[1]

@@ -28,6 +28,14 @@ public final class Demuxer {
     /// seen (both after moving), in the stream's time base.
     private var expectedDTS: [Int64?]
     private var latestDTS: [Int64?]
+    /// Where each stream's next packet would start in decode order (its latest decode time
+    /// plus duration): what a packet stamped with no time at all is given.
+    private var followingDTS: [Int64?]
+    /// Packets that came with no timestamp and were given one (a raw elementary stream's).
+    public private(set) var packetsStamped = 0
+    /// The streams whose packets were given decode times, each with how far (ticks) its
+    /// pictures are shown after them: the reordering delay (B-frames) at the stream's rate.
+    public private(set) var stampedStreams: [Int: Int64] = [:]
     /// How many timestamp jumps were mended so far.
     public private(set) var discontinuitiesMended = 0
     /// A jump larger than this, forward or back, is a discontinuity (ffmpeg's `-dts_delta_threshold`).
@@ -65,6 +73,7 @@ public final class Demuxer {
         mendsDiscontinuities = mendingDiscontinuities && context.pointee.iformat.pointee.flags & AVFMT_TS_DISCONT != 0
         expectedDTS = Array(repeating: nil, count: origins.count)
         latestDTS = Array(repeating: nil, count: origins.count)
+        followingDTS = Array(repeating: nil, count: origins.count)
         self.streams = (0..<Int(context.pointee.nb_streams)).map { Demuxer.snapshot(context.pointee.streams[$0]!, origin: origins[$0]) }
     }
 
@@ -145,6 +154,18 @@ public final class Demuxer {
         let shift = originTicks[index] - av_rescale_q(jumpOffset, cffmpeg_AV_TIME_BASE_Q(), timeBase)
         if packet.pointee.pts != none { packet.pointee.pts -= shift }
         if packet.pointee.dts != none { packet.pointee.dts -= shift }
+        if packet.pointee.pts == none && packet.pointee.dts == none {
+            // A raw elementary stream (.h264, .hevc, .m4v) times no packet, only its rate:
+            // each follows its predecessor in decode order, as ffmpeg times them. The first
+            // starts as far before 0 as the pictures are reordered (B-frames), so the first
+            // picture out of the decoder is shown at 0.
+            let delay = Int64(context.pointee.streams[index]!.pointee.codecpar.pointee.video_delay)
+            packet.pointee.dts = followingDTS[index] ?? -delay * max(packet.pointee.duration, 0)
+            packetsStamped += 1
+            stampedStreams[index] = delay * max(packet.pointee.duration, 0)
+        }
+        let stamped = packet.pointee.dts != none ? packet.pointee.dts : packet.pointee.pts
+        followingDTS[index] = stamped + max(packet.pointee.duration, 0)
         let dts = packet.pointee.dts
         guard mendsDiscontinuities, dts != none else { return }
         if let expected = expectedDTS[index] {
@@ -166,8 +187,20 @@ public final class Demuxer {
 
     /// Seeks so the next packet of `stream` is the keyframe at or before `timestamp` (in the
     /// stream's time base). The corresponding C function is `av_seek_frame`.
+    /// A raw elementary stream, which has no timestamps to seek by, is read again from its
+    /// first byte instead (the caller decodes forward to the time it wants, as for any seek).
     public func seek(stream: Int, toKeyframeAtOrBefore timestamp: Int64) throws(FFmpegError) {
-        try check(av_seek_frame(context, Int32(stream), timestamp + originTicks[stream], AVSEEK_FLAG_BACKWARD), "av_seek_frame")
+        let sought = av_seek_frame(context, Int32(stream), timestamp + originTicks[stream], AVSEEK_FLAG_BACKWARD)
+        // Untimed: it stamped no packet with a time of its own, or declares no start anywhere.
+        let untimed = packetsStamped > 0 || (0..<Int(context.pointee.nb_streams)).allSatisfy {
+            context.pointee.streams[$0]!.pointee.start_time == cffmpeg_AV_NOPTS_VALUE()
+        }
+        if sought < 0 && untimed {
+            try check(av_seek_frame(context, -1, 0, AVSEEK_FLAG_BYTE), "av_seek_frame")
+        } else {
+            try check(sought, "av_seek_frame")
+        }
+        followingDTS = followingDTS.map { _ in nil }
         // Times after a seek are read afresh: no jump is assumed across it.
         jumpOffset = 0
         expectedDTS = expectedDTS.map { _ in nil }

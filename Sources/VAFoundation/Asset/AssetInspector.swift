@@ -251,6 +251,11 @@ enum AssetInspector {
             timings[packet.streamIndex].add(packet: packet)
         }
         if corrupt > 0 { warnings.append("\(corrupt) packets are marked corrupt by the demuxer") }
+        // A raw stream's packets were given decode times only: its pictures show that much later.
+        for (index, delay) in demuxer.stampedStreams where timings.indices.contains(index) {
+            timings[index].timestamps = timings[index].timestamps.map { $0 + delay }
+            timings[index].end = timings[index].end.map { $0 + delay }
+        }
         let late = demuxer.streamsFoundMidFile.sorted()
         if !late.isEmpty {
             warnings.append("\(late.count == 1 ? "a stream" : "\(late.count) streams") (index \(late.map(String.init).joined(separator: ", "))) first appeared mid-file and \(late.count == 1 ? "is" : "are") ignored")
