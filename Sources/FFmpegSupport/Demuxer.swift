@@ -154,7 +154,7 @@ public final class Demuxer {
         let shift = originTicks[index] - av_rescale_q(jumpOffset, cffmpeg_AV_TIME_BASE_Q(), timeBase)
         if packet.pointee.pts != none { packet.pointee.pts -= shift }
         if packet.pointee.dts != none { packet.pointee.dts -= shift }
-        if packet.pointee.pts == none && packet.pointee.dts == none {
+        if packet.pointee.pts == none && packet.pointee.dts == none && context.pointee.iformat.pointee.raw_codec_id != AV_CODEC_ID_NONE.rawValue {
             // A raw elementary stream (.h264, .hevc, .m4v) times no packet, only its rate:
             // each follows its predecessor in decode order, as ffmpeg times them. The first
             // starts as far before 0 as the pictures are reordered (B-frames), so the first
@@ -190,15 +190,14 @@ public final class Demuxer {
     /// A raw elementary stream, which has no timestamps to seek by, is read again from its
     /// first byte instead (the caller decodes forward to the time it wants, as for any seek).
     public func seek(stream: Int, toKeyframeAtOrBefore timestamp: Int64) throws(FFmpegError) {
-        let sought = av_seek_frame(context, Int32(stream), timestamp + originTicks[stream], AVSEEK_FLAG_BACKWARD)
-        // Untimed: it stamped no packet with a time of its own, or declares no start anywhere.
-        let untimed = packetsStamped > 0 || (0..<Int(context.pointee.nb_streams)).allSatisfy {
-            context.pointee.streams[$0]!.pointee.start_time == cffmpeg_AV_NOPTS_VALUE()
-        }
-        if sought < 0 && untimed {
+        // Untimed: a raw stream that declares no start (its generic seek would read the whole
+        // file looking for a time before failing).
+        let untimed = context.pointee.iformat.pointee.raw_codec_id != AV_CODEC_ID_NONE.rawValue
+            && (0..<Int(context.pointee.nb_streams)).allSatisfy { context.pointee.streams[$0]!.pointee.start_time == cffmpeg_AV_NOPTS_VALUE() }
+        if untimed {
             try check(av_seek_frame(context, -1, 0, AVSEEK_FLAG_BYTE), "av_seek_frame")
         } else {
-            try check(sought, "av_seek_frame")
+            try check(av_seek_frame(context, Int32(stream), timestamp + originTicks[stream], AVSEEK_FLAG_BACKWARD), "av_seek_frame")
         }
         followingDTS = followingDTS.map { _ in nil }
         // Times after a seek are read afresh: no jump is assumed across it.

@@ -110,6 +110,8 @@ public final class Muxer {
         }
         try check(avcodec_parameters_copy(stream.pointee.codecpar, parameters.pointer), "avcodec_parameters_copy")
         stream.pointee.time_base = timeBase.avRational
+        // Matroska writes a picture's display size from the stream's pixel aspect, not the codec's.
+        stream.pointee.sample_aspect_ratio = stream.pointee.codecpar.pointee.sample_aspect_ratio
         let par = stream.pointee.codecpar!
         if let codecTag, codecTag.utf8.count == 4 {
             let b = Array(codecTag.utf8).map(UInt32.init)

@@ -158,7 +158,7 @@ import Testing
             let attachments = sampleBuffer.attachments
             syncFlags.append(attachments.isSync)
             #expect(attachments.isSync == sampleBuffer.isSync)
-            #expect(sampleBuffer.attachment(forKey: "NotSync") == .bool(!attachments.isSync))
+            #expect(sampleBuffer.attachment(forKey: "NotSync") == (attachments.isSync ? nil : .bool(true)))
         }
         let probed = try await GuideProbe.keyframeFlags(clip)
         #expect(syncFlags.count == 90)

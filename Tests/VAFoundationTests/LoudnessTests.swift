@@ -82,6 +82,27 @@ import Testing
         #expect(result.warnings.contains { $0.contains("not -16.0") && $0.contains("true peak") }, "\(result.warnings)")
     }
 
+    @Test func aQuietProgrammesTruePeakIsMeasuredFinelyEnoughToHoldItsLimit() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // A tone near −49 dBTP: its peak as ebur128 says it (0.003) is 1.4 dB off.
+        let source = dir.appendingPathComponent("quiet.mkv")
+        let ffmpeg = try #require(which("ffmpeg"))
+        try #require(try run(ffmpeg, ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25:duration=6",
+                                      "-f", "lavfi", "-i", "sine=f=997:sample_rate=48000:duration=6,volume=-31dB", "-map", "0", "-map", "1",
+                                      "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "flac", source.path]).status == 0)
+        let before = try Self.ffmpegLoudness(source)
+        let output = dir.appendingPathComponent("loud.mkv")
+        let session = ExportSession(asset: Asset(url: source), preset: .preset640x480)
+        session.audioCodec = .flac
+        session.loudnessTarget = LoudnessTarget(integrated: -5, truePeak: -9)
+        let result = try await session.export(to: output, as: .mkv)
+        let report = try #require(result.loudness.first)
+        #expect(abs(report.measured.truePeak - before.truePeak) < 0.15, "\(report.measured) against ffmpeg's \(before)")
+        let after = try Self.ffmpegLoudness(output)
+        #expect(after.truePeak <= -9 + 0.1, "the limit holds: \(after.truePeak) dBTP, \(report)")
+    }
+
     @Test func targetsParseAsTheCommandLineGivesThem() {
         #expect(LoudnessTarget(argument: "ebu-r128") == .ebuR128)
         #expect(LoudnessTarget(argument: "EBU-R128") == .ebuR128)

@@ -149,10 +149,11 @@ public struct SampleAttachments: Sendable, Hashable {
     public subscript(key: String) -> AttachmentValue? {
         get {
             switch key {
-            case Self.notSync: .bool(!isSync)
-            case Self.dependsOnOthers: .bool(dependsOnOthers)
-            case Self.doNotDisplay: .bool(doNotDisplay)
-            case Self.resetDecoderBeforeDecoding: .bool(discontinuity)
+            // A flag that is not set is absent, as Core Media leaves it out.
+            case Self.notSync: isSync ? nil : .bool(true)
+            case Self.dependsOnOthers: dependsOnOthers ? .bool(true) : nil
+            case Self.doNotDisplay: doNotDisplay ? .bool(true) : nil
+            case Self.resetDecoderBeforeDecoding: discontinuity ? .bool(true) : nil
             case Self.trimDurationAtStart: trimDurationAtStart.isNumeric ? .time(trimDurationAtStart) : nil
             case Self.trimDurationAtEnd: trimDurationAtEnd.isNumeric ? .time(trimDurationAtEnd) : nil
             default: values[key]

@@ -334,22 +334,36 @@ extension ExportSession {
         var normalized: [Int: Int] = [:]
         if let target = s.loudnessTarget {
             for (i, audio) in plan.audioOutputs.enumerated() {
+                // Read as the export reads it: the same range, the same start, damage weighed the same way.
                 let measuring = AssetReader(asset: asset)
                 measuring.timeRange = range
+                measuring.seeksToRangeStart = reader.seeksToRangeStart
                 run.withLock { $0.sideReaders.append(measuring) }
                 if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
-                let measured = try await LoudnessMeter.measure(try audioOutput(for: audio, gain: nil, settings: s), of: measuring, path: asset.displayPath)
-                run.withLock { $0.sideReaders.removeAll { $0 === measuring } }
+                let measuringOutput = try audioOutput(for: audio, gain: nil, settings: s)
+                measuringOutput.weighsDamageAcrossTracks = true
                 let ids = audio.tracks.map(\.trackID)
+                let tracksNamed = ids.map(String.init).joined(separator: "+")
+                let measured: Loudness?
+                do {
+                    measured = try await LoudnessMeter.measure(measuringOutput, of: measuring, path: asset.displayPath)
+                } catch let error as MediaError where error.code != .cancelled {
+                    // The export weighs damage over every track and may still write the file: it is written unnormalised.
+                    result.warnings.append("track \(tracksNamed) (audio): its loudness could not be measured (\(error.message)); it is left alone")
+                    run.withLock { $0.sideReaders.removeAll { $0 === measuring } }
+                    continue
+                }
+                run.withLock { $0.sideReaders.removeAll { $0 === measuring } }
+                if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
                 guard let measured else {
-                    result.warnings.append("track \(ids.map(String.init).joined(separator: "+")) (audio) is silent: its loudness is left alone")
+                    result.warnings.append("track \(tracksNamed) (audio) is silent: its loudness is left alone")
                     continue
                 }
                 let wanted = target.integrated - measured.integrated
                 let gain = min(wanted, target.truePeak - measured.truePeak)
                 if gain < wanted - 0.05 {
                     result.warnings.append(String(format: "track %@ (audio) reaches %.1f LUFS, not %.1f: more gain would take its true peak (%.1f dBTP measured) above %.1f dBTP, and the normalisation is linear (no limiter)",
-                                                  ids.map(String.init).joined(separator: "+"), measured.integrated + gain, target.integrated, measured.truePeak, target.truePeak))
+                                                  tracksNamed, measured.integrated + gain, target.integrated, measured.truePeak, target.truePeak))
                 }
                 gains[i] = Float(pow(10, gain / 20))
                 normalized[i] = result.loudness.count
@@ -470,17 +484,28 @@ extension ExportSession {
             if !lost.isEmpty {
                 result.warnings.append("metadata a \(fileType) file cannot hold was left out: \(lost.joined(separator: ", "))")
             }
-            // The second pass's result, measured from the file as a player decodes it.
+            // The second pass's result, measured from the file as a player decodes it. It
+            // informs: a failure to measure it is a warning, not a failure of the file written.
             if !normalized.isEmpty {
                 let file = Asset(url: url)
-                let fileTracks: [AssetTrack] = try await file.load(.tracks)
+                let fileTracks: [AssetTrack] = (try? await file.load(.tracks)) ?? []
                 let writtenAudio = fileTracks.filter { $0.mediaType == .audio }
                 for (output, entry) in normalized where writtenAudio.indices.contains(output) {
                     let reading = AssetReader(asset: file)
-                    let track = writtenAudio[output]
+                    run.withLock { $0.sideReaders.append(reading) }
+                    defer { run.withLock { $0.sideReaders.removeAll { $0 === reading } } }
                     let pcm = LinearPCMSettings(sampleRate: nil, channelCount: nil, channelLayout: nil, bitDepth: 32, isFloat: true, isInterleaved: false)
-                    result.loudness[entry].result = try await LoudnessMeter.measure(try AssetReaderTrackOutput(track: track, outputSettings: .audio(pcm)),
-                                                                                    of: reading, path: url.path)
+                    do {
+                        result.loudness[entry].result = try await LoudnessMeter.measure(
+                            try AssetReaderTrackOutput(track: writtenAudio[output], outputSettings: .audio(pcm)), of: reading, path: url.path)
+                    } catch {
+                        result.warnings.append("the loudness of the written audio track \(output + 1) could not be measured again: \(error)")
+                    }
+                }
+                // A cancel that came while measuring still wins: the file goes.
+                if run.withLock({ $0.cancelled }) {
+                    unlink(url.path)
+                    throw MediaError(.cancelled, "export cancelled", path: url.path)
                 }
             }
         }
@@ -515,14 +540,18 @@ extension ExportSession {
     /// it is, or several mixed (or placed side by side), at `gain` (linear) when given.
     private func audioOutput(for audio: AudioOutputPlan, gain: Float?, settings s: Settings) throws -> AssetReaderOutput {
         let pcm = Self.decodedPCM(for: audio.settings)
+        let output: AssetReaderOutput
         if audio.tracks.count == 1 && s.audioMix == nil && gain == nil {
-            return try AssetReaderTrackOutput(track: audio.tracks[0], outputSettings: .audio(pcm))
+            output = try AssetReaderTrackOutput(track: audio.tracks[0], outputSettings: .audio(pcm))
+        } else {
+            let mix = try AssetReaderAudioMixOutput(audioTracks: audio.tracks, audioSettings: pcm)
+            let ids = audio.tracks.map(\.trackID)
+            mix.audioMix = gain.map { (s.audioMix ?? AudioMix()).scaled(by: $0, trackIDs: ids) } ?? s.audioMix
+            mix.placesTracksAsChannels = audio.mergesMonoTracks
+            output = mix
         }
-        let mix = try AssetReaderAudioMixOutput(audioTracks: audio.tracks, audioSettings: pcm)
-        let ids = audio.tracks.map(\.trackID)
-        mix.audioMix = gain.map { (s.audioMix ?? AudioMix()).scaled(by: $0, trackIDs: ids) } ?? s.audioMix
-        mix.placesTracksAsChannels = audio.mergesMonoTracks
-        return mix
+        output.audioTimePitchAlgorithm = s.audioTimePitchAlgorithm
+        return output
     }
 
     /// What a kept track keeps of its source: its language and its title. MP4 and QuickTime

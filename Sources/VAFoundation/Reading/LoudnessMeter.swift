@@ -73,13 +73,22 @@ final class LoudnessMeter {
     private var integrated: Double?
     private var truePeak: Double?
     private let path: String
+    /// ebur128 says the true peak as a linear amplitude to three decimals: 0.003 at −50 dBTP,
+    /// ±1.5 dB. Measured 40 dB up (in floating point, which does not clip), a quiet programme's
+    /// peak keeps its precision, and is taken down again.
+    private static let headroom = 40.0
 
     init(path: String) { self.path = path }
 
     func push(_ audio: AudioBuffer) throws(MediaError) {
         do {
             if graph == nil {
-                graph = try AudioFilterGraph("ebur128=peak=true:metadata=1", sampleRate: audio.sampleRate, sampleFormat: audio.frame.sampleFormat,
+                // The peak 40 dB up; then, at the programme's own level, the loudness (ebur128's
+                // gating scale ends at +10 LUFS), whose figures replace the first's on each block.
+                let chain = "volume=\(Self.headroom)dB:precision=double,ebur128=peak=true:metadata=1,"
+                    + "volume=-\(Self.headroom)dB:precision=double,ebur128=metadata=1"
+                graph = try AudioFilterGraph(chain, sampleRate: audio.sampleRate,
+                                             sampleFormat: audio.frame.sampleFormat,
                                              channelLayout: audio.channelLayout ?? ChannelLayouts.defaultName(channelCount: audio.channelCount))
             }
             try graph?.push(audio.frame)
@@ -97,8 +106,9 @@ final class LoudnessMeter {
         } catch {
             throw MediaError(.unsupported, "cannot measure the loudness of the audio", path: path, underlying: error)
         }
+        // ebur128 gates below −70 LUFS: a programme all under it has no loudness (silence).
         guard let integrated, let truePeak, integrated > -69.9, truePeak > 0 else { return nil }
-        return Loudness(integrated: integrated, truePeak: 20 * log10(truePeak))
+        return Loudness(integrated: integrated, truePeak: 20 * log10(truePeak) - Self.headroom)
     }
 
     private func drain() throws(FFmpegError) {
