@@ -136,10 +136,15 @@ public final class AssetReaderAudioMixOutput: AssetReaderOutput, @unchecked Send
             for i in inputs.indices {
                 let input = inputs[i]
                 guard let length = input.pending.first?.count else { continue }
+                // One look-up for the block where the volume holds still over it (a loudness
+                // gain, a mix without ramps there); else one per sample.
+                let block = MediaTimeRange(start: MediaTime(value: start, timescale: Int32(sampleRate)),
+                                           duration: MediaTime(value: Int64(count), timescale: Int32(sampleRate)))
+                let steady = mix.constantVolume(trackID: input.trackID, over: block)
                 for offset in 0..<count {
                     let at = start + Int64(offset) - input.start
                     guard at >= 0 && at < Int64(length) else { continue }
-                    let gain = mix.volume(trackID: input.trackID, at: MediaTime(value: start + Int64(offset), timescale: Int32(sampleRate)))
+                    let gain = steady ?? mix.volume(trackID: input.trackID, at: MediaTime(value: start + Int64(offset), timescale: Int32(sampleRate)))
                     if let channel = input.channel {
                         if channel < channelCount { sum[channel][offset] += input.pending[0][Int(at)] * gain }
                     } else {

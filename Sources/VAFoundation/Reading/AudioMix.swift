@@ -16,6 +16,11 @@ public struct AudioMix: Sendable, Hashable {
         return scaled
     }
 
+    /// The volume of `trackID` all through `range`, when it does not change there; nil when it does.
+    func constantVolume(trackID: Int, over range: MediaTimeRange) -> Float? {
+        inputParameters.first { $0.trackID == trackID }.map { $0.constantVolume(over: range) } ?? 1
+    }
+
     /// The volume of `trackID` at `time`; 1 for tracks without parameters.
     public func volume(trackID: Int, at time: MediaTime) -> Float {
         inputParameters.first { $0.trackID == trackID }?.volume(at: time) ?? 1
@@ -72,6 +77,14 @@ public struct AudioMixInputParameters: Sendable, Hashable {
             scaled.steps.insert(Step(range: MediaTimeRange(start: .negativeInfinity, duration: .zero), from: gain, to: gain), at: 0)
         }
         return scaled
+    }
+
+    /// The volume all through `range` when no step or ramp starts or runs inside it; nil otherwise.
+    func constantVolume(over range: MediaTimeRange) -> Float? {
+        if steps.contains(where: { $0.range.start > range.start && $0.range.start < range.end }) { return nil }
+        guard let step = steps.last(where: { $0.range.start <= range.start }) else { return 1 }
+        if step.from == step.to || step.range.end <= range.start { return step.to }
+        return nil
     }
 
     /// The volume at `time`: the last step or ramp starting at or before it (1 before any).
