@@ -165,6 +165,8 @@ MUTATIONS = [
      "            packet.pointee.dts = 0\n"),
     ("reader-raw-stream-no-rewind", "reader", "RawStreamCommandTests", "Sources/FFmpegSupport/Demuxer.swift",
      "        if sought < 0 && untimed {", "        if sought < 0 && untimed && Bool(false) {"),
+    ("reader-late-seek-kept", "reader", "TransportStreamTrimCommandTests", "Sources/VAFoundation/Reading/AssetReader.swift",
+     "                if time <= target || fromStart { return (queues, count) }", "                _ = time; return (queues, count)"),
 ]
 
 root = sys.argv[1]

@@ -206,6 +206,16 @@ public final class Demuxer {
         latestDTS = latestDTS.map { _ in nil }
     }
 
+    /// Goes back to the first byte of the file, to read it all again.
+    /// The corresponding C function is `av_seek_frame` with `AVSEEK_FLAG_BYTE`.
+    public func rewind() throws(FFmpegError) {
+        try check(av_seek_frame(context, -1, 0, AVSEEK_FLAG_BYTE), "av_seek_frame")
+        jumpOffset = 0
+        expectedDTS = expectedDTS.map { _ in nil }
+        latestDTS = latestDTS.map { _ in nil }
+        followingDTS = followingDTS.map { _ in nil }
+    }
+
     /// Only packets of `wanted` streams are read; the demuxer skips the others cheaply.
     public func selectStreams(_ wanted: Set<Int>) {
         for i in 0..<Int(context.pointee.nb_streams) {

@@ -70,3 +70,35 @@ import Testing
         }
     }
 }
+
+/// A container that seeks by a guess (MPEG-TS seeks by bit rate) can land on a keyframe after
+/// the range's start: the reader checks where it landed and seeks earlier, so a trim keeps
+/// every picture of its range, as the same stream in MP4 does.
+@Suite struct TransportStreamTrimCommandTests {
+    @Test func aTrimOfATransportStreamStartsAtItsFirstPicture() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-tstrim-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = dir.appendingPathComponent("broadcast.ts").path
+        let made = try Vaf.run(executable: "/usr/bin/ffmpeg", ["-v", "error", "-nostdin", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25:duration=30",
+                                                                "-c:v", "libx264", "-preset", "ultrafast", "-g", "49", "-f", "mpegts", source])
+        try #require(made.status == 0, "\(made.stderr)")
+        let run = try Vaf.run(["transcode", source, "--time-range", "6-8", "--preset", "640x480", "--output-dir", dir.appendingPathComponent("out").path,
+                               "--json", "--quiet"])
+        try #require(run.status == 0, "\(run.stderr)")
+        let row = try #require(try Vaf.jsonLines(run.stdout).last)
+        #expect(row["frames"] as? Int == 50, "two seconds at 25 fps: \(row)")
+        let output = try #require(row["output"] as? String)
+        // Its first picture is the source's 151st (6 s after its first), picked by number.
+        var scores: [Int: Double] = [:]
+        for candidate in [149, 150, 151] {
+            let compared = try Vaf.run(executable: "/usr/bin/ffmpeg", ["-v", "info", "-nostdin", "-i", output, "-i", source, "-filter_complex",
+                                                                        "[0:v]select=eq(n\\,0),setpts=0[a];[1:v]select=eq(n\\,\(candidate)),setpts=0[b];[a][b]psnr",
+                                                                        "-f", "null", "-"])
+            let psnr = compared.stderr.range(of: #"average:([0-9.]+|inf)"#, options: .regularExpression).map { String(compared.stderr[$0].dropFirst(8)) }
+            scores[candidate] = psnr.flatMap { $0 == "inf" ? Double.infinity : Double($0) } ?? 0
+        }
+        let own = scores[150] ?? 0
+        #expect(scores.filter { $0.key != 150 }.allSatisfy { own > $0.value + 5 }, "the first picture against the source's: \(scores)")
+    }
+}

@@ -168,15 +168,60 @@ final class DemuxSession: Sendable {
         }
         self.streams = demuxer.streams
         demuxer.selectStreams(wanted)
+        var queues = Dictionary(uniqueKeysWithValues: wanted.map { ($0, PacketQueue()) })
+        var checked = 0
         if seeks && timeRange.start.isNumeric && timeRange.start > .zero {
             // Seek on the lowest-numbered video stream (or the first wanted one) to its keyframe at or before the start.
             let anchor = wanted.sorted().first { demuxer.streams[$0].kind == .video } ?? wanted.min() ?? 0
             let target = TickRange(timeRange, timeBase: demuxer.streams[anchor].timeBase).start
-            // A file that cannot seek (an AVI without an index) is read from its start: the
-            // pipelines drop what lies before the range.
-            try? demuxer.seek(stream: anchor, toKeyframeAtOrBefore: target)
+            (queues, checked) = Self.seek(demuxer, anchor: anchor, to: target, queues: queues)
         }
-        state = Locked(State(demuxer: demuxer, queues: Dictionary(uniqueKeysWithValues: wanted.map { ($0, PacketQueue()) })))
+        var state = State(demuxer: demuxer, queues: queues)
+        state.queued = checked
+        state.peakQueued = checked
+        self.state = Locked(state)
+    }
+
+    /// Seeks `anchor` to its keyframe at or before `target`, and checks where it landed: a
+    /// container seeking by a guess (MPEG-TS and PS seek by bit rate) can land on a later
+    /// keyframe, or mid-way into a group whose keyframe it skipped, and the pictures before the
+    /// next keyframe would be lost. Its first keyframe must start at or before the target; else
+    /// it seeks earlier, by what it overshot and a second more each time, and at last reads from
+    /// the start. Returns the queues with the packets read to check.
+    /// A file that cannot seek (an AVI without an index) is read from its start: the pipelines
+    /// drop what lies before the range.
+    private static func seek(_ demuxer: Demuxer, anchor: Int, to target: Int64,
+                             queues empty: [Int: PacketQueue]) -> (queues: [Int: PacketQueue], count: Int) {
+        let second = demuxer.streams[anchor].timeBase.ticks(of: MediaTime(value: 1, timescale: 1)) ?? 1
+        var goal = target
+        for attempt in 0..<4 {
+            let fromStart = attempt == 3
+            do {
+                if fromStart { try demuxer.rewind() } else { try demuxer.seek(stream: anchor, toKeyframeAtOrBefore: goal) }
+            } catch {
+                return (empty, 0)
+            }
+            var queues = empty
+            var count = 0
+            var anchorPackets = 0
+            while true {
+                let packet = Packet()
+                // The end, or damage, ends the check: what was read is kept, and reading goes on from there.
+                guard (try? demuxer.readPacket(into: packet)) == .packet else { return (queues, count) }
+                if queues[packet.streamIndex] != nil {
+                    queues[packet.streamIndex]!.push(packet)
+                    count += 1
+                }
+                guard packet.streamIndex == anchor else { continue }
+                anchorPackets += 1
+                // A stream that marks no keyframe within a few hundred packets is taken as it comes.
+                guard packet.isKeyframe || anchorPackets > 600, let time = packet.pts ?? packet.dts else { continue }
+                if time <= target || fromStart { return (queues, count) }
+                goal = goal - (time - target) - second
+                break
+            }
+        }
+        return (empty, 0)
     }
 
     /// What `nextPacket` found.
