@@ -164,7 +164,8 @@ MUTATIONS = [
      "            packet.pointee.dts = followingDTS[index] ?? -delay * max(packet.pointee.duration, 0)\n",
      "            packet.pointee.dts = 0\n"),
     ("reader-raw-stream-no-rewind", "reader", "RawStreamCommandTests", "Sources/FFmpegSupport/Demuxer.swift",
-     "        if sought < 0 && untimed {", "        if sought < 0 && untimed && Bool(false) {"),
+     "        if untimed {\n            try check(av_seek_frame(context, -1, 0, AVSEEK_FLAG_BYTE), \"av_seek_frame\")",
+     "        if untimed && Bool(false) {\n            try check(av_seek_frame(context, -1, 0, AVSEEK_FLAG_BYTE), \"av_seek_frame\")"),
     ("reader-late-seek-kept", "reader", "TransportStreamTrimCommandTests", "Sources/VAFoundation/Reading/AssetReader.swift",
      "                if time <= target || fromStart { return (queues, count) }", "                _ = time; return (queues, count)"),
 ]
