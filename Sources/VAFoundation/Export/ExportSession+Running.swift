@@ -335,10 +335,7 @@ extension ExportSession {
         if let target = s.loudnessTarget {
             for (i, audio) in plan.audioOutputs.enumerated() {
                 // Read as the export reads it: the same range, the same start, damage weighed the same way.
-                let measuring = AssetReader(asset: asset)
-                measuring.timeRange = range
-                measuring.seeksToRangeStart = reader.seeksToRangeStart
-                run.withLock { $0.sideReaders.append(measuring) }
+                let measuring = sideReader(like: reader)
                 if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
                 let measuringOutput = try audioOutput(for: audio, gain: nil, settings: s)
                 measuringOutput.weighsDamageAcrossTracks = true
@@ -399,12 +396,7 @@ extension ExportSession {
         }
         // Subtitles are read by a reader of their own: the shared one would queue every other
         // track's packets up to the next cue, which may be minutes away.
-        let subtitleReader = lanes.contains(where: \.isSparse) ? AssetReader(asset: asset) : nil
-        if let subtitleReader {
-            subtitleReader.timeRange = range
-            subtitleReader.seeksToRangeStart = reader.seeksToRangeStart
-            run.withLock { $0.sideReaders.append(subtitleReader) }
-        }
+        let subtitleReader = lanes.contains(where: \.isSparse) ? sideReader(like: reader) : nil
         for lane in lanes {
             lane.output.probe = probe
             lane.output.weighsDamageAcrossTracks = true
@@ -534,6 +526,16 @@ extension ExportSession {
         }
         result.durationSeconds = totalSeconds
         return result
+    }
+
+    /// A reader of the asset beside `main`, reading the same range from the same start, and
+    /// cancelled with the export.
+    private func sideReader(like main: AssetReader) -> AssetReader {
+        let side = AssetReader(asset: asset)
+        side.timeRange = main.timeRange
+        side.seeksToRangeStart = main.seeksToRangeStart
+        run.withLock { $0.sideReaders.append(side) }
+        return side
     }
 
     /// The reader output that decodes `audio`'s tracks as its encoder takes them: one track as
