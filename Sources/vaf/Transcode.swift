@@ -115,8 +115,9 @@ extension Vaf {
         var subtitles: String = "all"
 
         @Option(name: .customLong("burn-subtitles"), help: ArgumentHelp("""
-            Draw a text subtitle track (SubRip, ASS, WebVTT, mov_text) into the picture with libass: \
-            its track ID or language (eng). It is then not kept as a track of its own; a file without such a track fails.
+            Draw a subtitle track into the picture: text (SubRip, ASS, WebVTT, mov_text) with libass, bitmaps \
+            (PGS, VobSub, DVB) as decoded. Give its track ID or language (eng). It is then not kept as a track of \
+            its own; a file without such a track fails.
             """, valueName: "track|lang"))
         var burnSubtitles: String?
 

@@ -176,14 +176,14 @@ import Testing
         let decision = try job.decide(policy: .auto, capabilities: caps, problem: nil)
         #expect(decision.path == .hybrid && decision.decodesOnDevice && decision.encodesOnDevice && !decision.scalesOnDevice, "\(decision.reason)")
         #expect(decision.burningInSubtitles == .host)
-        #expect(decision.reason.contains("subtitles are burnt in by libass on the CPU"), "\(decision.reason)")
+        #expect(decision.reason.contains("subtitles are burnt in on the CPU (text by libass, bitmaps blended)"), "\(decision.reason)")
         // Interlaced too: deinterlaced by bwdif where the subtitles are drawn, not on the device.
         var interlaced = Self.interlacedJob()
         interlaced.burnsSubtitles = true
         let both = try interlaced.decide(policy: .auto, capabilities: caps, problem: nil)
         #expect(both.deinterlacing == .host && both.burningInSubtitles == .host && !both.scalesOnDevice, "\(both.reason)")
         let off = try job.decide(policy: .off, capabilities: caps, problem: nil)
-        #expect(off.burningInSubtitles == .host && off.reason.hasSuffix("given burnt-in subtitles by libass on the CPU"), "\(off.reason)")
+        #expect(off.burningInSubtitles == .host && off.reason.hasSuffix("given burnt-in subtitles (text by libass, bitmaps blended) on the CPU"), "\(off.reason)")
     }
 
     @Test func pathsWithPicturesInHostMemoryFilterThere() throws {

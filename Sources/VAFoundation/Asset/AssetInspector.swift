@@ -107,7 +107,9 @@ enum AssetInspector {
         if jumps > 0 {
             warnings.append("timestamps jump \(jumps == 1 ? "once" : "\(jumps) times"); each jump is mended so the media plays on without a gap")
         }
-        if let micros = demuxer.durationMicroseconds, jumps == 0, lying.isEmpty {
+        // A cue lasting "until the next one" made the container's duration 49 days long.
+        let openEnded = timings.contains { $0.openEndedCues > 0 }
+        if let micros = demuxer.durationMicroseconds, jumps == 0, lying.isEmpty, !openEnded {
             duration = MediaTime(value: micros, timescale: 1_000_000)
         } else {
             // The media tracks' extents (a lying header may be repeated by data and cover tracks).
@@ -202,6 +204,11 @@ enum AssetInspector {
         /// Latest timestamp + duration seen.
         var end: Int64?
         var sawData = false
+        /// Cues that last "until the next one" (Matroska's 2³²−1 ms block duration, as ffmpeg
+        /// writes a PGS cue turned VobSub): their duration is left out of the track's extent.
+        var openEndedCues = 0
+        /// The longest a subtitle cue can last: 2³²−1 ms says "until the next cue".
+        static let openEndedCue = MediaTime(value: Int64(UInt32.max), timescale: 1000)
 
         mutating func add(index entries: [Demuxer.IndexEntry]) {
             for e in entries {
@@ -215,13 +222,18 @@ enum AssetInspector {
             }
         }
 
-        mutating func add(packet: Packet) {
+        mutating func add(packet: Packet, of stream: StreamInfo) {
             count += 1
             bytes += Int64(packet.size)
             sawData = true
             guard let t = packet.pts ?? packet.dts else { return }
             timestamps.append(t)
-            end = max(end ?? t, t + max(packet.duration, 0))
+            var duration = max(packet.duration, 0)
+            if stream.kind == .subtitle, stream.timeBase.time(ofTicks: duration) >= Self.openEndedCue {
+                openEndedCues += 1
+                duration = 0
+            }
+            end = max(end ?? t, t + duration)
         }
 
         /// Positive intervals between consecutive timestamps in presentation order.
@@ -248,7 +260,7 @@ enum AssetInspector {
                 break
             }
             if packet.isCorrupt { corrupt += 1 }
-            timings[packet.streamIndex].add(packet: packet)
+            timings[packet.streamIndex].add(packet: packet, of: demuxer.streams[packet.streamIndex])
         }
         if corrupt > 0 { warnings.append("\(corrupt) packets are marked corrupt by the demuxer") }
         // A raw stream's packets were given decode times only: its pictures show that much later.

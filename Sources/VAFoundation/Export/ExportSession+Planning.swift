@@ -442,26 +442,34 @@ extension ExportSession {
         return warnings
     }
 
-    /// The subtitle track `selection` names first, to draw into the picture, checked: a text
-    /// track of this file, exported by an encoding preset. Bitmap subtitles are refused (not drawn yet).
+    /// The subtitle track `selection` names first, to draw into the picture, checked: a track of
+    /// this file that this libavfilter (text, through libass) or libavcodec (bitmaps) can draw,
+    /// exported by an encoding preset.
     private func burnIn(_ selection: TrackSelection, tracks: [AssetTrack], isComposition: Bool) throws(MediaError) -> (track: AssetTrack, burnIn: SubtitleBurnIn) {
         let path = asset.displayPath
         if preset.isPassthrough {
             throw MediaError(.invalidArgument, "passthrough copies the pictures as they are and cannot burn subtitles into them; use an encoding preset", path: path)
         }
         if isComposition { throw MediaError(.unsupported, "subtitles are burnt into one file's pictures, not a composition's", path: path) }
-        guard FilterGraph.hasFilter("subtitles") else {
-            throw MediaError(.unsupported, "this libavfilter has no subtitles filter (libass) to burn subtitles in with", path: path)
-        }
         let subtitles = tracks.filter { $0.mediaType == .subtitle }
         guard let track = selection.select(subtitles).first else {
             let available = subtitles.map { "\($0.trackID)\($0.languageCode.map { " (\($0))" } ?? "")" }
             throw MediaError(.invalidArgument, "no subtitle track matches \(selection.description) to burn in; the file has \(available.isEmpty ? "none" : available.joined(separator: ", "))", path: path)
         }
-        guard CodecID(name: track.formatDescription.codec)?.isTextSubtitle == true else {
-            throw MediaError(.unsupported, "subtitle track \(track.trackID) is \(track.formatDescription.codec), a bitmap format: only text subtitles (SubRip, ASS, WebVTT, mov_text) can be burnt in", path: path)
+        let name = track.formatDescription.codec
+        guard let codec = CodecID(name: name) else {
+            throw MediaError(.unsupported, "subtitle track \(track.trackID) is \(name), which this libavcodec does not know", path: path)
         }
-        return (track, SubtitleBurnIn(path: asset.url.path, streamIndex: track.streamIndex))
+        if codec.isTextSubtitle {
+            guard FilterGraph.hasFilter("subtitles") else {
+                throw MediaError(.unsupported, "this libavfilter has no subtitles filter (libass) to burn subtitles in with", path: path)
+            }
+            return (track, SubtitleBurnIn(path: asset.url.path, streamIndex: track.streamIndex))
+        }
+        guard BitmapSubtitleDecoder.canDecode(codec) else {
+            throw MediaError(.unsupported, "subtitle track \(track.trackID) is \(name), which this libavcodec cannot decode to draw", path: path)
+        }
+        return (track, SubtitleBurnIn(path: asset.url.path, streamIndex: track.streamIndex, isBitmap: true))
     }
 
     /// Plans the subtitle tracks `selection` keeps: copied where a `fileType` file holds their

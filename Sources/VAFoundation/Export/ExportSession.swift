@@ -148,9 +148,10 @@ public final class ExportSession: Sendable {
         get { settings.withLock { $0.subtitleSelection } }
         set { settings.withLock { $0.subtitleSelection = newValue } }
     }
-    /// The subtitle track drawn into the picture by libass, as HandBrake's burn-in does: the
-    /// first the selection names (`.trackIDs([3])`, `.languages(["eng"])`); it is then not kept
-    /// as a track of its own. Text subtitles only (SubRip, ASS, WebVTT, mov_text). The pictures
+    /// The subtitle track drawn into the picture, as HandBrake's burn-in does: the first the
+    /// selection names (`.trackIDs([3])`, `.languages(["eng"])`); it is then not kept as a track
+    /// of its own. Text (SubRip, ASS, WebVTT, mov_text) is drawn by libass, bitmaps (PGS, VobSub,
+    /// DVB) as their decoder gives them, where ffmpeg's `overlay` would put them. The pictures
     /// are drawn on in host memory (a device still decodes and encodes). Not for passthrough
     /// or compositions.
     public var subtitlesBurnedIn: TrackSelection? {

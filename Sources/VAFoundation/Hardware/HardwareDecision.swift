@@ -92,7 +92,7 @@ struct HardwareJob {
                 reasons.append("HDR is tone-mapped to SDR by zscale and tonemap on the CPU: the device's video processor has no HDR-to-SDR tone mapping")
             }
         }
-        if burnsSubtitles { reasons.append("subtitles are burnt in by libass on the CPU") }
+        if burnsSubtitles { reasons.append("subtitles are burnt in on the CPU (text by libass, bitmaps blended)") }
         var deinterlacing: HardwareDecision.Place?
         if deinterlaces {
             let vpp = capabilities.videoProcessing
@@ -123,7 +123,7 @@ struct HardwareJob {
         var notes: [String] = []
         if deinterlaces { notes.append("deinterlaced by bwdif") }
         if toneMapsHDR { notes.append("tone-mapped by zscale and tonemap") }
-        if burnsSubtitles { notes.append("given burnt-in subtitles by libass") }
+        if burnsSubtitles { notes.append("given burnt-in subtitles (text by libass, bitmaps blended)") }
         return notes.isEmpty ? "" : "; pictures \(notes.joined(separator: " and ")) on the CPU"
     }
 

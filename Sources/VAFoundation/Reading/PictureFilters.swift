@@ -1,7 +1,8 @@
 import FFmpegSupport
 
 /// The libavfilter stage between a video decoder and the fitting: deinterlacing (bwdif),
-/// HDR-to-SDR tone mapping (zscale and tonemap) and burnt-in subtitles (libass), on the CPU. Pictures that need neither pass
+/// HDR-to-SDR tone mapping (zscale and tonemap) and burnt-in subtitles (text by libass, bitmaps by
+/// `BitmapSubtitleBurner` after the graph), on the CPU. Pictures that need none of these pass
 /// straight through, surfaces included; those that need one are downloaded from the device first,
 /// except surfaces that only need deinterlacing where the device's video processor deinterlaces
 /// by bob (`deviceDeinterlaces`): those are deinterlaced there by `deinterlace_vaapi`, one
@@ -26,10 +27,15 @@ final class PictureFilters {
     let deviceDeinterlaces: Bool
     /// The text subtitles drawn into every picture: the file, and the track's number among its subtitle streams.
     let subtitles: (path: String, index: Int)?
+    /// The bitmap subtitle track drawn into every picture, once the graph has made it 4:2:0.
+    let bitmapSubtitles: SubtitleBurnIn?
+    /// Draws `bitmapSubtitles`: opened on the first picture, on this stage's thread.
+    private var bitmapBurner: BitmapSubtitleBurner?
 
     init(loop: DecodeLoop, stream: StreamInfo, attributes: PixelBufferAttributes, subtitles: (path: String, index: Int)? = nil,
-         outputFormat: PixelFormatID, observations: StageObservations?, deviceDeinterlaces: Bool = false) {
+         bitmapSubtitles: SubtitleBurnIn? = nil, outputFormat: PixelFormatID, observations: StageObservations?, deviceDeinterlaces: Bool = false) {
         self.subtitles = subtitles
+        self.bitmapSubtitles = bitmapSubtitles
         self.loop = loop
         self.stream = stream
         self.attributes = attributes
@@ -38,8 +44,23 @@ final class PictureFilters {
         self.deviceDeinterlaces = deviceDeinterlaces
     }
 
-    /// The next picture, filtered where it needs it; nil at the end of the stream.
+    /// The next picture, filtered where it needs it and with the bitmap subtitles on screen at
+    /// its time drawn in; nil at the end of the stream.
     func next() throws(MediaError) -> Frame? {
+        guard let picture = try filtered() else { return nil }
+        guard let bitmapSubtitles else { return picture }
+        let microseconds = Rational(1, 1_000_000)
+        let time = stream.timeBase.rescale(picture.bestEffortTimestamp ?? picture.pts ?? 0, to: microseconds)
+        if bitmapBurner == nil {
+            bitmapBurner = try BitmapSubtitleBurner(path: bitmapSubtitles.path, streamIndex: bitmapSubtitles.streamIndex,
+                                                    seekStream: stream.index, firstPicture: time)
+        }
+        try bitmapBurner?.draw(into: picture, at: time)
+        return picture
+    }
+
+    /// The next picture out of the decoder and the graph; nil at the end of the stream.
+    private func filtered() throws(MediaError) -> Frame? {
         while true {
             if !ready.isEmpty { return ready.removeFirst() }
             if let graph {
@@ -106,7 +127,7 @@ final class PictureFilters {
     /// `rate=frame` gives one picture per frame (the field the frame shows first); `auto=1`
     /// passes pictures not flagged interlaced through, as bwdif's `deint=interlaced` does.
     private func deviceChain(for frame: Frame) -> String? {
-        guard deviceDeinterlaces, subtitles == nil, frame.surfaceSoftwareFormat != nil, colorConversion(for: frame) == nil,
+        guard deviceDeinterlaces, subtitles == nil, bitmapSubtitles == nil, frame.surfaceSoftwareFormat != nil, colorConversion(for: frame) == nil,
               deinterlacing(for: frame) != nil else { return nil }
         if sawInterlacedFrame { return "deinterlace_vaapi=mode=bob:rate=frame:auto=1" }
         // The stream says interlaced and the pictures do not: its field order decides which field is kept.
@@ -123,9 +144,20 @@ final class PictureFilters {
             // Drawn at each picture's own time in the file, the time the cues are stored in.
             filters.append("subtitles=filename=\(OverlayRenderer.filterArgument(subtitles.path)):si=\(subtitles.index)")
         }
+        if bitmapSubtitles != nil, let layout = bitmapLayout(for: frame) { filters.append(layout) }
         guard !filters.isEmpty else { return nil }
         if let planar = planarInput(for: frame) { filters.insert(planar, at: 0) }
         return filters.joined(separator: ",")
+    }
+
+    /// The conversion to the 4:2:0 layout bitmap subtitles are blended into (`yuv420p`, or
+    /// `yuv420p10le` for deeper pictures), nil for a host picture already in it. A surface is
+    /// always given one, so that it is downloaded.
+    private func bitmapLayout(for frame: Frame) -> String? {
+        let format = frame.surfaceSoftwareFormat ?? frame.pixelFormat
+        let deep = (format.bitDepth ?? 8) > 8
+        if frame.surfaceSoftwareFormat == nil, ["yuv420p", "yuvj420p", "yuv420p10le"].contains(format.name) { return nil }
+        return "format=\(deep ? "yuv420p10le" : "yuv420p")"
     }
 
     /// The conversion of a downloaded surface's semi-planar layout (NV12, P010), which bwdif and

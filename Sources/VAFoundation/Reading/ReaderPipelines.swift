@@ -377,10 +377,11 @@ final class VideoDecodePipeline: TrackPipeline {
         self.range = TickRange(timeRange, timeBase: timeBase)
         // Surfaces that stay on the device are deinterlaced there where its video processor can.
         // The subtitles filter numbers a file's subtitle streams among themselves.
-        let burnIn = attributes.burnedSubtitles.map { burn in
-            (path: burn.path, index: session.streams.filter { $0.kind == .subtitle && $0.index < burn.streamIndex }.count)
+        let burnIn = attributes.burnedSubtitles.flatMap { burn in
+            burn.isBitmap ? nil : (path: burn.path, index: session.streams.filter { $0.kind == .subtitle && $0.index < burn.streamIndex }.count)
         }
         self.filters = PictureFilters(loop: loop, stream: session.streams[track.streamIndex], attributes: attributes, subtitles: burnIn,
+                                      bitmapSubtitles: attributes.burnedSubtitles.flatMap { $0.isBitmap ? $0 : nil },
                                       outputFormat: format, observations: observations,
                                       deviceDeinterlaces: wantsSurfaces && device.map { HardwareJob.deinterlacesOnVPP($0.capabilities) } == true)
     }

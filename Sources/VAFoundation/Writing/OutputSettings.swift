@@ -233,11 +233,13 @@ public struct LinearPCMSettings: Sendable, Hashable, Codable {
     }
 }
 
-/// A text subtitle track drawn into a video track's pictures by libass (libavfilter's
-/// `subtitles`), which reads the cues from the file itself: the file and the track's stream.
+/// A subtitle track drawn into a video track's pictures, read from the file itself: the file and
+/// the track's stream. Text is drawn by libass (libavfilter's `subtitles`); bitmaps (PGS, VobSub,
+/// DVB) are decoded and blended by `BitmapSubtitleBurner`.
 struct SubtitleBurnIn: Sendable, Hashable, Codable {
     var path: String
     var streamIndex: Int
+    var isBitmap = false
 }
 
 /// The pictures a video reader output vends or an adaptor accepts
@@ -258,8 +260,8 @@ public struct PixelBufferAttributes: Sendable, Hashable, Codable {
     /// as BT.709 (the `bt709` transfer) is tone-mapped to SDR; other differences in primaries,
     /// transfer or matrix are converted by zscale.
     public var colorProperties: ColorProperties?
-    /// A text subtitle track drawn into the pictures before they are fitted (an export's
-    /// `subtitleTrackBurnedIn`); nil draws none.
+    /// A subtitle track drawn into the pictures before they are fitted (an export's
+    /// `subtitlesBurnedIn`); nil draws none.
     var burnedSubtitles: SubtitleBurnIn?
 
     public init(pixelFormat: PixelFormat, width: Int? = nil, height: Int? = nil, scalingMode: ScalingMode = .resize,

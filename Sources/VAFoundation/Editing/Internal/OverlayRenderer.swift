@@ -9,12 +9,20 @@ struct OverlayRaster {
 
     /// The raster of an RGBA picture, straight or premultiplied (drawtext's output is the latter).
     init(rgba frame: Frame, premultiplied: Bool, tenBit: Bool) {
-        (width, height) = (frame.width, frame.height)
+        guard let base = frame.baseAddress(plane: 0) else {
+            self.init(colour: RGBAColor(red: 0, green: 0, blue: 0, alpha: 0), width: frame.width, height: frame.height, tenBit: tenBit)
+            return
+        }
+        self.init(rgba: UnsafeRawPointer(base), bytesPerRow: frame.bytesPerRow(plane: 0), width: frame.width, height: frame.height,
+                  premultiplied: premultiplied, tenBit: tenBit)
+    }
+
+    /// The raster of `width`×`height` RGBA pixels at `base`, rows `bytesPerRow` apart.
+    init(rgba base: UnsafeRawPointer, bytesPerRow stride: Int, width: Int, height: Int, premultiplied: Bool, tenBit: Bool) {
+        (self.width, self.height) = (width, height)
         let count = width * height
         (luma, blue, red, alpha) = (.init(repeating: 0, count: count), .init(repeating: 0, count: count),
                                     .init(repeating: 0, count: count), .init(repeating: 0, count: count))
-        guard let base = frame.baseAddress(plane: 0) else { return }
-        let stride = frame.bytesPerRow(plane: 0)
         for y in 0..<height {
             let row = (base + y * stride).assumingMemoryBound(to: UInt8.self)
             for x in 0..<width {
@@ -128,7 +136,7 @@ final class OverlayRenderer {
 
     /// Blends `raster` with its top-left corner at (`ox`, `oy`) into the three planes of a
     /// `width`×`height` 4:2:0 picture; what falls outside the picture is clipped.
-    private static func blend<Sample: FixedWidthInteger & UnsignedInteger>(
+    static func blend<Sample: FixedWidthInteger & UnsignedInteger>(
         _ raster: OverlayRaster, x ox: Int, y oy: Int, opacity: Float, planes: [PixelBuffer.MutablePlane],
         width: Int, height: Int, maximum: Float, _: Sample.Type) {
         let store = { (value: Float) in Sample(min(max(value.rounded(), 0), maximum)) }

@@ -1,0 +1,122 @@
+import FFmpegSupport
+
+/// Draws a bitmap subtitle track (PGS, VobSub, DVB) into a video track's 4:2:0 pictures, each
+/// picture at its own time in the file, as ffmpeg's `[0:v][0:s]overlay` does: every subtitle's
+/// pictures at their place on the subtitle canvas, unscaled, from its start until its end or
+/// the next subtitle. The subtitle stream is read by a demuxer of its own, one subtitle ahead of
+/// the pictures, so nothing is queued however far apart the subtitles are. Confined to the
+/// reader's decode stage: it is made there, on the first picture it draws into.
+final class BitmapSubtitleBurner {
+    private let demuxer: Demuxer
+    private let decoder: BitmapSubtitleDecoder
+    private let streamIndex: Int
+    private let packet = Packet()
+    /// The subtitle on screen (the latest started), and the next one, read ahead.
+    private var current: BitmapSubtitle?
+    private var upcoming: BitmapSubtitle?
+    private var ended = false
+    /// `current`'s pictures rasterised for the pictures' depth, made on first use.
+    private var rasters: (tenBit: Bool, layers: [(x: Int, y: Int, raster: OverlayRaster)])?
+    /// How far before the first picture the subtitle stream is read from: a subtitle shown then
+    /// may have started up to this long before.
+    static let lookBehind: Int64 = 30_000_000
+
+    /// Opens `path` again for its stream `streamIndex`, reading from where a subtitle on screen at
+    /// `firstPicture` (microseconds on the demuxer's timeline) would have started; the seek goes
+    /// by `seekStream`'s index (the video's), which every container indexes.
+    init(path: String, streamIndex: Int, seekStream: Int, firstPicture: Int64) throws(MediaError) {
+        do {
+            demuxer = try Demuxer(path: path)
+            guard streamIndex < demuxer.streams.count else {
+                throw MediaError(.invalidArgument, "the file has no stream \(streamIndex) to burn subtitles from", path: path)
+            }
+            let stream = demuxer.streams[streamIndex]
+            decoder = try BitmapSubtitleDecoder(source: try demuxer.codecParameters(ofStream: streamIndex), timeBase: stream.timeBase)
+            demuxer.selectStreams([streamIndex])
+            let from = firstPicture - Self.lookBehind
+            if from > 0, seekStream < demuxer.streams.count {
+                let microseconds = Rational(1, 1_000_000)
+                try demuxer.seek(stream: seekStream, toKeyframeAtOrBefore: microseconds.rescale(from, to: demuxer.streams[seekStream].timeBase))
+            }
+        } catch let error as MediaError {
+            throw error
+        } catch let error as FFmpegError {
+            throw MediaError(.unsupported, "cannot read subtitle stream \(streamIndex) to burn it in", path: path, underlying: error)
+        } catch {
+            throw MediaError(.invalidState, "cannot read subtitle stream \(streamIndex) to burn it in", path: path, underlying: error)
+        }
+        self.streamIndex = streamIndex
+    }
+
+    /// Blends the subtitle on screen at `time` (microseconds on the demuxer's timeline) into
+    /// `frame`, a yuv420p (or yuvj420p) or yuv420p10 picture, made writable first: a decoded
+    /// picture may still be a reference of its decoder.
+    func draw(into frame: Frame, at time: Int64) throws(MediaError) {
+        try advance(to: time)
+        guard let shown = current, !shown.rects.isEmpty, shown.end.map({ time < $0 }) ?? true else { return }
+        let tenBit: Bool
+        switch frame.pixelFormat.name ?? "" {
+        case "yuv420p", "yuvj420p": tenBit = false
+        case "yuv420p10le": tenBit = true
+        default:
+            throw MediaError(.invalidState, "bitmap subtitles are drawn into yuv420p or yuv420p10le pictures, not \(frame.pixelFormat)",
+                             path: demuxer.path)
+        }
+        if rasters?.tenBit != tenBit {
+            rasters = (tenBit, shown.rects.map { rect in
+                (rect.x, rect.y, rect.rgba.withUnsafeBytes { bytes in
+                    OverlayRaster(rgba: bytes.baseAddress!, bytesPerRow: rect.width * 4, width: rect.width, height: rect.height,
+                                  premultiplied: false, tenBit: tenBit)
+                })
+            })
+        }
+        do { try frame.makeWritable() } catch {
+            throw MediaError(.invalidState, "cannot copy a picture to draw subtitles into it", path: demuxer.path, underlying: error)
+        }
+        let planes = (0..<3).compactMap { plane -> PixelBuffer.MutablePlane? in
+            guard let base = frame.baseAddress(plane: plane) else { return nil }
+            let rows = plane == 0 ? frame.height : (frame.height + 1) / 2
+            return PixelBuffer.MutablePlane(baseAddress: base, bytesPerRow: frame.bytesPerRow(plane: plane), height: rows)
+        }
+        guard planes.count == 3 else { return }
+        for layer in rasters?.layers ?? [] {
+            if tenBit {
+                OverlayRenderer.blend(layer.raster, x: layer.x, y: layer.y, opacity: 1, planes: planes, width: frame.width,
+                                      height: frame.height, maximum: 1023, UInt16.self)
+            } else {
+                OverlayRenderer.blend(layer.raster, x: layer.x, y: layer.y, opacity: 1, planes: planes, width: frame.width,
+                                      height: frame.height, maximum: 255, UInt8.self)
+            }
+        }
+    }
+
+    /// Reads subtitles until the one after `time` is known: the latest started by then is on screen.
+    private func advance(to time: Int64) throws(MediaError) {
+        while true {
+            if upcoming == nil, !ended { upcoming = try readSubtitle() }
+            guard let next = upcoming, next.start <= time else { return }
+            current = next
+            rasters = nil
+            upcoming = nil
+        }
+    }
+
+    /// The next subtitle the stream completes, nil at its end. A packet the decoder refuses is
+    /// passed over, as ffmpeg goes on past a damaged subtitle.
+    private func readSubtitle() throws(MediaError) -> BitmapSubtitle? {
+        while true {
+            let result: Demuxer.ReadResult
+            do { result = try demuxer.readPacket(into: packet) } catch {
+                // A damaged tail ends the subtitles, not the pictures.
+                ended = true
+                return nil
+            }
+            guard result == .packet else {
+                ended = true
+                return nil
+            }
+            guard packet.streamIndex == streamIndex, let subtitle = try? decoder.decode(packet) else { continue }
+            return subtitle
+        }
+    }
+}
