@@ -29,6 +29,9 @@ packages=(
   # Streaming packages are played to the end by GStreamer, an independent client: playbin with
   # hlsdemux and dashdemux (plugins-bad), qtdemux (good) and its libav decoders.
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav
+  # ExifTool reads the clean aperture (QuickTime/MP4 `clap`) the writer puts in, which
+  # FFmpeg 5.1 does not read: an independent oracle for CleanApertureTests.
+  libimage-exiftool-perl
   # SlurmClusterTests runs a one-node Slurm cluster on localhost (munged, slurmctld, slurmd)
   # and the README's job array on it.
   slurm-wlm munge

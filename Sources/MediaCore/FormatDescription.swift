@@ -59,6 +59,22 @@ public struct VideoFormat: Sendable, Hashable, Codable {
         self.pixelAspectRatio = pixelAspectRatio
     }
 
+    /// The part of the coded picture meant to be seen (QuickTime/MP4 `clap`,
+    /// `kCMFormatDescriptionExtension_CleanAperture`), nil when the file names none.
+    public var cleanAperture: CleanAperture?
+
+    /// The picture's size as shown: the coded size, or the clean aperture's, and stretched
+    /// across by the pixel aspect ratio (`CMVideoFormatDescriptionGetPresentationDimensions`).
+    public func presentationDimensions(usePixelAspectRatio: Bool, useCleanAperture: Bool) -> Size {
+        let aperture = useCleanAperture ? cleanAperture : nil
+        var width = Double(aperture?.width ?? self.width)
+        let height = Double(aperture?.height ?? self.height)
+        if usePixelAspectRatio, let par = pixelAspectRatio, par.count == 2, par[0] > 0, par[1] > 0 {
+            width = width * Double(par[0]) / Double(par[1])
+        }
+        return Size(width: width, height: height)
+    }
+
     /// HDR side data the stream carries: mastering display, content light level, Dolby Vision.
     public var masteringDisplay: MasteringDisplay?
     public var contentLightLevel: ContentLightLevel?
@@ -89,5 +105,23 @@ public struct AudioFormat: Sendable, Hashable, Codable {
         self.sampleFormat = sampleFormat
         self.framesPerPacket = framesPerPacket
         self.primingSamples = primingSamples
+    }
+}
+
+/// The clean aperture of a picture (QuickTime's `clap`, AVFoundation's `AVVideoCleanApertureKey`):
+/// the size of the region meant to be seen and the offset of its centre from the coded picture's
+/// centre, in pixels. Edges a camera or encoder had to code (16-line macroblock rows, blanking)
+/// lie outside it.
+public struct CleanAperture: Sendable, Hashable, Codable {
+    public var width: Int
+    public var height: Int
+    public var horizontalOffset: Int
+    public var verticalOffset: Int
+
+    public init(width: Int, height: Int, horizontalOffset: Int = 0, verticalOffset: Int = 0) {
+        self.width = width
+        self.height = height
+        self.horizontalOffset = horizontalOffset
+        self.verticalOffset = verticalOffset
     }
 }

@@ -760,6 +760,22 @@ import Testing
         #expect(attributes.pixelFormat == .yuv422p)
     }
 
+    /// The setup's clean aperture and pixel aspect ratio, carried from a source that has both
+    /// into the re-encoded QuickTime file, as ExifTool and ffprobe read them there.
+    @Test func reencodeCarriesTheCleanApertureAndPixelAspect() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let aperture = CleanAperture(width: 304, height: 224, horizontalOffset: -2, verticalOffset: 2)
+        let source = try await CleanApertureTests.write(aperture, to: .mov, optimizedForNetwork: false, anamorphic: true, in: dir)
+        let outputURL = dir.appendingPathComponent("reencoded.mov")
+        let (success, error) = await GuideReencoder(asset: Asset(url: source), outputURL: outputURL).run()
+        #expect(success && error == nil)
+        #expect(try CleanApertureTests.exifToolAperture(outputURL) == [304, 224, -2, 2])
+        let video = try await GuideProbe.stream(outputURL, "v:0")
+        #expect(video["sample_aspect_ratio"] as? String == "4:3", "\(video)")
+        #expect(try CleanApertureTests.cleanlyDecodedPictures(outputURL) == 25)
+    }
+
     /// "Putting It All Together … Reencoding the Asset" (`startAssetReaderAndWriter:`, quoted in
     /// full on `GuideReencoder.startAssetReaderAndWriter()`): the two pull loops run on their
     /// own queues until both inputs are finished, then the group's notification finishes the
@@ -1086,11 +1102,11 @@ final class GuideReencoder: @unchecked Sendable {
     ///      return success;
     /// }
     /// ```
-    /// `kCVPixelFormatType_422YpCbCr8` (packed 4:2:2) is planar `yuv422p` here. The pixel
-    /// aspect ratio goes from the format description into the settings
-    /// (`VideoSettings.pixelAspectRatio`, `AVVideoPixelAspectRatioKey`). The clean aperture
-    /// does not: FFmpeg 5.1 neither reads an MP4 `clap` box nor writes one for compressed
-    /// video, so there is none to carry.
+    /// `kCVPixelFormatType_422YpCbCr8` (packed 4:2:2) is planar `yuv422p` here. The clean
+    /// aperture and the pixel aspect ratio go from the format description into the settings
+    /// (`VideoSettings.cleanAperture`, `AVVideoCleanApertureKey`; `VideoSettings.pixelAspectRatio`,
+    /// `AVVideoPixelAspectRatioKey`); the reader takes the first from the file's `clap`, the
+    /// writer puts it back there, since FFmpeg 5.1 does neither.
     func setupAssetReaderAndAssetWriter(tracks: [AssetTrack]) throws {
         dispatchPrecondition(condition: .onQueue(mainSerializationQueue))
         let assetReader = AssetReader(asset: asset)
@@ -1122,6 +1138,9 @@ final class GuideReencoder: @unchecked Sendable {
                 trackDimensions = assetVideoTrack.naturalSize
             }
             var videoSettings = VideoSettings(codec: .h264, width: Int(trackDimensions.width), height: Int(trackDimensions.height))
+            if let cleanAperture = formatDescription?.video?.cleanAperture {
+                videoSettings.cleanAperture = cleanAperture
+            }
             if let pixelAspectRatio = formatDescription?.video?.pixelAspectRatio, pixelAspectRatio.count == 2 {
                 videoSettings.pixelAspectRatio = PixelAspectRatio(horizontalSpacing: pixelAspectRatio[0], verticalSpacing: pixelAspectRatio[1])
             }

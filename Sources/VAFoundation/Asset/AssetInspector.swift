@@ -96,9 +96,13 @@ enum AssetInspector {
                 }
             }
         }
+        // FFmpeg 5.1 does not read a QuickTime or MP4 sample description's clean aperture.
+        let apertures = demuxer.formatName.hasPrefix("mov,") && streams.contains { $0.kind == .video }
+            ? MovieBoxes.cleanApertures(path: path) : [:]
         let tracks = streams.map {
             makeTrack($0, timing: timings[$0.index], streams: streams, containerDuration: demuxer.durationMicroseconds,
-                      sourcePath: path, timestampsJumped: demuxer.discontinuitiesMended > 0 || lying.contains($0.index))
+                      sourcePath: path, timestampsJumped: demuxer.discontinuitiesMended > 0 || lying.contains($0.index),
+                      cleanAperture: apertures[$0.containerID])
         }
         let duration: MediaTime
         // A container's duration is its last timestamp less its first: wrong once the
@@ -286,7 +290,7 @@ enum AssetInspector {
     /// declaration cannot be trusted (the timestamps jumped, or the header claims more than
     /// the data holds): then it is the scanned data's extent, 0 when none could be read.
     static func makeTrack(_ s: StreamInfo, timing: StreamTiming, streams: [StreamInfo], containerDuration: Int64?,
-                          sourcePath: String? = nil, timestampsJumped: Bool = false) -> AssetTrack {
+                          sourcePath: String? = nil, timestampsJumped: Bool = false, cleanAperture: CleanAperture? = nil) -> AssetTrack {
         let tb = s.timeBase
         let mediaType: MediaType = switch s.kind {
         case .video: .video
@@ -341,7 +345,7 @@ enum AssetInspector {
 
         return AssetTrack(
             trackID: trackID(s, in: streams), streamIndex: s.index, mediaType: mediaType,
-            formatDescription: formatDescription(s, mediaType: mediaType), timeRange: timeRange,
+            formatDescription: formatDescription(s, mediaType: mediaType, cleanAperture: cleanAperture), timeRange: timeRange,
             // Every tick of the stream is a whole number of 1/denominator s (1001/30000: 30000).
             naturalTimeScale: tb.denominator,
             naturalSize: natural, preferredTransform: transform, nominalFrameRate: frameRate,
@@ -387,7 +391,7 @@ enum AssetInspector {
         return (Float(rate), tb.time(ofTicks: frames.min() ?? median), variable)
     }
 
-    static func formatDescription(_ s: StreamInfo, mediaType: MediaType) -> FormatDescription {
+    static func formatDescription(_ s: StreamInfo, mediaType: MediaType, cleanAperture: CleanAperture? = nil) -> FormatDescription {
         var video: VideoFormat? = nil
         var audio: AudioFormat? = nil
         if s.kind == .video {
@@ -402,6 +406,7 @@ enum AssetInspector {
             video?.masteringDisplay = s.masteringDisplay
             video?.contentLightLevel = s.contentLightLevel
             video?.dolbyVision = s.dolbyVision
+            video?.cleanAperture = cleanAperture
         } else if s.kind == .audio {
             audio = AudioFormat(
                 sampleRate: s.sampleRate, channelCount: s.channelCount, channelLayout: s.channelLayout,

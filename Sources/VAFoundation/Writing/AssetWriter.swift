@@ -224,6 +224,9 @@ public final class AssetWriter: Sendable {
             case .video(let s):
                 guard mediaType == .video else { return MediaError(.invalidArgument, "video settings given for a \(mediaType) input", path: path) }
                 name = try WriterCodecs.videoConfiguration(s, timeBase: Rational(1, 90000), globalHeader: false, realTime: false).name
+                if let aperture = s.cleanAperture, let problem = WriterCodecs.cleanApertureProblem(aperture, settings: s, fileType: outputFileType) {
+                    return MediaError(.unsupported, problem, path: path)
+                }
             case .audio(let s):
                 guard mediaType == .audio else { return MediaError(.invalidArgument, "audio settings given for a \(mediaType) input", path: path) }
                 name = try WriterCodecs.audioConfiguration(s, globalHeader: false).name
@@ -260,6 +263,15 @@ public final class AssetWriter: Sendable {
         }
         let segmentation: WriterSegmentation?
         do throws(MediaError) { segmentation = try Self.segmentation(snapshot, writesFile: outputURL != nil, writer: self) } catch {
+            core.failBeforeStart(error)
+            throw error
+        }
+        let askedForAperture = snapshot.inputs.contains { input in
+            if case .video(let s) = input.outputSettings, s.cleanAperture != nil { return true }
+            return false
+        }
+        if segmentation != nil, askedForAperture {
+            let error = MediaError(.unsupported, "fragments and segments cannot carry a clean aperture here; write a whole file", path: displayPath)
             core.failBeforeStart(error)
             throw error
         }

@@ -136,6 +136,11 @@ public struct VideoSettings: Sendable, Hashable, Codable {
     /// VUI and the container (MP4 `pasp`, Matroska display size), so players show the stored
     /// `width`×`height` at `width × horizontal / vertical` wide. Nil: square pixels.
     public var pixelAspectRatio: PixelAspectRatio?
+    /// The part of the `width`×`height` picture meant to be seen (`AVVideoCleanApertureKey`): its
+    /// size and its centre's offset from the picture's centre. Written as the sample
+    /// description's `clap` in QuickTime and MP4 files (others cannot carry it); the pictures are
+    /// encoded whole. Nil: all of the picture.
+    public var cleanAperture: CleanAperture?
 
     public init(codec: VideoCodec, width: Int, height: Int, scalingMode: ScalingMode = .resizeAspect,
                 averageBitRate: Int? = nil, quality: Double? = nil, maxBitRate: Int? = nil, maxBitRateWindow: MediaTime? = nil,

@@ -66,6 +66,22 @@ enum WriterCodecs {
         return nil
     }
 
+    /// Why `aperture` cannot be written for pictures of `settings` in a `fileType` file, nil
+    /// when it can: it must lie inside the picture, and only QuickTime and MP4 files carry one.
+    static func cleanApertureProblem(_ aperture: CleanAperture, settings: VideoSettings, fileType: FileType) -> String? {
+        guard ["mp4", "mov", "ipod"].contains(fileType.muxerName) else {
+            return "a \(fileType) file cannot carry a clean aperture; QuickTime and MP4 files can"
+        }
+        let (w, h) = (aperture.width, aperture.height)
+        // Its centre is offset from the picture's; each half must stay inside the picture.
+        let fitsAcross = w > 0 && 2 * abs(aperture.horizontalOffset) + w <= settings.width
+        let fitsDown = h > 0 && 2 * abs(aperture.verticalOffset) + h <= settings.height
+        guard fitsAcross && fitsDown else {
+            return "the clean aperture \(w)x\(h) offset (\(aperture.horizontalOffset), \(aperture.verticalOffset)) does not lie inside the \(settings.width)x\(settings.height) picture"
+        }
+        return nil
+    }
+
     /// True for pixel formats whose chroma is halved horizontally (and, for 4:2:0, vertically).
     static func subsampling(_ format: PixelFormatID) -> (horizontal: Bool, vertical: Bool) {
         let name = format.name ?? ""

@@ -28,6 +28,17 @@ struct WriterInputConfiguration: Sendable {
     var forcedKeyframeInterval: MediaTime?
     /// A copied stream's parameters, known before its first sample.
     var sourceParameters: CodecParameters?
+
+    /// The clean aperture written for this track: its settings', or, for a copied video
+    /// stream, the one its source format names (as AVFoundation's passthrough keeps it).
+    var cleanAperture: CleanAperture? {
+        guard mediaType == .video else { return nil }
+        switch settings {
+        case .video(let s): return s.cleanAperture
+        case nil: return sourceFormatHint?.video?.cleanAperture
+        default: return nil
+        }
+    }
     /// A subtitle input's cues are shown until this source time at the latest.
     var sparseEnd: MediaTime?
 
@@ -600,6 +611,7 @@ final class WriterEngine: @unchecked Sendable {
             }
             try writeCompleteFragments(final: true)
             try muxer.finish()
+            try writeCleanApertures()
         } catch let error as FFmpegError {
             throw MediaError(.writeFailed, "cannot finish the file", path: path, underlying: error)
         } catch let error as MediaError {
@@ -614,6 +626,18 @@ final class WriterEngine: @unchecked Sendable {
         // device to the next export as soon as this returns.
         pipelines = []
         if configuration.file != nil { try moveIntoPlace() }
+    }
+
+    /// Writes the tracks' clean apertures into the finished index of a whole QuickTime or MP4
+    /// file (FFmpeg's muxer writes none); other files and fragmented ones carry none.
+    private func writeCleanApertures() throws(MediaError) {
+        guard let file = configuration.file, configuration.segmentation == nil,
+              ["mp4", "mov", "ipod"].contains(configuration.fileType.muxerName) else { return }
+        var apertures: [Int: CleanAperture] = [:]
+        for (index, pipeline) in pipelines.enumerated() {
+            if let aperture = pipeline.configuration.cleanAperture { apertures[index] = aperture }
+        }
+        try MovieBoxes.setCleanApertures(apertures, path: file.temporary.path)
     }
 
     /// Closes and deletes the temporary file, and closes the encoders; later work is ignored.
