@@ -110,11 +110,9 @@ public final class StreamingPackager: Sendable {
     public func plannedLadder() async throws -> [StreamingRung] {
         if let given = ladder { return given }
         guard let video = try await videoTrack(), let format = video.formatDescription.video else { return [] }
-        var width = format.width
-        if let par = format.pixelAspectRatio, par.count == 2, par[0] > 0, par[1] > 0 {
-            width = Int((Double(width) * Double(par[0]) / Double(par[1])).rounded())
-        }
-        return StreamingRung.automatic(sourceWidth: width, sourceHeight: format.height,
+        // As it is shown: its pixels' shape, then its rotation (a phone held upright).
+        let shown = format.presentationDimensions(usePixelAspectRatio: true, useCleanAperture: false).applying(video.preferredTransform)
+        return StreamingRung.automatic(sourceWidth: Int(shown.width.rounded()), sourceHeight: Int(shown.height.rounded()),
                                        frameRate: Double(video.nominalFrameRate), codec: videoCodec)
     }
 
@@ -222,6 +220,11 @@ public final class StreamingPackager: Sendable {
     private func build(in folder: URL, destination: URL, rungs: [StreamingRung], audio: [AssetTrack],
                        options o: Options) async throws -> StreamingPackageResult {
         exportSession.videoCodec = o.videoCodec
+        // A rotated source (a phone held upright) is drawn upright: many players ignore an
+        // fMP4 track's rotation matrix, and the playlists give the size as shown.
+        if exportSession.videoComposition == nil, let video = try await videoTrack(), video.preferredTransform != .identity {
+            exportSession.videoComposition = try await VideoComposition.videoComposition(withPropertiesOf: asset)
+        }
         let names = StreamingRung.folderNames(rungs)
         let audioNames = audio.count == 1 ? ["audio"] : audio.enumerated().map { i, track in
             "audio-\(track.languageCode ?? "und")" + (audio.prefix(i).contains { $0.languageCode == track.languageCode } ? "-\(i)" : "")
