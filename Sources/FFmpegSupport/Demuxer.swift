@@ -167,7 +167,10 @@ public final class Demuxer {
         let stamped = packet.pointee.dts != none ? packet.pointee.dts : packet.pointee.pts
         followingDTS[index] = stamped + max(packet.pointee.duration, 0)
         let dts = packet.pointee.dts
-        guard mendsDiscontinuities, dts != none else { return }
+        // Only pictures and sound run on without gaps: a subtitle stream can be silent for
+        // minutes, so its packets take the jumps found so far and find none of their own.
+        let kind = context.pointee.streams[index]!.pointee.codecpar.pointee.codec_type
+        guard mendsDiscontinuities, dts != none, kind == AVMEDIA_TYPE_VIDEO || kind == AVMEDIA_TYPE_AUDIO else { return }
         if let expected = expectedDTS[index] {
             let delta = av_rescale_q(dts - expected, timeBase, cffmpeg_AV_TIME_BASE_Q())
             let latest = latestDTS[index].map { av_rescale_q($0, timeBase, cffmpeg_AV_TIME_BASE_Q()) } ?? Int64.min

@@ -118,7 +118,7 @@ enum AssetInspector {
         } else {
             // The media tracks' extents (a lying header may be repeated by data and cover tracks).
             let mediaIDs = Set(media.map { trackID($0, in: streams) })
-            let end = tracks.filter { lying.isEmpty || mediaIDs.contains($0.trackID) }
+            let end = tracks.filter { (lying.isEmpty && !openEnded) || mediaIDs.contains($0.trackID) }
                 .map { $0.timeRange.start.seconds + $0.timeRange.duration.seconds }.filter(\.isFinite).max() ?? 0
             duration = MediaTime(value: Int64((max(end, 0) * 1_000_000).rounded()), timescale: 1_000_000)
         }
@@ -128,7 +128,8 @@ enum AssetInspector {
         }
         let inspection = AssetInspection(
             containerFormat: ContainerFormat(name: demuxer.formatName, longName: demuxer.formatLongName),
-            duration: duration, fileSize: fileSize, bitRate: Int(demuxer.bitRate), tracks: tracks,
+            duration: duration, fileSize: fileSize, bitRate: openEnded && duration.seconds > 0 ? Int(Double(fileSize * 8) / duration.seconds) : Int(demuxer.bitRate),
+            tracks: tracks,
             metadata: MetadataItem.items(demuxer.metadata), chapters: chapters, warnings: warnings)
         // Handed on last: from here the inspection no longer touches it.
         if !scanned { handoff?.keep(demuxer) }
@@ -300,7 +301,8 @@ enum AssetInspector {
         }
         let start = s.startTime ?? timing.timestamps.min() ?? 0
         let durationTicks: Int64
-        if timestampsJumped {
+        if timestampsJumped || timing.openEndedCues > 0 {
+            // A cue "until the next one" makes libavformat's duration 49 days long.
             durationTicks = timing.end.map { max($0 - start, 0) } ?? 0
         } else if let d = s.duration {
             durationTicks = d

@@ -151,7 +151,8 @@ public final class ExportSession: Sendable {
     /// The subtitle track drawn into the picture, as HandBrake's burn-in does: the first the
     /// selection names (`.trackIDs([3])`, `.languages(["eng"])`); it is then not kept as a track
     /// of its own. Text (SubRip, ASS, WebVTT, mov_text) is drawn by libass, bitmaps (PGS, VobSub,
-    /// DVB) as their decoder gives them, where ffmpeg's `overlay` would put them. The pictures
+    /// DVB) as their decoder gives them, where ffmpeg's `overlay` would put them, in the picture's
+    /// own colour matrix. The pictures
     /// are drawn on in host memory (a device still decodes and encodes). Not for passthrough
     /// or compositions.
     public var subtitlesBurnedIn: TrackSelection? {

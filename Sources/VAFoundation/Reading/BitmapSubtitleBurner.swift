@@ -1,9 +1,10 @@
 import FFmpegSupport
 
 /// Draws a bitmap subtitle track (PGS, VobSub, DVB) into a video track's 4:2:0 pictures, each
-/// picture at its own time in the file, as ffmpeg's `[0:v][0:s]overlay` does: every subtitle's
-/// pictures at their place on the subtitle canvas, unscaled, from its start until its end or
-/// the next subtitle. The subtitle stream is read by a demuxer of its own, one subtitle ahead of
+/// picture at its own time in the file, where ffmpeg's `[0:v][0:s]overlay` puts it: every
+/// subtitle's pictures at their place on the subtitle canvas, unscaled, from its start until its
+/// end or the next subtitle. Colours are converted with the picture's own matrix (BT.709 for HD,
+/// as PGS is authored; ffmpeg's overlay uses BT.601 for every picture). The subtitle stream is read by a demuxer of its own, one subtitle ahead of
 /// the pictures, so nothing is queued however far apart the subtitles are. Confined to the
 /// reader's decode stage: it is made there, on the first picture it draws into.
 final class BitmapSubtitleBurner {
@@ -16,28 +17,23 @@ final class BitmapSubtitleBurner {
     private var upcoming: BitmapSubtitle?
     private var ended = false
     /// `current`'s pictures rasterised for the pictures' depth, made on first use.
-    private var rasters: (tenBit: Bool, layers: [(x: Int, y: Int, raster: OverlayRaster)])?
-    /// How far before the first picture the subtitle stream is read from: a subtitle shown then
-    /// may have started up to this long before.
+    private var rasters: (tenBit: Bool, matrix: OverlayRaster.LumaCoefficients, layers: [(x: Int, y: Int, raster: OverlayRaster)])?
+    /// How far before the first picture the subtitle stream is first read from: a subtitle
+    /// shown then may have started before. When the first subtitle found starts after the
+    /// picture, the reading starts twice as far back, until the file's start.
     static let lookBehind: Int64 = 30_000_000
 
-    /// Opens `path` again for its stream `streamIndex`, reading from where a subtitle on screen at
-    /// `firstPicture` (microseconds on the demuxer's timeline) would have started; the seek goes
-    /// by `seekStream`'s index (the video's), which every container indexes.
+    /// Opens `path` again for its stream `streamIndex`, reading from where the subtitle on screen
+    /// at `firstPicture` (microseconds on the demuxer's timeline) started; the seeks go by
+    /// `seekStream`'s index (the video's), which every container indexes and MPEG-TS times.
     init(path: String, streamIndex: Int, seekStream: Int, firstPicture: Int64) throws(MediaError) {
         do {
             demuxer = try Demuxer(path: path)
-            guard streamIndex < demuxer.streams.count else {
+            guard streamIndex < demuxer.streams.count, seekStream < demuxer.streams.count else {
                 throw MediaError(.invalidArgument, "the file has no stream \(streamIndex) to burn subtitles from", path: path)
             }
             let stream = demuxer.streams[streamIndex]
             decoder = try BitmapSubtitleDecoder(source: try demuxer.codecParameters(ofStream: streamIndex), timeBase: stream.timeBase)
-            demuxer.selectStreams([streamIndex])
-            let from = firstPicture - Self.lookBehind
-            if from > 0, seekStream < demuxer.streams.count {
-                let microseconds = Rational(1, 1_000_000)
-                try demuxer.seek(stream: seekStream, toKeyframeAtOrBefore: microseconds.rescale(from, to: demuxer.streams[seekStream].timeBase))
-            }
         } catch let error as MediaError {
             throw error
         } catch let error as FFmpegError {
@@ -46,6 +42,47 @@ final class BitmapSubtitleBurner {
             throw MediaError(.invalidState, "cannot read subtitle stream \(streamIndex) to burn it in", path: path, underlying: error)
         }
         self.streamIndex = streamIndex
+        var behind = Self.lookBehind
+        while true {
+            let from = firstPicture - behind
+            // From the start, where no seek is needed or none works.
+            guard from > 0, seek(to: from, by: seekStream) else {
+                rewind(by: seekStream)
+                return
+            }
+            upcoming = try readSubtitle()
+            guard let first = upcoming else {
+                // None from here to the end: one on screen began earlier still.
+                rewind(by: seekStream)
+                return
+            }
+            // The subtitle on screen at the first picture started at or before it: found.
+            if first.start <= firstPicture { return }
+            (upcoming, ended) = (nil, false)
+            behind *= 2
+        }
+    }
+
+    /// Seeks to the keyframe of `seekStream` at or before `time` (microseconds), reading the
+    /// subtitle stream alone from there; false when the container cannot seek there.
+    private func seek(to time: Int64, by seekStream: Int) -> Bool {
+        // Every stream is read while seeking: MPEG-TS seeks by reading the seek stream's times.
+        demuxer.selectStreams(Set(demuxer.streams.map(\.index)))
+        defer { demuxer.selectStreams([streamIndex]) }
+        let microseconds = Rational(1, 1_000_000)
+        return (try? demuxer.seek(stream: seekStream, toKeyframeAtOrBefore: microseconds.rescale(time, to: demuxer.streams[seekStream].timeBase))) != nil
+    }
+
+    /// Reads the subtitle stream from the file's start: a seek to its first time, or to its first
+    /// byte where that fails (Matroska seeks by time only, a raw stream by byte only).
+    private func rewind(by seekStream: Int) {
+        (upcoming, ended) = (nil, false)
+        let first = demuxer.streams[seekStream].startTime ?? 0
+        if !seek(to: demuxer.streams[seekStream].timeBase.rescale(min(first, 0), to: Rational(1, 1_000_000)), by: seekStream),
+           (try? demuxer.rewind()) == nil {
+            ended = true
+        }
+        demuxer.selectStreams([streamIndex])
     }
 
     /// Blends the subtitle on screen at `time` (microseconds on the demuxer's timeline) into
@@ -62,11 +99,17 @@ final class BitmapSubtitleBurner {
             throw MediaError(.invalidState, "bitmap subtitles are drawn into yuv420p or yuv420p10le pictures, not \(frame.pixelFormat)",
                              path: demuxer.path)
         }
-        if rasters?.tenBit != tenBit {
-            rasters = (tenBit, shown.rects.map { rect in
+        // The picture's own matrix, as its decoder states it or, unstated, by its height.
+        let matrix: OverlayRaster.LumaCoefficients = switch frame.colorMatrix {
+        case "smpte170m", "bt470bg": .bt601
+        case nil: frame.height < 720 ? .bt601 : .bt709
+        default: .bt709
+        }
+        if rasters?.tenBit != tenBit || rasters?.matrix != matrix {
+            rasters = (tenBit, matrix, shown.rects.map { rect in
                 (rect.x, rect.y, rect.rgba.withUnsafeBytes { bytes in
                     OverlayRaster(rgba: bytes.baseAddress!, bytesPerRow: rect.width * 4, width: rect.width, height: rect.height,
-                                  premultiplied: false, tenBit: tenBit)
+                                  premultiplied: false, tenBit: tenBit, matrix: matrix)
                 })
             })
         }

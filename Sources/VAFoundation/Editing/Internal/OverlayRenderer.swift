@@ -17,8 +17,10 @@ struct OverlayRaster {
                   premultiplied: premultiplied, tenBit: tenBit)
     }
 
-    /// The raster of `width`×`height` RGBA pixels at `base`, rows `bytesPerRow` apart.
-    init(rgba base: UnsafeRawPointer, bytesPerRow stride: Int, width: Int, height: Int, premultiplied: Bool, tenBit: Bool) {
+    /// The raster of `width`×`height` RGBA pixels at `base`, rows `bytesPerRow` apart, in the
+    /// Y'CbCr of `matrix` (BT.709 unless the pictures drawn into are BT.601's).
+    init(rgba base: UnsafeRawPointer, bytesPerRow stride: Int, width: Int, height: Int, premultiplied: Bool, tenBit: Bool,
+         matrix: LumaCoefficients = .bt709) {
         (self.width, self.height) = (width, height)
         let count = width * height
         (luma, blue, red, alpha) = (.init(repeating: 0, count: count), .init(repeating: 0, count: count),
@@ -29,7 +31,7 @@ struct OverlayRaster {
                 let a = Double(row[4 * x + 3]) / 255
                 let scale = premultiplied ? 1.0 / 255 : a / 255
                 set(y * width + x, red: Double(row[4 * x]) * scale, green: Double(row[4 * x + 1]) * scale,
-                    blue: Double(row[4 * x + 2]) * scale, alpha: a, tenBit: tenBit)
+                    blue: Double(row[4 * x + 2]) * scale, alpha: a, tenBit: tenBit, matrix: matrix)
             }
         }
     }
@@ -45,15 +47,23 @@ struct OverlayRaster {
                                     .init(repeating: red[0], count: width * height), .init(repeating: alpha[0], count: width * height))
     }
 
-    /// Stores pixel `i` from premultiplied R'G'B' (0…1) and its alpha, with the BT.709 matrix
-    /// and limited-range scaling `SoftwareCompositor.backgroundSamples` uses.
-    private mutating func set(_ i: Int, red r: Double, green g: Double, blue b: Double, alpha a: Double, tenBit: Bool) {
+    /// Stores pixel `i` from premultiplied R'G'B' (0…1) and its alpha, with `matrix` (BT.709 by
+    /// default) and the limited-range scaling `SoftwareCompositor.backgroundSamples` uses.
+    private mutating func set(_ i: Int, red r: Double, green g: Double, blue b: Double, alpha a: Double, tenBit: Bool,
+                              matrix: LumaCoefficients = .bt709) {
         let unit = tenBit ? 4.0 : 1.0
-        let l = 0.2126 * r + 0.7152 * g + 0.0722 * b
+        let l = matrix.red * r + (1 - matrix.red - matrix.blue) * g + matrix.blue * b
         luma[i] = Float(unit * (16 * a + 219 * l))
-        blue[i] = Float(unit * (128 * a + 224 * (b - l) / 1.8556))
-        red[i] = Float(unit * (128 * a + 224 * (r - l) / 1.5748))
+        blue[i] = Float(unit * (128 * a + 224 * (b - l) / (2 - 2 * matrix.blue)))
+        red[i] = Float(unit * (128 * a + 224 * (r - l) / (2 - 2 * matrix.red)))
         alpha[i] = Float(a)
+    }
+
+    /// The red and blue weights of luma in a Y'CbCr matrix.
+    struct LumaCoefficients: Equatable {
+        var red: Double, blue: Double
+        static let bt709 = LumaCoefficients(red: 0.2126, blue: 0.0722)
+        static let bt601 = LumaCoefficients(red: 0.299, blue: 0.114)
     }
 }
 
