@@ -16,6 +16,9 @@ final class BitmapSubtitleBurner {
     private var current: BitmapSubtitle?
     private var upcoming: BitmapSubtitle?
     private var ended = false
+    /// Packets the decoder refused (their times, microseconds), and why reading stopped early.
+    private var refused: [Int64] = []
+    private var readFailure: FFmpegError?
     /// `current`'s pictures rasterised for the pictures' depth, made on first use.
     private var rasters: (tenBit: Bool, matrix: OverlayRaster.LumaCoefficients, layers: [(x: Int, y: Int, raster: OverlayRaster)])?
     /// How far before the first picture the subtitle stream is first read from: a subtitle
@@ -145,12 +148,13 @@ final class BitmapSubtitleBurner {
     }
 
     /// The next subtitle the stream completes, nil at its end. A packet the decoder refuses is
-    /// passed over, as ffmpeg goes on past a damaged subtitle.
+    /// passed over and counted, as ffmpeg goes on past a damaged subtitle.
     private func readSubtitle() throws(MediaError) -> BitmapSubtitle? {
         while true {
             let result: Demuxer.ReadResult
             do { result = try demuxer.readPacket(into: packet) } catch {
                 // A damaged tail ends the subtitles, not the pictures.
+                readFailure = error
                 ended = true
                 return nil
             }
@@ -158,8 +162,28 @@ final class BitmapSubtitleBurner {
                 ended = true
                 return nil
             }
-            guard packet.streamIndex == streamIndex, let subtitle = try? decoder.decode(packet) else { continue }
-            return subtitle
+            guard packet.streamIndex == streamIndex else { continue }
+            do {
+                guard let subtitle = try decoder.decode(packet) else { continue }
+                return subtitle
+            } catch {
+                let timeBase = demuxer.streams[streamIndex].timeBase
+                refused.append(packet.pts.map { timeBase.rescale($0, to: Rational(1, 1_000_000)) } ?? -1)
+            }
         }
+    }
+
+    /// What went wrong reading the burnt subtitles, in words; nil when nothing did. Read once
+    /// the pictures are done.
+    var damageReport: String? {
+        var parts: [String] = []
+        if let first = refused.first {
+            let at = first >= 0 ? String(format: " (the first at %.3f s)", Double(first) / 1_000_000) : ""
+            parts.append("\(refused.count) damaged subtitle packet\(refused.count == 1 ? "" : "s") of stream \(streamIndex) not drawn\(at)")
+        }
+        if let readFailure {
+            parts.append("the subtitles of stream \(streamIndex) stopped early: \(readFailure.message) (\(readFailure.function))")
+        }
+        return parts.isEmpty ? nil : parts.joined(separator: "; ")
     }
 }

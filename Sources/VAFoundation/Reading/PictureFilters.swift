@@ -44,6 +44,9 @@ final class PictureFilters {
         self.deviceDeinterlaces = deviceDeinterlaces
     }
 
+    /// What went wrong drawing the bitmap subtitles, in words; nil when nothing did.
+    var subtitleDamageReport: String? { bitmapBurner?.damageReport }
+
     /// The next picture, filtered where it needs it and with the bitmap subtitles on screen at
     /// its time drawn in; nil at the end of the stream.
     func next() throws(MediaError) -> Frame? {

@@ -314,7 +314,7 @@ final class VideoDecodePipeline: TrackPipeline {
     var damageReport: String? {
         let dropped = outOfOrder.isEmpty ? nil
             : "\(outOfOrder.count) picture\(outOfOrder.count == 1 ? "" : "s") out of order dropped (damaged stream) at \(damageTimes(outOfOrder, timeBase))"
-        let parts = [loop.damageReport, dropped].compactMap { $0 }
+        let parts = [loop.damageReport, dropped, filters.subtitleDamageReport].compactMap { $0 }
         return parts.isEmpty ? nil : parts.joined(separator: "; ")
     }
     let track: AssetTrack
