@@ -8,7 +8,7 @@ import FFmpegSupport
 /// the pictures, so nothing is queued however far apart the subtitles are. Confined to the
 /// reader's decode stage: it is made there, on the first picture it draws into.
 final class BitmapSubtitleBurner {
-    private let demuxer: Demuxer
+    private var demuxer: Demuxer
     private let decoder: BitmapSubtitleDecoder
     private let streamIndex: Int
     private let packet = Packet()
@@ -45,18 +45,21 @@ final class BitmapSubtitleBurner {
             throw MediaError(.invalidState, "cannot read subtitle stream \(streamIndex) to burn it in", path: path, underlying: error)
         }
         self.streamIndex = streamIndex
+        demuxer.selectStreams([streamIndex])
         var behind = Self.lookBehind
+        // A demuxer just opened reads from the file's first byte.
+        guard firstPicture - behind > 0 else { return }
         while true {
             let from = firstPicture - behind
             // From the start, where no seek is needed or none works.
             guard from > 0, seek(to: from, by: seekStream) else {
-                rewind(by: seekStream)
+                try rewind()
                 return
             }
             upcoming = try readSubtitle()
             guard let first = upcoming else {
                 // None from here to the end: one on screen began earlier still.
-                rewind(by: seekStream)
+                try rewind()
                 return
             }
             // The subtitle on screen at the first picture started at or before it: found.
@@ -76,14 +79,13 @@ final class BitmapSubtitleBurner {
         return (try? demuxer.seek(stream: seekStream, toKeyframeAtOrBefore: microseconds.rescale(time, to: demuxer.streams[seekStream].timeBase))) != nil
     }
 
-    /// Reads the subtitle stream from the file's start: a seek to its first time, or to its first
-    /// byte where that fails (Matroska seeks by time only, a raw stream by byte only).
-    private func rewind(by seekStream: Int) {
+    /// Reads the subtitle stream from the file's first byte, with a demuxer opened afresh: no
+    /// seek reaches it in every container (MPEG-TS lands on the first keyframe, after cues
+    /// stored before it; Matroska cannot seek by byte).
+    private func rewind() throws(MediaError) {
         (upcoming, ended) = (nil, false)
-        let first = demuxer.streams[seekStream].startTime ?? 0
-        if !seek(to: demuxer.streams[seekStream].timeBase.rescale(min(first, 0), to: Rational(1, 1_000_000)), by: seekStream),
-           (try? demuxer.rewind()) == nil {
-            ended = true
+        do { demuxer = try Demuxer(path: demuxer.path) } catch {
+            throw MediaError(.unsupported, "cannot read subtitle stream \(streamIndex) to burn it in", path: demuxer.path, underlying: error)
         }
         demuxer.selectStreams([streamIndex])
     }
