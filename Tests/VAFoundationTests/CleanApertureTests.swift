@@ -108,7 +108,7 @@ import Testing
         try #require(try run(ffmpeg, ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-frames:v", "25", "-c:v", "libx264",
                                       "-preset", "ultrafast", "-moov_size", "16384", url.path]).status == 0)
         let size = try #require(try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int)
-        try MovieBoxes.setCleanApertures([0: CleanAperture(width: 300, height: 200, horizontalOffset: -10, verticalOffset: 20)], path: url.path)
+        try MovieBoxes.setCleanApertures([1: CleanAperture(width: 300, height: 200, horizontalOffset: -10, verticalOffset: 20)], path: url.path)
         #expect(try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int == size, "nothing after the room moved")
         #expect(try Self.exifToolAperture(url) == [300, 200, -10, 20])
         #expect(try Self.cleanlyDecodedPictures(url) == 25)
@@ -134,6 +134,30 @@ import Testing
         let settings = try #require(writerSettings(for: track))
         #expect(settings.cleanAperture == aperture && settings.pixelAspectRatio == PixelAspectRatio(horizontalSpacing: 4, verticalSpacing: 3))
         #expect(track.formatDescription.video?.presentationDimensions(usePixelAspectRatio: true, useCleanAperture: true) == Size(width: 400, height: 220))
+    }
+
+    /// The index of a file is read by our own code: no damage to it may crash the reader. Every
+    /// 32-bit word of a written index (a clap box's among them) is set in turn to sizes that
+    /// lie (0, 1: a 64-bit size follows, 7, 40, far too large) and the file read again.
+    @Test func aDamagedIndexNeverCrashesTheReader() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = try await Self.write(CleanAperture(width: 300, height: 200), to: .mp4, optimizedForNetwork: false, in: dir)
+        let original = try Data(contentsOf: url)
+        let moov = try #require(original.range(of: Data("moov".utf8))).lowerBound - 4
+        let damaged = dir.appendingPathComponent("damaged.mp4")
+        var reads = 0
+        for offset in stride(from: moov + 8, to: original.count - 4, by: 4) {
+            for value: UInt32 in [0, 1, 7, 40, 0xFFFF_FFF0] {
+                var bytes = original
+                bytes.replaceSubrange(offset..<(offset + 4), with: [UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)])
+                try bytes.write(to: damaged)
+                _ = MovieBoxes.cleanApertures(path: damaged.path)
+                reads += 1
+            }
+        }
+        #expect(reads > 500)
+        #expect(MovieBoxes.cleanApertures(path: url.path) == [1: CleanAperture(width: 300, height: 200)])
     }
 
     @Test func anApertureNoFileCanHoldIsRefusedBeforeWriting() async throws {

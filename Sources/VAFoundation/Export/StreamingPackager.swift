@@ -108,10 +108,18 @@ public final class StreamingPackager: Sendable {
 
     /// The ladder this package will have: the rungs given, or the `auto` ladder for the source.
     public func plannedLadder() async throws -> [StreamingRung] {
-        if let given = ladder { return given }
-        guard let video = try await videoTrack(), let format = video.formatDescription.video else { return [] }
+        guard let video = try await videoTrack(), let format = video.formatDescription.video else { return ladder ?? [] }
         // As it is shown: its pixels' shape, then its rotation (a phone held upright).
         let shown = format.presentationDimensions(usePixelAspectRatio: true, useCleanAperture: false).applying(video.preferredTransform)
+        if let given = ladder {
+            // Rungs given the other way round from the picture are turned to it (1920x1080 for a
+            // phone held upright is 1080x1920), as they were when the pictures kept their matrix.
+            let portrait = shown.height > shown.width
+            return given.map { rung in
+                (rung.height > rung.width) == portrait || rung.width == rung.height ? rung
+                    : StreamingRung(width: rung.height, height: rung.width, bitRate: rung.bitRate)
+            }
+        }
         return StreamingRung.automatic(sourceWidth: Int(shown.width.rounded()), sourceHeight: Int(shown.height.rounded()),
                                        frameRate: Double(video.nominalFrameRate), codec: videoCodec)
     }
@@ -223,7 +231,15 @@ public final class StreamingPackager: Sendable {
         // A rotated source (a phone held upright) is drawn upright: many players ignore an
         // fMP4 track's rotation matrix, and the playlists give the size as shown.
         if exportSession.videoComposition == nil, let video = try await videoTrack(), video.preferredTransform != .identity {
-            exportSession.videoComposition = try await VideoComposition.videoComposition(withPropertiesOf: asset)
+            // The primary track alone, at its average rate: the shortest interval of a phone's
+            // variable rate would multiply its pictures.
+            var upright = VideoComposition.videoComposition(withPropertiesOf: [VideoCompositionSourceTrack(track: video)],
+                                                            duration: try await asset.load(.duration))
+            let millihertz = Int32(clamping: Int64((Double(video.nominalFrameRate) * 1000).rounded()))
+            if millihertz > 0 {
+                upright.frameDuration = max(upright.frameDuration, MediaTime(value: 1000, timescale: millihertz))
+            }
+            exportSession.videoComposition = upright
         }
         let names = StreamingRung.folderNames(rungs)
         let audioNames = audio.count == 1 ? ["audio"] : audio.enumerated().map { i, track in

@@ -34,7 +34,7 @@ enum MovieBoxes {
         for trak in children(of: moov, in: box.headerSize..<moov.count) where trak.type == "trak" {
             guard let trackID = trackID(moov, trak), let entry = videoSampleEntry(moov, trak),
                   let clap = children(of: moov, in: (entry.payload + visualSampleEntryFields)..<entry.end).first(where: { $0.type == "clap" }),
-                  clap.size >= cleanApertureBoxSize else { continue }
+                  clap.size >= clap.headerSize + 32 else { continue }
             let values = (0..<8).map { Int32(bitPattern: readUInt32(moov, clap.payload + 4 * $0)) }
             func ratio(_ n: Int32, _ d: Int32) -> Int? { d > 0 ? Int((Double(n) / Double(d)).rounded()) : nil }
             guard let width = ratio(values[0], values[1]), let height = ratio(values[2], values[3]), width > 0, height > 0 else { continue }
@@ -46,9 +46,8 @@ enum MovieBoxes {
 
     // MARK: Writing
 
-    /// Gives the video sample description of each track numbered in `apertures` (its place among
-    /// the file's tracks, from 0, which is its stream index as FFmpeg writes them) a `clap` box,
-    /// replacing one already there. The index is rewritten where it lies: at the end of the
+    /// Gives the video sample description of each track `apertures` names by track ID (`tkhd`,
+    /// which FFmpeg 5.1 numbers stream index + 1) a `clap` box, replacing one already there. The index is rewritten where it lies: at the end of the
     /// file it grows in place; before the media it takes room from the `free` box reserved
     /// after it, or, with none to spare, the media after it moves and every chunk offset with it.
     static func setCleanApertures(_ apertures: [Int: CleanAperture], path: String) throws(MediaError) {
@@ -74,17 +73,19 @@ enum MovieBoxes {
         var added = 0
         let traks = children(of: bytes, in: moov.headerSize..<bytes.count).filter { $0.type == "trak" }
         // From the last track back, so the offsets of the ones before stay valid.
-        for (position, trak) in traks.enumerated().reversed() {
-            guard let aperture = apertures[position] else { continue }
+        for trak in traks.reversed() {
+            guard let id = trackID(bytes, trak), let aperture = apertures[id] else { continue }
             guard let entry = videoSampleEntry(bytes, trak), let chain = ancestors(bytes, of: entry) else {
-                throw MediaError(.unsupported, "track \(position + 1) has no video sample description to hold a clean aperture", path: path)
+                throw MediaError(.unsupported, "track \(id) has no video sample description to hold a clean aperture", path: path)
             }
             let box = cleanApertureBox(aperture)
             let childRange = (entry.payload + visualSampleEntryFields)..<entry.end
             if let existing = children(of: bytes, in: childRange).first(where: { $0.type == "clap" }) {
+                // FFmpeg writes one (the whole picture) for uncompressed video, always 40 bytes.
+                guard existing.size == box.count else {
+                    throw MediaError(.unsupported, "track \(id) has a clean aperture box of an unusual size to replace", path: path)
+                }
                 bytes.replaceSubrange(existing.offset..<existing.end, with: box)
-                grow(&bytes, chain + [entry], by: box.count - existing.size)
-                added += box.count - existing.size
             } else {
                 bytes.insert(contentsOf: box, at: entry.end)
                 grow(&bytes, chain + [entry], by: box.count)
@@ -160,8 +161,9 @@ enum MovieBoxes {
     static func children(of bytes: [UInt8], in range: Range<Int>) -> [Box] {
         var boxes: [Box] = []
         var offset = range.lowerBound
-        while offset + 8 <= range.upperBound {
-            guard let header = parseHeader(bytes, at: offset, limit: range.upperBound - offset),
+        let upper = min(range.upperBound, bytes.count)
+        while offset >= 0, offset + 8 <= upper {
+            guard let header = parseHeader(bytes, at: offset, limit: upper - offset),
                   header.size >= header.headerSize else { break }
             let box = Box(type: header.type, offset: offset, headerSize: header.headerSize, size: header.size)
             boxes.append(box)
@@ -175,7 +177,7 @@ enum MovieBoxes {
     private static func parseHeader(_ bytes: [UInt8], at offset: Int, limit: Int) -> (type: String, headerSize: Int, size: Int)? {
         guard offset + 8 <= bytes.count else { return nil }
         let size32 = Int(readUInt32(bytes, offset))
-        let type = String(decoding: bytes[(offset + 4)..<(offset + 8)], as: UTF8.self)
+        let type = fourCC(bytes, offset + 4)
         switch size32 {
         case 0: return (type, 8, limit)
         case 1:
@@ -192,10 +194,10 @@ enum MovieBoxes {
     /// The first sample entry of `trak` when its handler is video (`vide`).
     private static func videoSampleEntry(_ bytes: [UInt8], _ trak: Box) -> Box? {
         guard let mdia = child(bytes, trak, "mdia"), let hdlr = child(bytes, mdia, "hdlr"), hdlr.size >= hdlr.headerSize + 12,
-              String(decoding: bytes[(hdlr.payload + 8)..<(hdlr.payload + 12)], as: UTF8.self) == "vide",
+              fourCC(bytes, hdlr.payload + 8) == "vide",
               let minf = child(bytes, mdia, "minf"), let stbl = child(bytes, minf, "stbl"), let stsd = child(bytes, stbl, "stsd") else { return nil }
         // Version and flags, then the entry count, then the entries.
-        guard let entry = children(of: bytes, in: (stsd.payload + 8)..<stsd.end).first,
+        guard stsd.end >= stsd.payload + 8, let entry = children(of: bytes, in: (stsd.payload + 8)..<stsd.end).first,
               entry.size >= entry.headerSize + visualSampleEntryFields else { return nil }
         return entry
     }
@@ -219,7 +221,7 @@ enum MovieBoxes {
 
     /// The `tkhd` track ID of `trak`.
     private static func trackID(_ bytes: [UInt8], _ trak: Box) -> Int? {
-        guard let tkhd = child(bytes, trak, "tkhd"), tkhd.size >= tkhd.headerSize + 24 else { return nil }
+        guard let tkhd = child(bytes, trak, "tkhd"), tkhd.size >= tkhd.headerSize + 24, tkhd.end <= bytes.count else { return nil }
         // Version 1 has 64-bit creation and modification times before the ID.
         let offset = bytes[tkhd.payload] == 1 ? tkhd.payload + 20 : tkhd.payload + 12
         return Int(readUInt32(bytes, offset))
@@ -242,6 +244,9 @@ enum MovieBoxes {
         for trak in children(of: bytes, in: moov.payload..<moov.end) where trak.type == "trak" {
             guard let mdia = child(bytes, trak, "mdia"), let minf = child(bytes, mdia, "minf"), let stbl = child(bytes, minf, "stbl") else { continue }
             for table in children(of: bytes, in: stbl.payload..<stbl.end) where table.type == "stco" || table.type == "co64" {
+                guard table.size >= table.headerSize + 8 else {
+                    throw MediaError(.writeFailed, "a chunk offset table of the index is malformed", path: path)
+                }
                 let count = Int(readUInt32(bytes, table.payload + 4))
                 let width = table.type == "stco" ? 4 : 8
                 guard table.payload + 8 + count * width <= table.end else {
@@ -287,8 +292,16 @@ enum MovieBoxes {
         try handle.write(contentsOf: Data(bytes))
     }
 
+    /// The big-endian number at `offset`; 0 where the bytes end first (a damaged index).
     private static func readUInt32(_ bytes: [UInt8], _ offset: Int) -> UInt32 {
-        UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16 | UInt32(bytes[offset + 2]) << 8 | UInt32(bytes[offset + 3])
+        guard offset >= 0, offset + 4 <= bytes.count else { return 0 }
+        return UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16 | UInt32(bytes[offset + 2]) << 8 | UInt32(bytes[offset + 3])
+    }
+
+    /// The four characters at `offset`, empty where the bytes end first.
+    private static func fourCC(_ bytes: [UInt8], _ offset: Int) -> String {
+        guard offset >= 0, offset + 4 <= bytes.count else { return "" }
+        return String(decoding: bytes[offset..<(offset + 4)], as: UTF8.self)
     }
 
     private static func writeUInt32(_ bytes: inout [UInt8], _ offset: Int, _ value: UInt32) {

@@ -634,8 +634,9 @@ final class WriterEngine: @unchecked Sendable {
         guard let file = configuration.file, configuration.segmentation == nil,
               ["mp4", "mov", "ipod"].contains(configuration.fileType.muxerName) else { return }
         var apertures: [Int: CleanAperture] = [:]
-        for (index, pipeline) in pipelines.enumerated() {
-            if let aperture = pipeline.configuration.cleanAperture { apertures[index] = aperture }
+        // FFmpeg 5.1 numbers each track its stream index + 1 (tracks without samples are left out).
+        for pipeline in pipelines {
+            if let stream = pipeline.streamIndex, let aperture = pipeline.configuration.cleanAperture { apertures[stream + 1] = aperture }
         }
         try MovieBoxes.setCleanApertures(apertures, path: file.temporary.path)
     }
