@@ -173,8 +173,6 @@ MUTATIONS = [
      "kind == AVMEDIA_TYPE_VIDEO || kind == AVMEDIA_TYPE_AUDIO else { return }", "kind == kind else { return }"),
     ("tracks-bitmap-cue-long-before-trim-lost", "tracks", "BitmapSubtitleBurnInTests", "Sources/VAFoundation/Reading/BitmapSubtitleBurner.swift",
      "            if first.start <= firstPicture { return }\n", "            if first.start <= firstPicture || Bool(true) { return }\n"),
-    ("reader-index-reads-unchecked", "reader", "CleanApertureTests", "Sources/VAFoundation/Writing/MovieBoxes.swift",
-     "        guard offset >= 0, offset + 4 <= bytes.count else { return 0 }\n", ""),
     ("package-rotated-source-sideways", "segments", "aRotatedClipIsPackagedUpright", "Sources/VAFoundation/Export/StreamingPackager.swift",
      "video.preferredTransform != .identity {", "video.preferredTransform != .identity, Bool(false) {"),
     ("tracks-loudness-peak-unbounded", "tracks", "LoudnessTests", "Sources/VAFoundation/Export/ExportSession+Running.swift",

@@ -138,7 +138,8 @@ import Testing
 
     /// The index of a file is read by our own code: no damage to it may crash the reader. Every
     /// 32-bit word of a written index (a clap box's among them) is set in turn to sizes that
-    /// lie (0, 1: a 64-bit size follows, 7, 40, far too large) and the file read again.
+    /// lie (0, 1: a 64-bit size follows, 7, 40, far too large), and each box's size moved into a
+    /// 64-bit field over its first payload bytes, and the file read again.
     @Test func aDamagedIndexNeverCrashesTheReader() async throws {
         let dir = try TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -147,10 +148,15 @@ import Testing
         let moov = try #require(original.range(of: Data("moov".utf8))).lowerBound - 4
         let damaged = dir.appendingPathComponent("damaged.mp4")
         var reads = 0
+        func word(_ value: UInt64, _ count: Int) -> [UInt8] { (0..<count).reversed().map { UInt8((value >> (8 * UInt64($0))) & 0xFF) } }
         for offset in stride(from: moov + 8, to: original.count - 4, by: 4) {
-            for value: UInt32 in [0, 1, 7, 40, 0xFFFF_FFF0] {
+            var damages: [[(at: Int, bytes: [UInt8])]] = [0, 1, 7, 40, 0xFFFF_FFF0].map { [(offset, word($0, 4))] }
+            // A box's size moved into a 64-bit field after its type (size 1), its payload's first 8 bytes lost to it.
+            let size = original[offset..<(offset + 4)].reduce(0) { $0 << 8 | UInt64($1) }
+            if size >= 16, offset + 16 <= original.count { damages.append([(offset, word(1, 4)), (offset + 8, word(size, 8))]) }
+            for damage in damages {
                 var bytes = original
-                bytes.replaceSubrange(offset..<(offset + 4), with: [UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)])
+                for patch in damage { bytes.replaceSubrange(patch.at..<(patch.at + patch.bytes.count), with: patch.bytes) }
                 try bytes.write(to: damaged)
                 _ = MovieBoxes.cleanApertures(path: damaged.path)
                 reads += 1
