@@ -68,6 +68,10 @@ import Testing
         let url = try await Self.write(aperture, to: fileType, optimizedForNetwork: optimizedForNetwork, anamorphic: anamorphic, in: dir)
         #expect(try Self.exifToolAperture(url) == [304, 224, 2, -4])
         #expect(try Self.cleanlyDecodedPictures(url) == 25, "the media around the rewritten index decodes whole")
+        // Optimised for the network, the index comes before the media.
+        let bytes = try Data(contentsOf: url)
+        let (moov, mdat) = (try #require(bytes.range(of: Data("moov".utf8))).lowerBound, try #require(bytes.range(of: Data("mdat".utf8))).lowerBound)
+        #expect((moov < mdat) == optimizedForNetwork, "moov at \(moov), mdat at \(mdat)")
         if anamorphic {
             let probe = try #require(which("ffprobe"))
             let shape = String(decoding: try run(probe, ["-v", "error", "-select_streams", "v", "-show_entries", "stream=sample_aspect_ratio",

@@ -50,10 +50,14 @@ enum MovieBoxes {
     /// which FFmpeg 5.1 numbers stream index + 1) a `clap` box, replacing one already there. The index is rewritten where it lies: at the end of the
     /// file it grows in place; before the media it takes room from the `free` box reserved
     /// after it, or, with none to spare, the media after it moves and every chunk offset with it.
-    static func setCleanApertures(_ apertures: [Int: CleanAperture], path: String) throws(MediaError) {
+    ///
+    /// `movingIndexFirst` puts an index written at the end before the media afterwards, as
+    /// FFmpeg's faststart would have: the writer skips faststart when an aperture is due, so
+    /// the media moves once, not twice.
+    static func setCleanApertures(_ apertures: [Int: CleanAperture], path: String, movingIndexFirst: Bool = false) throws(MediaError) {
         guard !apertures.isEmpty else { return }
         do {
-            try rewrite(path: path, apertures: apertures)
+            try rewrite(path: path, apertures: apertures, movingIndexFirst: movingIndexFirst)
         } catch let error as MediaError {
             throw error
         } catch {
@@ -61,7 +65,7 @@ enum MovieBoxes {
         }
     }
 
-    private static func rewrite(path: String, apertures: [Int: CleanAperture]) throws {
+    private static func rewrite(path: String, apertures: [Int: CleanAperture], movingIndexFirst: Bool) throws {
         guard let handle = FileHandle(forUpdatingAtPath: path) else {
             throw MediaError(.writeFailed, "cannot open the file to write its clean aperture", path: path)
         }
@@ -94,6 +98,14 @@ enum MovieBoxes {
         }
         let fileSize = Int(try handle.seekToEnd())
         let moovEnd = moov.offset + moov.size
+        if moovEnd == fileSize, movingIndexFirst, let first = try firstBoxAfterFileType(in: handle), first < moov.offset {
+            // Before the media, right after the file type: the media and its offsets move on by the index's length.
+            try shiftChunkOffsets(in: &bytes, after: Int64(first) - 1, by: Int64(bytes.count), path: path)
+            try handle.truncate(atOffset: UInt64(moov.offset))
+            try moveTail(of: handle, from: first, size: moov.offset, by: bytes.count)
+            try write(bytes, at: first, to: handle)
+            return
+        }
         if moovEnd == fileSize || added == 0 {
             try write(bytes, at: moov.offset, to: handle)
             return
@@ -130,6 +142,16 @@ enum MovieBoxes {
     }
 
     // MARK: Boxes
+
+    /// Where the first top-level box after the file type (`ftyp`, and a `wide` after it) starts.
+    private static func firstBoxAfterFileType(in handle: FileHandle) throws -> Int? {
+        var offset = 0
+        while let box = try box(at: offset, in: handle), box.size >= box.headerSize {
+            guard box.type == "ftyp" || box.type == "wide" else { return offset }
+            offset = box.end
+        }
+        return nil
+    }
 
     /// The top-level index (`moov`) of the file, read whole, and where it lies; nil when there is none.
     private static func index(of handle: FileHandle) throws -> ([UInt8], Box)? {

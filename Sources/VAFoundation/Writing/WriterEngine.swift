@@ -628,6 +628,13 @@ final class WriterEngine: @unchecked Sendable {
         if configuration.file != nil { try moveIntoPlace() }
     }
 
+    /// A network-optimised file with a clean aperture and no room reserved for its index: the
+    /// index is moved first with the aperture, in one pass, instead of by faststart and again.
+    private var movesIndexFirstItself: Bool {
+        configuration.shouldOptimizeForNetworkUse && configuration.segmentation == nil && indexReservation() == nil
+            && pipelines.contains { $0.configuration.cleanAperture != nil }
+    }
+
     /// Writes the tracks' clean apertures into the finished index of a whole QuickTime or MP4
     /// file (FFmpeg's muxer writes none); other files and fragmented ones carry none.
     private func writeCleanApertures() throws(MediaError) {
@@ -638,7 +645,7 @@ final class WriterEngine: @unchecked Sendable {
         for pipeline in pipelines {
             if let stream = pipeline.streamIndex, let aperture = pipeline.configuration.cleanAperture { apertures[stream + 1] = aperture }
         }
-        try MovieBoxes.setCleanApertures(apertures, path: file.temporary.path)
+        try MovieBoxes.setCleanApertures(apertures, path: file.temporary.path, movingIndexFirst: movesIndexFirstItself)
     }
 
     /// Closes and deletes the temporary file, and closes the encoders; later work is ignored.
@@ -947,7 +954,7 @@ final class WriterEngine: @unchecked Sendable {
             // second pass, which reads and rewrites the whole file.
             if let reserved = indexReservation() {
                 options.append(("moov_size", String(reserved)))
-            } else {
+            } else if !movesIndexFirstItself {
                 flags += "+faststart"
             }
         }
