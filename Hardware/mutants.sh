@@ -175,6 +175,8 @@ MUTATIONS = [
      "            if first.start <= firstPicture { return }\n", "            if first.start <= firstPicture || Bool(true) { return }\n"),
     ("package-rotated-source-sideways", "segments", "aRotatedClipIsPackagedUpright", "Sources/VAFoundation/Export/StreamingPackager.swift",
      "video.preferredTransform != .identity {", "video.preferredTransform != .identity, Bool(false) {"),
+    ("writer-index-moved-first-offsets-stale", "writer", "CleanApertureTests", "Sources/VAFoundation/Writing/MovieBoxes.swift",
+     "            try shiftChunkOffsets(in: &bytes, after: Int64(first) - 1, by: Int64(bytes.count), path: path)\n", ""),
     ("tracks-loudness-peak-unbounded", "tracks", "LoudnessTests", "Sources/VAFoundation/Export/ExportSession+Running.swift",
      "let gain = min(wanted, target.truePeak - measured.truePeak)", "let gain = wanted"),
     ("tracks-loudness-gain-not-applied", "tracks", "LoudnessTests", "Sources/VAFoundation/Export/ExportSession+Running.swift",

@@ -119,6 +119,22 @@ import Testing
         #expect(MovieBoxes.cleanApertures(path: url.path) == [1: CleanAperture(width: 300, height: 200, horizontalOffset: -10, verticalOffset: 20)])
     }
 
+    /// An index ffmpeg's faststart put before the media, with no room after it: the media moves
+    /// on by the aperture's 40 bytes, and every chunk offset with it.
+    @Test func anIndexBeforeTheMediaWithNoRoomMovesTheMedia() throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("faststart.mp4")
+        let ffmpeg = try #require(which("ffmpeg"))
+        try #require(try run(ffmpeg, ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-frames:v", "25", "-c:v", "libx264",
+                                      "-preset", "ultrafast", "-movflags", "+faststart", url.path]).status == 0)
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int)
+        try MovieBoxes.setCleanApertures([1: CleanAperture(width: 320, height: 232, verticalOffset: -2)], path: url.path)
+        #expect(try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int == size + 40)
+        #expect(try Self.exifToolAperture(url) == [320, 232, 0, -2])
+        #expect(try Self.cleanlyDecodedPictures(url) == 25)
+    }
+
     /// The example of the DocC article "Reading and writing samples" ("Keeping the picture's shape"), as written there.
     @Test func theArticlesSettingsCarryTheShape() async throws {
         func writerSettings(for track: AssetTrack) -> VideoSettings? {
