@@ -3,7 +3,7 @@ import MediaCore
 
 /// One picture the video processor draws: a region of a VA surface, turned by quarter turns and
 /// mirrored (VA-API applies the rotation first), scaled into a region of the output, blended
-/// with an opacity.
+/// with an opacity and, for an RGBA surface of premultiplied colours, its own alpha.
 public struct SurfaceLayer {
     /// Clockwise quarter turns, as `VA_ROTATION_*` counts them.
     public enum Rotation: UInt32, Sendable { case none = 0, clockwise90 = 1, clockwise180 = 2, clockwise270 = 3 }
@@ -23,15 +23,22 @@ public struct SurfaceLayer {
     public var mirror: Mirror
     /// 1 replaces what lies below; less blends with VA-API's global alpha.
     public var opacity: Double
+    /// Blends by the source's own alpha, its colours premultiplied by it (`VA_BLEND_PREMULTIPLIED_ALPHA`).
+    public var blendsByPremultipliedAlpha: Bool
+    /// The matrix the source's samples are in, where its tag is missing or not to be trusted; nil takes its tag.
+    public var sourceMatrix: String?
 
     public init(source: Frame, sourceRegion: PictureFit.Rectangle, outputRegion: PictureFit.Rectangle,
-                rotation: Rotation = .none, mirror: Mirror = [], opacity: Double = 1) {
+                rotation: Rotation = .none, mirror: Mirror = [], opacity: Double = 1,
+                blendsByPremultipliedAlpha: Bool = false, sourceMatrix: String? = nil) {
         self.source = source
         self.sourceRegion = sourceRegion
         self.outputRegion = outputRegion
         self.rotation = rotation
         self.mirror = mirror
         self.opacity = opacity
+        self.blendsByPremultipliedAlpha = blendsByPremultipliedAlpha
+        self.sourceMatrix = sourceMatrix
     }
 }
 
@@ -94,7 +101,7 @@ public final class SurfaceCompositor {
             parameters.surface = input
             parameters.surface_region = UnsafePointer(regions + 2 * index)
             parameters.output_region = UnsafePointer(regions + 2 * index + 1)
-            parameters.surface_color_standard = Self.colourStandard(layer.source.colorMatrix)
+            parameters.surface_color_standard = Self.colourStandard(layer.sourceMatrix ?? layer.source.colorMatrix)
             parameters.output_color_standard = outputStandard
             parameters.output_background_color = background
             parameters.filter_flags = UInt32(VA_FILTER_SCALING_HQ)
@@ -102,10 +109,13 @@ public final class SurfaceCompositor {
             parameters.mirror_state = layer.mirror.rawValue
             parameters.input_color_properties.color_range = UInt8(layer.source.isFullRange == true ? VA_SOURCE_RANGE_FULL : VA_SOURCE_RANGE_REDUCED)
             parameters.output_color_properties.color_range = UInt8(outputFullRange ? VA_SOURCE_RANGE_FULL : VA_SOURCE_RANGE_REDUCED)
-            if layer.opacity < 1 {
+            if layer.opacity < 1 || layer.blendsByPremultipliedAlpha {
                 var blend = VABlendState()
-                blend.flags = UInt32(VA_BLEND_GLOBAL_ALPHA)
-                blend.global_alpha = Float(max(0, layer.opacity))
+                if layer.opacity < 1 {
+                    blend.flags |= UInt32(VA_BLEND_GLOBAL_ALPHA)
+                    blend.global_alpha = Float(max(0, layer.opacity))
+                }
+                if layer.blendsByPremultipliedAlpha { blend.flags |= UInt32(VA_BLEND_PREMULTIPLIED_ALPHA) }
                 blends[index] = blend
                 parameters.blend_state = UnsafePointer(blends + index)
             }

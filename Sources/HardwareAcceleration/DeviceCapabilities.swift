@@ -202,6 +202,9 @@ public struct PipelineCapabilities: Codable, Equatable, Sendable {
     /// Blends a layer with a global alpha (`VA_BLEND_GLOBAL_ALPHA`).
     public var blendsWithGlobalAlpha: Bool { blendFlags & 0x0001 != 0 }
 
+    /// Blends a layer by its own alpha, its colours premultiplied (`VA_BLEND_PREMULTIPLIED_ALPHA`).
+    public var blendsWithPremultipliedAlpha: Bool { blendFlags & 0x0002 != 0 }
+
     /// Turns a picture by `quarterTurns` clockwise quarter turns (`VA_ROTATION_*`; 0 always can).
     public func rotates(quarterTurns: Int) -> Bool {
         let turns = ((quarterTurns % 4) + 4) % 4

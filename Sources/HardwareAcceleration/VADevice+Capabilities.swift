@@ -139,9 +139,15 @@ extension VADevice {
                         func size(_ w: UInt32, _ h: UInt32) -> PictureSize? {
                             w == 0 || h == 0 ? nil : PictureSize(width: Int(w), height: Int(h))
                         }
+                        // Intel's drivers (and SoftVA) point the lists at arrays of their own instead of filling ours.
+                        func formats(_ list: UnsafeMutablePointer<UInt32>?, _ count: UInt32, ours: UnsafeMutableBufferPointer<UInt32>) -> [String] {
+                            guard let list else { return [] }
+                            let listed = list == ours.baseAddress ? min(Int(count), ours.count) : Int(count)
+                            return UnsafeBufferPointer(start: list, count: listed).map(fourCCString)
+                        }
                         return PipelineCapabilities(
-                            inputPixelFormats: inFormats.prefix(Int(min(caps.num_input_pixel_formats, UInt32(inFormats.count)))).map(fourCCString),
-                            outputPixelFormats: outFormats.prefix(Int(min(caps.num_output_pixel_formats, UInt32(outFormats.count)))).map(fourCCString),
+                            inputPixelFormats: formats(caps.input_pixel_format, caps.num_input_pixel_formats, ours: inFormats),
+                            outputPixelFormats: formats(caps.output_pixel_format, caps.num_output_pixel_formats, ours: outFormats),
                             minInputSize: size(caps.min_input_width, caps.min_input_height),
                             maxInputSize: size(caps.max_input_width, caps.max_input_height),
                             minOutputSize: size(caps.min_output_width, caps.min_output_height),

@@ -53,6 +53,22 @@ struct LiveProbeOnSoftVATests {
             }
         }
     }
+
+    /// The video processor's formats are read from the list the driver points at: Intel's
+    /// drivers (and SoftVA) point `VAProcPipelineCaps` at arrays of their own rather than fill the caller's.
+    @Test func theVideoProcessorsFormatsAreTheDriversOwnList() throws {
+        let env = try SoftVAEnvironment.start()
+        defer { env.stop() }
+        let vaf = try #require(VafBinary.url, "vaf is not built").path
+        let live = try env.run(vaf, ["probe", "--device", env.display.name, "--json"], options: SoftVAOptions())
+        #expect(live.status == 0, "\(live.stderr)")
+        let device = try #require(LiveProbe.firstDevice(Data(live.stdout.utf8)))
+        let capabilities = device["capabilities"] as? [String: Any]
+        let pipeline = (capabilities?["videoProcessing"] as? [String: Any])?["pipeline"] as? [String: Any]
+        let inputs = try #require(pipeline?["inputPixelFormats"] as? [String], "\(live.stdout.prefix(2000))")
+        #expect(inputs.contains("NV12") && inputs.contains("P010") && inputs.contains("RGBA"), "\(inputs)")
+        #expect((pipeline?["outputPixelFormats"] as? [String])?.contains("NV12") == true, "\(String(describing: pipeline))")
+    }
 }
 
 enum LiveProbe {

@@ -176,7 +176,7 @@ import Testing
         let decision = try job.decide(policy: .auto, capabilities: caps, problem: nil)
         #expect(decision.path == .hybrid && decision.decodesOnDevice && decision.encodesOnDevice && !decision.scalesOnDevice, "\(decision.reason)")
         #expect(decision.burningInSubtitles == .host)
-        #expect(decision.reason.contains("subtitles are burnt in on the CPU (text by libass, bitmaps blended)"), "\(decision.reason)")
+        #expect(decision.reason.contains("text subtitles are burnt in by libass on the CPU"), "\(decision.reason)")
         // Interlaced too: deinterlaced by bwdif where the subtitles are drawn, not on the device.
         var interlaced = Self.interlacedJob()
         interlaced.burnsSubtitles = true
@@ -184,6 +184,38 @@ import Testing
         #expect(both.deinterlacing == .host && both.burningInSubtitles == .host && !both.scalesOnDevice, "\(both.reason)")
         let off = try job.decide(policy: .off, capabilities: caps, problem: nil)
         #expect(off.burningInSubtitles == .host && off.reason.hasSuffix("given burnt-in subtitles (text by libass, bitmaps blended) on the CPU"), "\(off.reason)")
+    }
+
+    /// A video processor that takes RGBA and blends by premultiplied alpha (iHD's `VpHal`
+    /// does both) draws bitmap subtitles as a layer: the pictures stay on the device, interlaced
+    /// ones deinterlaced there too. One that cannot, or whose pipeline is unknown, blends them on the CPU.
+    @Test func bitmapSubtitlesStayOnTheDeviceWhereItsVideoProcessorBlendsByAlpha() throws {
+        func caps(blendFlags: UInt32, inputs: [String] = ["NV12", "P010", "RGBA", "BGRA"]) throws -> DeviceCapabilities {
+            var caps = try Self.probed("intel-ihd-tigerlake.profile", deinterlacing: ["Bob", "MotionAdaptive"])
+            caps.videoProcessing?.pipeline = PipelineCapabilities(inputPixelFormats: inputs, outputPixelFormats: ["NV12", "P010"], minInputSize: nil,
+                                                                  maxInputSize: nil, minOutputSize: nil, maxOutputSize: nil,
+                                                                  rotationFlags: 1, mirrorFlags: 0, blendFlags: blendFlags)
+            return caps
+        }
+        var progressive = Self.interlacedJob(interlaced: false)
+        progressive.burnsSubtitles = true
+        progressive.subtitlesAreBitmaps = true
+        let drawn = try progressive.decide(policy: .auto, capabilities: try caps(blendFlags: 3), problem: nil)
+        #expect(drawn.path == .hardware && drawn.scalesOnDevice && drawn.burningInSubtitles == .device, "\(drawn.reason)")
+        #expect(drawn.reason.contains("bitmap subtitles drawn as a VPP layer"), "\(drawn.reason)")
+        var interlaced = Self.interlacedJob()
+        interlaced.burnsSubtitles = true
+        interlaced.subtitlesAreBitmaps = true
+        let both = try interlaced.decide(policy: .auto, capabilities: try caps(blendFlags: 3), problem: nil)
+        #expect(both.path == .hardware && both.deinterlacing == .device && both.burningInSubtitles == .device, "\(both.reason)")
+        for (flags, inputs, why) in [(UInt32(1), ["NV12", "RGBA"], "cannot blend RGBA pictures by their premultiplied alpha"),
+                                     (3, ["NV12", "P010"], "cannot blend RGBA pictures by their premultiplied alpha")] {
+            let blended = try progressive.decide(policy: .auto, capabilities: try caps(blendFlags: flags, inputs: inputs), problem: nil)
+            #expect(blended.path == .hybrid && !blended.scalesOnDevice && blended.burningInSubtitles == .host, "\(blended.reason)")
+            #expect(blended.reason.contains("bitmap subtitles are blended on the CPU: the device's video processor \(why)"), "\(blended.reason)")
+        }
+        let unknown = try progressive.decide(policy: .auto, capabilities: try Self.probed("intel-ihd-tigerlake.profile", deinterlacing: nil), problem: nil)
+        #expect(unknown.burningInSubtitles == .host && unknown.reason.contains("has no known pipeline capabilities"), "\(unknown.reason)")
     }
 
     @Test func pathsWithPicturesInHostMemoryFilterThere() throws {

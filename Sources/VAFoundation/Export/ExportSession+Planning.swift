@@ -266,6 +266,7 @@ extension ExportSession {
                     job.deinterlaces = Self.isInterlaced(video)
                     job.toneMapsHDR = Self.toneMapping(from: video, to: videoSettings) != nil
                     job.burnsSubtitles = plan.burnedSubtitles != nil
+                    job.subtitlesAreBitmaps = plan.burnedSubtitles?.isBitmap == true
                     decision = try job.decide(policy: policy, capabilities: device?.capabilities, problem: problem)
                 }
                 plan.hardware = decision

@@ -42,7 +42,8 @@ public struct HardwareDecision: Sendable, Hashable, Codable {
     public var deinterlacing: Place? = nil
     /// Where HDR pictures are tone-mapped to SDR; nil when none are.
     public var toneMapping: Place? = nil
-    /// Where subtitles are burnt into the pictures (libass: in host memory); nil when none are.
+    /// Where subtitles are burnt into the pictures (text by libass, in host memory; bitmaps as a
+    /// layer of the device's video processor where it blends RGBA by alpha); nil when none are.
     public var burningInSubtitles: Place? = nil
 
     static func software(_ reason: String) -> HardwareDecision {
@@ -67,8 +68,11 @@ struct HardwareJob {
     /// The source is HDR (PQ or HLG) and the output SDR: the pictures are tone-mapped
     /// (`ExportSession.toneMapping(from:to:)`).
     var toneMapsHDR = false
-    /// A subtitle track is drawn into the pictures (libass, in host memory).
+    /// A subtitle track is drawn into the pictures.
     var burnsSubtitles = false
+    /// The subtitles drawn are bitmaps (PGS, VobSub, DVB), which the video processor can draw;
+    /// text is drawn by libass, in host memory.
+    var subtitlesAreBitmaps = false
 
     /// True where the device's video processor can deinterlace for the export: it offers bob
     /// (the algorithm FFmpeg 5.1's `deinterlace_vaapi` runs one picture out per picture in; the
@@ -78,10 +82,17 @@ struct HardwareJob {
         capabilities.videoProcessing?.deinterlacesByBob == true && FilterGraph.hasFilter("deinterlace_vaapi")
     }
 
+    /// True where the device's video processor can draw bitmap subtitles as a layer over the
+    /// picture: it takes RGBA pictures and blends them by their premultiplied alpha.
+    static func drawsSubtitlesOnVPP(_ capabilities: DeviceCapabilities) -> Bool {
+        guard let pipeline = capabilities.videoProcessing?.pipeline else { return false }
+        return pipeline.blendsWithPremultipliedAlpha && pipeline.inputPixelFormats.contains("RGBA")
+    }
+
     /// Where the filters run when the pictures could stay on the device, and why a filter
     /// cannot run there (nil when every filter can, or none is needed).
-    private func filterPlaces(_ capabilities: DeviceCapabilities) -> (deinterlacing: HardwareDecision.Place?,
-                                                                       toneMapping: HardwareDecision.Place?, hostReason: String?) {
+    private func filterPlaces(_ capabilities: DeviceCapabilities) -> (deinterlacing: HardwareDecision.Place?, toneMapping: HardwareDecision.Place?,
+                                                                       subtitles: HardwareDecision.Place?, hostReason: String?) {
         var reasons: [String] = []
         var toneMapping: HardwareDecision.Place?
         if toneMapsHDR {
@@ -92,11 +103,21 @@ struct HardwareJob {
                 reasons.append("HDR is tone-mapped to SDR by zscale and tonemap on the CPU: the device's video processor has no HDR-to-SDR tone mapping")
             }
         }
-        if burnsSubtitles { reasons.append("subtitles are burnt in on the CPU (text by libass, bitmaps blended)") }
+        var subtitles: HardwareDecision.Place?
+        if burnsSubtitles {
+            if subtitlesAreBitmaps && Self.drawsSubtitlesOnVPP(capabilities) {
+                subtitles = .device
+            } else {
+                subtitles = .host
+                reasons.append(subtitlesAreBitmaps
+                    ? "bitmap subtitles are blended on the CPU: the device's video processor \(capabilities.videoProcessing?.pipeline == nil ? "has no known pipeline capabilities" : "cannot blend RGBA pictures by their premultiplied alpha")"
+                    : "text subtitles are burnt in by libass on the CPU")
+            }
+        }
         var deinterlacing: HardwareDecision.Place?
         if deinterlaces {
             let vpp = capabilities.videoProcessing
-            if toneMapping == .host || burnsSubtitles {
+            if toneMapping == .host || subtitles == .host {
                 deinterlacing = .host
                 reasons.append("interlaced pictures are deinterlaced by bwdif there too, as they are in host memory for the \(toneMapsHDR ? "tone mapping" : "subtitles")")
             } else if Self.deinterlacesOnVPP(capabilities) {
@@ -115,7 +136,7 @@ struct HardwareJob {
                 reasons.append("interlaced pictures are deinterlaced by bwdif on the CPU: \(why)")
             }
         }
-        return (deinterlacing, toneMapping, reasons.isEmpty ? nil : reasons.joined(separator: "; "))
+        return (deinterlacing, toneMapping, subtitles, reasons.isEmpty ? nil : reasons.joined(separator: "; "))
     }
 
     /// The filters in words for a path whose pictures are in host memory anyway.
@@ -200,14 +221,15 @@ struct HardwareJob {
                 return HardwareDecision(path: .hybrid, decodesOnDevice: true, encodesOnDevice: true, encoder: encoder,
                                         reason: "hybrid: \(decode.name) decode on \(device), one download per frame, filtered and scaled on the CPU (\(hostReason)), one upload per frame, \(encoder)\(encode.note) on \(device)",
                                         deinterlacing: filters.deinterlacing, toneMapping: filters.toneMapping,
-                                        burningInSubtitles: burnsSubtitles ? .host : nil)
+                                        burningInSubtitles: filters.subtitles == nil ? nil : .host)
             }
             if decode.ok, let encoder = encode.encoder, !needsVPP || vpp {
                 let deinterlacing = filters.deinterlacing == .device ? ", VPP deinterlacing (bob, deinterlace_vaapi)" : ""
+                let subtitles = filters.subtitles == .device ? ", bitmap subtitles drawn as a VPP layer" : ""
                 let scaling = needsVPP ? ", VPP scaling \(sourceSize) → \(targetSize)" : ""
                 return HardwareDecision(path: .hardware, decodesOnDevice: true, encodesOnDevice: true, encoder: encoder,
-                                        reason: "full hardware on \(device): \(decode.name) decode\(deinterlacing)\(scaling), \(encoder)\(encode.note); no frame copied to host memory",
-                                        deinterlacing: filters.deinterlacing)
+                                        reason: "full hardware on \(device): \(decode.name) decode\(deinterlacing)\(subtitles)\(scaling), \(encoder)\(encode.note); no frame copied to host memory",
+                                        deinterlacing: filters.deinterlacing, burningInSubtitles: filters.subtitles)
             }
             if let encoder = encode.encoder {
                 let why = decode.ok ? "the device has no video processor to scale on" : decode.why

@@ -4,9 +4,14 @@ import FFmpegSupport
 /// picture at its own time in the file, where ffmpeg's `[0:v][0:s]overlay` puts it: every
 /// subtitle's pictures at their place on the subtitle canvas, unscaled, from its start until its
 /// end or the next subtitle. Colours are converted with the picture's own matrix (BT.709 for HD,
-/// as PGS is authored; ffmpeg's overlay uses BT.601 for every picture). The subtitle stream is read by a demuxer of its own, one subtitle ahead of
-/// the pictures, so nothing is queued however far apart the subtitles are. Confined to the
-/// reader's decode stage: it is made there, on the first picture it draws into.
+/// as PGS is authored; ffmpeg's overlay uses BT.601 for every picture). The subtitle stream is
+/// read by a demuxer of its own, one subtitle ahead of the pictures, so nothing is queued however
+/// far apart the subtitles are.
+///
+/// Host pictures are blended in place. VA surfaces are drawn over by the device's video
+/// processor, the subtitle a layer above the picture (as compositions draw theirs): its pictures
+/// are uploaded once, as one premultiplied RGBA surface, and the pictures never leave the device.
+/// Confined to the reader's decode stage: it is made there, on the first picture it draws into.
 final class BitmapSubtitleBurner {
     private var demuxer: Demuxer
     private let decoder: BitmapSubtitleDecoder
@@ -21,6 +26,12 @@ final class BitmapSubtitleBurner {
     private var readFailure: FFmpegError?
     /// `current`'s pictures rasterised for the pictures' depth, made on first use.
     private var rasters: (tenBit: Bool, matrix: OverlayRaster.LumaCoefficients, layers: [(x: Int, y: Int, raster: OverlayRaster)])?
+    /// `current`'s pictures on the device, made on first use: the surface and where it goes on the canvas.
+    private var uploaded: (surface: Frame, region: PictureFit.Rectangle)?
+    /// The RGBA surfaces subtitles are uploaded into, kept while they are of one size.
+    private var uploadPool: SurfacePool?
+    /// Draws the subtitle layer over surfaces, into surfaces of the pictures' size and layout.
+    private var compositor: SurfaceCompositor?
     /// How far before the first picture the subtitle stream is first read from: a subtitle
     /// shown then may have started before. When the first subtitle found starts after the
     /// picture, the reading starts twice as far back, until the file's start.
@@ -94,8 +105,7 @@ final class BitmapSubtitleBurner {
     /// `frame`, a yuv420p (or yuvj420p) or yuv420p10 picture, made writable first: a decoded
     /// picture may still be a reference of its decoder.
     func draw(into frame: Frame, at time: Int64) throws(MediaError) {
-        try advance(to: time)
-        guard let shown = current, !shown.rects.isEmpty, shown.end.map({ time < $0 }) ?? true else { return }
+        guard let shown = try subtitle(at: time) else { return }
         let tenBit: Bool
         switch frame.pixelFormat.name ?? "" {
         case "yuv420p", "yuvj420p": tenBit = false
@@ -104,12 +114,7 @@ final class BitmapSubtitleBurner {
             throw MediaError(.invalidState, "bitmap subtitles are drawn into yuv420p or yuv420p10le pictures, not \(frame.pixelFormat)",
                              path: demuxer.path)
         }
-        // The picture's own matrix, as its decoder states it or, unstated, by its height.
-        let matrix: OverlayRaster.LumaCoefficients = switch frame.colorMatrix {
-        case "smpte170m", "bt470bg": .bt601
-        case nil: frame.height < 720 ? .bt601 : .bt709
-        default: .bt709
-        }
+        let matrix = Self.matrix(of: frame)
         if rasters?.tenBit != tenBit || rasters?.matrix != matrix {
             rasters = (tenBit, matrix, shown.rects.map { rect in
                 (rect.x, rect.y, rect.rgba.withUnsafeBytes { bytes in
@@ -138,13 +143,106 @@ final class BitmapSubtitleBurner {
         }
     }
 
+    /// `surface` with the subtitle on screen at `time` (microseconds on the demuxer's timeline)
+    /// drawn over it by `device`'s video processor: a new surface of its size and layout, or
+    /// `surface` itself when none is on screen.
+    func draw(over surface: Frame, at time: Int64, on device: HardwareDevice) throws(MediaError) -> Frame {
+        guard let shown = try subtitle(at: time) else { return surface }
+        guard let layout = surface.surfaceSoftwareFormat else {
+            throw MediaError(.invalidState, "the video processor draws subtitles over VA surfaces, not \(surface.pixelFormat) pictures",
+                             path: demuxer.path)
+        }
+        let (width, height) = (surface.width, surface.height)
+        let matrix = Self.matrix(of: surface) == .bt601 ? "smpte170m" : "bt709"
+        do {
+            if uploaded == nil { uploaded = try upload(shown, on: device) }
+            guard let uploaded, let placement = Self.placement(of: uploaded.region, width: width, height: height) else { return surface }
+            if let current = compositor?.output, current.width == width, current.height == height, current.softwareFormat == layout {} else {
+                let pool = try SurfacePool(device: device, width: width, height: height, softwareFormat: layout,
+                                           capacity: PipelineBounds.readerSurfaces)
+                compositor = try SurfaceCompositor(output: pool)
+            }
+            let whole = PictureFit.Rectangle(x: 0, y: 0, width: width, height: height)
+            // The picture is taken in the matrix its subtitles are converted with, so that it is copied unchanged.
+            let drawn = try compositor!.draw([
+                SurfaceLayer(source: surface, sourceRegion: whole, outputRegion: whole, sourceMatrix: matrix),
+                SurfaceLayer(source: uploaded.surface, sourceRegion: placement.source, outputRegion: placement.output,
+                             blendsByPremultipliedAlpha: true),
+            ], background: 0xff00_0000, outputMatrix: matrix, outputFullRange: surface.isFullRange == true)
+            drawn.isFullRange = surface.isFullRange
+            return drawn
+        } catch {
+            throw MediaError(.hardwareFailed, String(format: "the video processor failed to draw the subtitles at %.3f s", Double(time) / 1_000_000),
+                             path: demuxer.path, underlying: error)
+        }
+    }
+
+    /// `subtitle`'s pictures as one RGBA surface of their bounding box on the canvas, colours
+    /// premultiplied by their alpha, as the video processor blends them.
+    private func upload(_ subtitle: BitmapSubtitle, on device: HardwareDevice) throws(FFmpegError) -> (surface: Frame, region: PictureFit.Rectangle) {
+        let left = subtitle.rects.map(\.x).min()!, top = subtitle.rects.map(\.y).min()!
+        let right = subtitle.rects.map { $0.x + $0.width }.max()!, bottom = subtitle.rects.map { $0.y + $0.height }.max()!
+        let region = PictureFit.Rectangle(x: left, y: top, width: right - left, height: bottom - top)
+        let host = try Frame(width: region.width, height: region.height, pixelFormat: .rgba)
+        host.isFullRange = true
+        guard let base = host.baseAddress(plane: 0)?.assumingMemoryBound(to: UInt8.self) else {
+            throw FFmpegError(code: .outOfMemory, function: "BitmapSubtitleBurner.upload (no picture memory)")
+        }
+        let stride = host.bytesPerRow(plane: 0)
+        for row in 0..<region.height { (base + row * stride).initialize(repeating: 0, count: region.width * 4) }
+        for rect in subtitle.rects {
+            for y in 0..<rect.height {
+                let line = base + (rect.y - top + y) * stride + (rect.x - left) * 4
+                for x in 0..<rect.width {
+                    let i = (y * rect.width + x) * 4
+                    let alpha = UInt32(rect.rgba[i + 3])
+                    // Over what an earlier rectangle put there: PGS windows do not overlap, so this is rare.
+                    guard alpha > 0 else { continue }
+                    for c in 0..<3 { line[x * 4 + c] = UInt8((UInt32(rect.rgba[i + c]) * alpha + 127) / 255) }
+                    line[x * 4 + 3] = UInt8(alpha)
+                }
+            }
+        }
+        if let pool = uploadPool, pool.width == region.width, pool.height == region.height {} else {
+            uploadPool = try SurfacePool(device: device, width: region.width, height: region.height, softwareFormat: .rgba, capacity: 2)
+        }
+        return (try uploadPool!.upload(host), region)
+    }
+
+    /// Where `region` of the canvas falls on a `width`×`height` picture: the part of the
+    /// uploaded surface shown, and where it goes, unscaled; nil when none of it falls there.
+    static func placement(of region: PictureFit.Rectangle, width: Int, height: Int) -> (source: PictureFit.Rectangle, output: PictureFit.Rectangle)? {
+        let x0 = max(region.x, 0), y0 = max(region.y, 0)
+        let x1 = min(region.x + region.width, width), y1 = min(region.y + region.height, height)
+        guard x1 > x0, y1 > y0 else { return nil }
+        return (PictureFit.Rectangle(x: x0 - region.x, y: y0 - region.y, width: x1 - x0, height: y1 - y0),
+                PictureFit.Rectangle(x: x0, y: y0, width: x1 - x0, height: y1 - y0))
+    }
+
+    /// The matrix a picture's subtitles are converted with: its own, as its decoder states it
+    /// or, unstated, by its height.
+    static func matrix(of frame: Frame) -> OverlayRaster.LumaCoefficients {
+        switch frame.colorMatrix {
+        case "smpte170m", "bt470bg": .bt601
+        case nil: frame.height < 720 ? .bt601 : .bt709
+        default: .bt709
+        }
+    }
+
+    /// The subtitle with pictures on screen at `time`, nil for none.
+    private func subtitle(at time: Int64) throws(MediaError) -> BitmapSubtitle? {
+        try advance(to: time)
+        guard let shown = current, !shown.rects.isEmpty, shown.end.map({ time < $0 }) ?? true else { return nil }
+        return shown
+    }
+
     /// Reads subtitles until the one after `time` is known: the latest started by then is on screen.
     private func advance(to time: Int64) throws(MediaError) {
         while true {
             if upcoming == nil, !ended { upcoming = try readSubtitle() }
             guard let next = upcoming, next.start <= time else { return }
             current = next
-            rasters = nil
+            (rasters, uploaded) = (nil, nil)
             upcoming = nil
         }
     }

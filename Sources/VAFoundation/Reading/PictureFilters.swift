@@ -6,7 +6,8 @@ import FFmpegSupport
 /// straight through, surfaces included; those that need one are downloaded from the device first,
 /// except surfaces that only need deinterlacing where the device's video processor deinterlaces
 /// by bob (`deviceDeinterlaces`): those are deinterlaced there by `deinterlace_vaapi`, one
-/// picture out per picture in as bwdif's `send_frame` gives, and stay surfaces.
+/// picture out per picture in as bwdif's `send_frame` gives, and stay surfaces. Bitmap
+/// subtitles are drawn over surfaces by the video processor of `subtitleDevice`, where it is given.
 ///
 /// The graph is chosen from the pictures themselves (a picture flagged interlaced, a transfer
 /// of PQ or HLG) and the stream's field order, and rebuilt, after draining the old one, when
@@ -31,11 +32,16 @@ final class PictureFilters {
     let bitmapSubtitles: SubtitleBurnIn?
     /// Draws `bitmapSubtitles`: opened on the first picture, on this stage's thread.
     private var bitmapBurner: BitmapSubtitleBurner?
+    /// The device whose video processor draws `bitmapSubtitles` over surfaces, which then stay
+    /// surfaces; nil downloads them to blend the subtitles in host memory.
+    let subtitleDevice: HardwareDevice?
 
     init(loop: DecodeLoop, stream: StreamInfo, attributes: PixelBufferAttributes, subtitles: (path: String, index: Int)? = nil,
-         bitmapSubtitles: SubtitleBurnIn? = nil, outputFormat: PixelFormatID, observations: StageObservations?, deviceDeinterlaces: Bool = false) {
+         bitmapSubtitles: SubtitleBurnIn? = nil, subtitleDevice: HardwareDevice? = nil, outputFormat: PixelFormatID,
+         observations: StageObservations?, deviceDeinterlaces: Bool = false) {
         self.subtitles = subtitles
         self.bitmapSubtitles = bitmapSubtitles
+        self.subtitleDevice = bitmapSubtitles == nil ? nil : subtitleDevice
         self.loop = loop
         self.stream = stream
         self.attributes = attributes
@@ -58,7 +64,9 @@ final class PictureFilters {
             bitmapBurner = try BitmapSubtitleBurner(path: bitmapSubtitles.path, streamIndex: bitmapSubtitles.streamIndex,
                                                     seekStream: stream.index, firstPicture: time)
         }
-        try bitmapBurner?.draw(into: picture, at: time)
+        guard let burner = bitmapBurner else { return picture }
+        if picture.surfaceSoftwareFormat != nil, let subtitleDevice { return try burner.draw(over: picture, at: time, on: subtitleDevice) }
+        try burner.draw(into: picture, at: time)
         return picture
     }
 
@@ -130,7 +138,7 @@ final class PictureFilters {
     /// `rate=frame` gives one picture per frame (the field the frame shows first); `auto=1`
     /// passes pictures not flagged interlaced through, as bwdif's `deint=interlaced` does.
     private func deviceChain(for frame: Frame) -> String? {
-        guard deviceDeinterlaces, subtitles == nil, bitmapSubtitles == nil, frame.surfaceSoftwareFormat != nil, colorConversion(for: frame) == nil,
+        guard deviceDeinterlaces, subtitles == nil, bitmapSubtitles == nil || subtitleDevice != nil, frame.surfaceSoftwareFormat != nil, colorConversion(for: frame) == nil,
               deinterlacing(for: frame) != nil else { return nil }
         if sawInterlacedFrame { return "deinterlace_vaapi=mode=bob:rate=frame:auto=1" }
         // The stream says interlaced and the pictures do not: its field order decides which field is kept.
@@ -147,16 +155,18 @@ final class PictureFilters {
             // Drawn at each picture's own time in the file, the time the cues are stored in.
             filters.append("subtitles=filename=\(OverlayRenderer.filterArgument(subtitles.path)):si=\(subtitles.index)")
         }
-        if bitmapSubtitles != nil, let layout = bitmapLayout(for: frame) { filters.append(layout) }
+        if bitmapSubtitles != nil, let layout = bitmapLayout(for: frame, downloaded: !filters.isEmpty) { filters.append(layout) }
         guard !filters.isEmpty else { return nil }
         if let planar = planarInput(for: frame) { filters.insert(planar, at: 0) }
         return filters.joined(separator: ",")
     }
 
     /// The conversion to the 4:2:0 layout bitmap subtitles are blended into (`yuv420p`, or
-    /// `yuv420p10le` for deeper pictures), nil for a host picture already in it. A surface is
-    /// always given one, so that it is downloaded.
-    private func bitmapLayout(for frame: Frame) -> String? {
+    /// `yuv420p10le` for deeper pictures), nil for a host picture already in it and for a surface
+    /// the video processor draws over, unless another filter has it `downloaded`. Any other
+    /// surface is given one, so that it is downloaded.
+    private func bitmapLayout(for frame: Frame, downloaded: Bool) -> String? {
+        if frame.surfaceSoftwareFormat != nil, subtitleDevice != nil, !downloaded { return nil }
         let format = frame.surfaceSoftwareFormat ?? frame.pixelFormat
         let deep = (format.bitDepth ?? 8) > 8
         if frame.surfaceSoftwareFormat == nil, ["yuv420p", "yuvj420p", "yuv420p10le"].contains(format.name) { return nil }
