@@ -79,10 +79,10 @@ let package = Package(
             name: "MediaCoreTests",
             dependencies: ["MediaCore", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
-        .testTarget(name: "VAFoundationTests", dependencies: ["VAFoundation", "ChildProcess"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "VAFoundationTests", dependencies: ["VAFoundation", "ChildProcess", "VATestSupport"], resources: [.copy("Fixtures")]),
         // Fixtures: the Python script that writes the OpenTimelineIO oracle tests' timelines, read by path;
         // Corpus/ holds the sweep's media (CorpusSweepTests reads it from the source tree).
-        .testTarget(name: "vafTests", dependencies: ["vaf", "ExportExample", "ChildProcess", "BenchKit"], exclude: ["Fixtures", "Corpus"]),
+        .testTarget(name: "vafTests", dependencies: ["vaf", "ExportExample", "ChildProcess", "BenchKit", "VATestSupport"], exclude: ["Fixtures", "Corpus"]),
         .testTarget(name: "HardwareAccelerationTests", dependencies: ["HardwareAcceleration", "vaf", "VATestSupport"]),
         .testTarget(name: "BenchKitTests", dependencies: ["BenchKit", "vaf", "VATestSupport"]),
     ],

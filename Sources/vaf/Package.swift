@@ -61,7 +61,11 @@ extension Vaf {
                 is decoded once: every video rendition is scaled and encoded from that one decode. \
                 Every video rendition has a keyframe every 2 s (or at every segment boundary when \
                 the segment duration is not a multiple of 2 s) at the same times, and segments cut \
-                on them; each audio language of the source becomes one AAC-LC stereo rendition.
+                on them; each audio language of the source becomes one AAC-LC stereo rendition, and \
+                each text subtitle track (SubRip, ASS, mov_text, WebVTT) a WebVTT rendition \
+                (subtitles/ or subtitles-LANG/: segment-NNNNN.vtt on the video's segments for HLS, \
+                subtitles.vtt whole for DASH); --subtitles chooses them. Bitmap subtitles (PGS, \
+                VobSub) are left out with a warning.
 
                 --ladder auto follows the video table of Apple's HLS Authoring Specification (H.264 \
                 or HEVC column), keeping the rungs at or below the source's displayed size, each rate \
@@ -92,6 +96,10 @@ extension Vaf {
 
         @Option(help: ArgumentHelp("Target segment duration in seconds (whole seconds, at least 1).", valueName: "seconds"))
         var segmentDuration: Int = 6
+
+        @Option(help: ArgumentHelp("Subtitle tracks that become WebVTT renditions: all (default), none, languages (eng,fra) or track IDs.",
+                                   valueName: "tracks"))
+        var subtitles: String = "all"
 
         @Option(help: ArgumentHelp("VA-API use: auto, require, hybrid or off (as for vaf transcode).", valueName: "mode"))
         var hw: String = "auto"
@@ -152,6 +160,9 @@ extension Vaf {
             guard ["h264", "hevc"].contains(videoCodec.lowercased()) else { throw ValidationError("--video-codec takes h264 or hevc.") }
             guard (1...60).contains(segmentDuration) else { throw ValidationError("--segment-duration takes 1 to 60 seconds.") }
             guard HardwarePolicy(rawValue: hw.lowercased()) != nil else { throw ValidationError("--hw takes auto, require, hybrid or off.") }
+            guard TrackSelection(argument: subtitles) != nil else {
+                throw ValidationError("Bad --subtitles '\(subtitles)'; use all, none, languages (eng,fra) or track IDs (3,4).")
+            }
             guard jobs >= 1 else { throw ValidationError("--jobs must be at least 1.") }
             try ShardAssignment.checkOptions(shard: shard, shardCount: shardCount)
         }
@@ -159,6 +170,7 @@ extension Vaf {
         /// Everything that decides a package, for the journal.
         var settingsText: String {
             "package format=\(format.lowercased()) ladder=\(ladder) codec=\(videoCodec.lowercased()) segment=\(segmentDuration) hw=\(hw.lowercased())"
+                + (subtitles.lowercased() == "all" ? "" : " subtitles=\(subtitles)")
         }
 
         func run() async throws {
@@ -256,6 +268,7 @@ struct PackageJob: Sendable {
     var segmentSeconds: Int
     var hardwarePolicy: HardwarePolicy
     var hardwareDevice: String?
+    var subtitleSelection: TrackSelection
     var overwrite: Bool
     var settingsText: String
     var journal: ResumeJournal
@@ -271,6 +284,7 @@ struct PackageJob: Sendable {
         segmentSeconds = command.segmentDuration
         hardwarePolicy = HardwarePolicy(rawValue: command.hw.lowercased()) ?? .auto
         hardwareDevice = command.device
+        subtitleSelection = TrackSelection(argument: command.subtitles) ?? .all
         overwrite = command.overwrite
         settingsText = command.settingsText
         self.journal = journal
@@ -311,6 +325,7 @@ struct PackageJob: Sendable {
         packager.formats = formats
         packager.exportSession.hardwarePolicy = hardwarePolicy
         packager.exportSession.hardwareDeviceName = hardwareDevice
+        packager.exportSession.subtitleSelection = subtitleSelection
         return packager
     }
 
@@ -368,13 +383,13 @@ struct PackageJob: Sendable {
                 try await packager.package(to: URL(fileURLWithPath: folder))
             }
             report.status = .completed
-            report.renditions = (result.video + result.audio).map(PackageRendition.init)
+            report.renditions = (result.video + result.audio + result.subtitles).map(PackageRendition.init)
             report.seconds = result.video.first?.duration.seconds ?? result.audio.first?.duration.seconds
-            report.outputBytes = (result.video + result.audio).reduce(Int64(0)) { $0 + Int64($1.segments.reduce(0) { $0 + $1.bytes }) }
+            report.outputBytes = (result.video + result.audio + result.subtitles).reduce(Int64(0)) { $0 + Int64($1.segments.reduce(0) { $0 + $1.bytes }) }
             report.videoCodec = codec.rawValue
             report.width = result.video.first?.width
             report.height = result.video.first?.height
-            report.warnings = Array(Set(result.exports.flatMap(\.warnings))).sorted()
+            report.warnings = Array(Set(result.exports.flatMap(\.warnings) + result.warnings)).sorted()
             if replacesStale { report.warnings.append("made again: the package was made earlier with other settings") }
             journal.record(output: marker, plan: fingerprint)
         } catch {

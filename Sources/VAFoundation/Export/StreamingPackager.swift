@@ -1,3 +1,4 @@
+import FFmpegSupport
 import Foundation
 
 /// What a rendition of a streaming package takes from a multi-output export: its media, its
@@ -22,7 +23,8 @@ struct RenditionOutput: Sendable {
 
 /// Turns one asset into an HLS and DASH streaming package from one read of the source: an
 /// adaptive-bit-rate ladder of video renditions, one AAC stereo rendition per audio
-/// language, cut into CMAF segments that the HLS playlists and the DASH manifest both list.
+/// language, cut into CMAF segments that the HLS playlists and the DASH manifest both list,
+/// and a WebVTT rendition per text subtitle track (`exportSession.subtitleSelection` chooses).
 ///
 /// ```swift
 /// let packager = StreamingPackager(asset: Asset(url: movie))
@@ -134,6 +136,27 @@ public final class StreamingPackager: Sendable {
         return chosen.sorted { $0.isEnabled && !$1.isEnabled }
     }
 
+    /// The text subtitle tracks that become WebVTT renditions: those the export session's
+    /// `subtitleSelection` keeps (all by default) but the one it burns in; and why each other
+    /// subtitle track is left out (a bitmap track cannot be WebVTT).
+    func subtitleTracks() async throws -> (kept: [AssetTrack], leftOut: [String]) {
+        let tracks = try await asset.load(.tracks)
+        let subtitles = tracks.filter { $0.mediaType == .subtitle && $0.sampleCount > 0 }
+        let burnt = exportSession.subtitlesBurnedIn?.select(subtitles).first
+        var kept: [AssetTrack] = [], leftOut: [String] = []
+        for track in exportSession.subtitleSelection.select(subtitles) where track !== burnt {
+            let name = track.formatDescription.codec
+            if let codec = CodecID(name: name), SubtitleConverter.canConvert(codec, to: "webvtt") {
+                kept.append(track)
+            } else {
+                let why = CodecID(name: name)?.isTextSubtitle == true ? "this libavcodec cannot convert it to WebVTT"
+                    : "bitmap subtitles cannot be WebVTT; --burn-subtitles draws them into the picture"
+                leftOut.append("subtitle track \(track.trackID) (\(name)) is left out of the package: \(why)")
+            }
+        }
+        return (kept, leftOut)
+    }
+
     /// Writes the package at `url` (a folder, which must not exist): see the type's summary.
     public func package(to url: URL) async throws -> StreamingPackageResult {
         let destination = url.standardizedFileURL
@@ -242,9 +265,7 @@ public final class StreamingPackager: Sendable {
             exportSession.videoComposition = upright
         }
         let names = StreamingRung.folderNames(rungs)
-        let audioNames = audio.count == 1 ? ["audio"] : audio.enumerated().map { i, track in
-            "audio-\(track.languageCode ?? "und")" + (audio.prefix(i).contains { $0.languageCode == track.languageCode } ? "-\(i)" : "")
-        }
+        let audioNames = Self.folderNames(audio, kind: "audio")
         var recorders: [RenditionRecorder] = []
         var outputs: [ExportSession.Output] = []
         func segments(_ recorder: RenditionRecorder) -> RenditionOutput.Segments {
@@ -280,22 +301,42 @@ public final class StreamingPackager: Sendable {
         let reports = try recorders.map { try $0.report() }
         let finalVideo = reports.filter { $0.mediaType == .video }
         let finalAudio = reports.filter { $0.mediaType == .audio }
+        // The subtitles, cut on the media's segment grid, over what the picture and sound last.
+        let (subtitleTracks, leftOut) = try await subtitleTracks()
+        let grid = (finalVideo.first ?? finalAudio.first)?.segments.map { ($0.start, $0.duration) } ?? []
+        let end = (finalVideo + finalAudio).map(\.duration).max() ?? .zero
+        var finalSubtitles: [StreamingRenditionReport] = []
+        for (track, name) in zip(subtitleTracks, Self.folderNames(subtitleTracks, kind: "subtitles")) {
+            let cues = try StreamingSubtitles.cues(of: track, in: asset, range: exportSession.timeRange, end: end)
+            finalSubtitles.append(try StreamingSubtitles.write(cues, to: folder.appendingPathComponent(name), name: name, grid: grid,
+                                                               language: track.languageCode, isDefault: track.isMarkedDefault,
+                                                               segmented: o.formats.contains(.hls)))
+        }
         if o.formats.contains(.hls) {
-            for (recorder, report) in zip(recorders, reports) {
-                try OutputFile.write(Data(StreamingPlaylists.mediaPlaylist(report).utf8), to: recorder.folder.appendingPathComponent("index.m3u8"))
-                if recorder.mediaType == .video {
-                    try OutputFile.write(Data(StreamingPlaylists.iFramePlaylist(report).utf8), to: recorder.folder.appendingPathComponent("iframes.m3u8"))
+            for report in reports + finalSubtitles {
+                let rendition = folder.appendingPathComponent(report.folder)
+                try OutputFile.write(Data(StreamingPlaylists.mediaPlaylist(report).utf8), to: rendition.appendingPathComponent("index.m3u8"))
+                if report.mediaType == .video {
+                    try OutputFile.write(Data(StreamingPlaylists.iFramePlaylist(report).utf8), to: rendition.appendingPathComponent("iframes.m3u8"))
                 }
             }
-            try OutputFile.write(Data(StreamingPlaylists.masterPlaylist(video: finalVideo, audio: finalAudio).utf8),
+            try OutputFile.write(Data(StreamingPlaylists.masterPlaylist(video: finalVideo, audio: finalAudio, subtitles: finalSubtitles).utf8),
                                  to: folder.appendingPathComponent("master.m3u8"))
         }
         if o.formats.contains(.dash) {
-            try OutputFile.write(Data(StreamingPlaylists.dashManifest(video: finalVideo, audio: finalAudio).utf8),
+            try OutputFile.write(Data(StreamingPlaylists.dashManifest(video: finalVideo, audio: finalAudio, subtitles: finalSubtitles).utf8),
                                  to: folder.appendingPathComponent("manifest.mpd"))
         }
-        return StreamingPackageResult(url: destination, video: finalVideo, audio: finalAudio, exports: exports,
-                                      keyframeInterval: keyframeInterval)
+        return StreamingPackageResult(url: destination, video: finalVideo, audio: finalAudio, subtitles: finalSubtitles, exports: exports,
+                                      keyframeInterval: keyframeInterval, warnings: leftOut)
+    }
+
+    /// Rendition folders for `tracks` of one `kind`: the kind alone for one track, else the kind
+    /// and each track's language, numbered where a language comes again.
+    static func folderNames(_ tracks: [AssetTrack], kind: String) -> [String] {
+        tracks.count == 1 ? [kind] : tracks.enumerated().map { i, track in
+            "\(kind)-\(track.languageCode ?? "und")" + (tracks.prefix(i).contains { $0.languageCode == track.languageCode } ? "-\(i)" : "")
+        }
     }
 }
 
@@ -306,10 +347,14 @@ public struct StreamingPackageResult: Sendable {
     /// Each video rendition, largest first, and each audio rendition, measured from its segments.
     public var video: [StreamingRenditionReport]
     public var audio: [StreamingRenditionReport]
-    /// Each rendition's export, in the same order (video, then audio): path, encoder, warnings.
+    /// Each WebVTT subtitle rendition: its HLS segments, or its whole file in a DASH-only package.
+    public var subtitles: [StreamingRenditionReport]
+    /// Each video and audio rendition's export, in the same order (video, then audio): path, encoder, warnings.
     public var exports: [ExportResult]
     /// The forced keyframe interval every video rendition shares.
     public var keyframeInterval: MediaTime
+    /// What the package leaves out of the source, and why (a bitmap subtitle track).
+    public var warnings: [String]
 }
 
 /// Writes one rendition's segments into its folder as the writer hands them out, and keeps

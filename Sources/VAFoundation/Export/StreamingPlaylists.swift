@@ -24,7 +24,7 @@ public struct StreamingRenditionReport: Sendable, Equatable {
     /// The coded picture size, read from the initialization segment.
     public var width: Int?
     public var height: Int?
-    /// ISO 639-2 language of an audio rendition, and whether the source marked its track default.
+    /// ISO 639-2 language of an audio or subtitle rendition, and whether the source marked its track default.
     public var language: String?
     public var isDefault: Bool
     public var channelCount: Int?
@@ -78,10 +78,11 @@ enum StreamingPlaylists {
 
     private static func seconds(_ t: MediaTime) -> String { String(format: "%.6f", t.seconds) }
 
-    /// A rendition's media playlist (`index.m3u8`).
+    /// A rendition's media playlist (`index.m3u8`). WebVTT segments stand alone: no initialization segment.
     static func mediaPlaylist(_ r: StreamingRenditionReport) -> String {
         var lines = ["#EXTM3U", "#EXT-X-VERSION:7", "#EXT-X-TARGETDURATION:\(targetDuration(r))", "#EXT-X-MEDIA-SEQUENCE:0",
-                     "#EXT-X-PLAYLIST-TYPE:VOD", "#EXT-X-INDEPENDENT-SEGMENTS", "#EXT-X-MAP:URI=\"init.mp4\""]
+                     "#EXT-X-PLAYLIST-TYPE:VOD", "#EXT-X-INDEPENDENT-SEGMENTS"]
+        if r.mediaType != .subtitle { lines.append("#EXT-X-MAP:URI=\"init.mp4\"") }
         for segment in r.segments {
             lines.append("#EXTINF:\(seconds(segment.duration)),")
             lines.append(segment.file)
@@ -110,20 +111,34 @@ enum StreamingPlaylists {
         StreamingRenditionReport.peakRate(r.segments.map { ($0.keyframeBytes ?? 0, $0.duration.seconds) }, target: r.targetDuration)
     }
 
-    /// The master playlist: one variant per video rendition, each with the audio group; the
-    /// audio renditions as `EXT-X-MEDIA`; the I-frame playlists.
-    static func masterPlaylist(video: [StreamingRenditionReport], audio: [StreamingRenditionReport]) -> String {
+    /// The master playlist: one variant per video rendition, each with the audio and subtitle
+    /// groups; the audio and WebVTT subtitle renditions as `EXT-X-MEDIA`; the I-frame playlists.
+    static func masterPlaylist(video: [StreamingRenditionReport], audio: [StreamingRenditionReport],
+                               subtitles: [StreamingRenditionReport] = []) -> String {
         var lines = ["#EXTM3U", "#EXT-X-VERSION:7", "#EXT-X-INDEPENDENT-SEGMENTS"]
         let hasDefault = audio.contains(where: \.isDefault)
         for (i, a) in audio.enumerated() {
             let isDefault = a.isDefault || (!hasDefault && i == 0)
-            var attributes = ["TYPE=AUDIO", "GROUP-ID=\"audio\"", "NAME=\"\(audioName(a, index: i))\""]
+            var attributes = ["TYPE=AUDIO", "GROUP-ID=\"audio\"", "NAME=\"\(renditionName(a, index: i, kind: "Audio"))\""]
             if let language = a.language.flatMap(languageTag) { attributes.append("LANGUAGE=\"\(language)\"") }
             attributes += ["DEFAULT=\(isDefault ? "YES" : "NO")", "AUTOSELECT=YES"]
             if let channels = a.channelCount { attributes.append("CHANNELS=\"\(channels)\"") }
             attributes.append("URI=\"\(a.folder)/index.m3u8\"")
             lines.append("#EXT-X-MEDIA:" + attributes.joined(separator: ","))
         }
+        var subtitleNames: [String] = []
+        for (i, t) in subtitles.enumerated() {
+            // Names are unique in a group (RFC 8216 4.3.4.2): a second track of a language is numbered.
+            let base = renditionName(t, index: i, kind: "Subtitles")
+            let name = subtitleNames.contains(base) ? "\(base) \(subtitleNames.filter { $0.hasPrefix(base) }.count + 1)" : base
+            subtitleNames.append(name)
+            // Shown without being chosen only where the source marked the track default.
+            var attributes = ["TYPE=SUBTITLES", "GROUP-ID=\"subtitles\"", "NAME=\"\(name)\""]
+            if let language = t.language.flatMap(languageTag) { attributes.append("LANGUAGE=\"\(language)\"") }
+            attributes += ["DEFAULT=\(t.isDefault ? "YES" : "NO")", "AUTOSELECT=YES", "FORCED=NO", "URI=\"\(t.folder)/index.m3u8\""]
+            lines.append("#EXT-X-MEDIA:" + attributes.joined(separator: ","))
+        }
+        let subtitleGroup = subtitles.isEmpty ? "" : ",SUBTITLES=\"subtitles\""
         let audioPeak = audio.map(\.peakBitRate).max() ?? 0
         let audioAverage = audio.map(\.averageBitRate).max() ?? 0
         let audioCodecs = Array(Set(audio.map(\.codec))).sorted()
@@ -133,12 +148,12 @@ enum StreamingPlaylists {
             if let w = v.width, let h = v.height { attributes.append("RESOLUTION=\(w)x\(h)") }
             attributes.append(String(format: "FRAME-RATE=%.3f", v.frameRate))
             if !audio.isEmpty { attributes.append("AUDIO=\"audio\"") }
-            lines.append("#EXT-X-STREAM-INF:" + attributes.joined(separator: ","))
+            lines.append("#EXT-X-STREAM-INF:" + attributes.joined(separator: ",") + subtitleGroup)
             lines.append("\(v.folder)/index.m3u8")
         }
         if video.isEmpty, let a = audio.first {
             // Audio alone: one variant, whose group offers every language.
-            lines.append("#EXT-X-STREAM-INF:BANDWIDTH=\(audioPeak),AVERAGE-BANDWIDTH=\(audioAverage),CODECS=\"\(a.codec)\",AUDIO=\"audio\"")
+            lines.append("#EXT-X-STREAM-INF:BANDWIDTH=\(audioPeak),AVERAGE-BANDWIDTH=\(audioAverage),CODECS=\"\(a.codec)\",AUDIO=\"audio\"\(subtitleGroup)")
             lines.append("\(a.folder)/index.m3u8")
         }
         for v in video {
@@ -150,11 +165,12 @@ enum StreamingPlaylists {
         return lines.joined(separator: "\n") + "\n"
     }
 
-    private static func audioName(_ a: StreamingRenditionReport, index: Int) -> String {
-        if let language = a.language, let name = Locale(identifier: "en").localizedString(forLanguageCode: languageTag(language) ?? language) {
+    /// A rendition's `NAME`: its language in English, else `kind` and its place.
+    private static func renditionName(_ r: StreamingRenditionReport, index: Int, kind: String) -> String {
+        if let language = r.language, let name = Locale(identifier: "en").localizedString(forLanguageCode: languageTag(language) ?? language) {
             return name
         }
-        return index == 0 ? "Audio" : "Audio \(index + 1)"
+        return index == 0 ? kind : "\(kind) \(index + 1)"
     }
 
     /// ISO 639-2's bibliographic codes that differ from the terminology ones (the whole list).
@@ -207,8 +223,10 @@ enum StreamingPlaylists {
 
     /// The DASH manifest (`manifest.mpd`, static, ISO BMFF live profile): one adaptation set
     /// for the video renditions and one per audio rendition, each listing the same segment
-    /// files as the HLS playlists through a numbered template and a segment timeline.
-    static func dashManifest(video: [StreamingRenditionReport], audio: [StreamingRenditionReport]) -> String {
+    /// files as the HLS playlists through a numbered template and a segment timeline; one per
+    /// subtitle rendition, its whole WebVTT file (`text/vtt`) as the representation's `BaseURL`.
+    static func dashManifest(video: [StreamingRenditionReport], audio: [StreamingRenditionReport],
+                             subtitles: [StreamingRenditionReport] = []) -> String {
         let duration = (video + audio).map(\.duration).max() ?? .zero
         let longest = (video + audio).flatMap(\.segments).map(\.duration).max() ?? .zero
         var lines = [
@@ -250,6 +268,16 @@ enum StreamingPlaylists {
                 lines.append("        <AudioChannelConfiguration schemeIdUri=\"urn:mpeg:dash:23003:3:audio_channel_configuration:2011\" value=\"\(channels)\"/>")
             }
             lines.append(template(a))
+            lines.append("      </Representation>")
+            lines.append("    </AdaptationSet>")
+        }
+        for (i, t) in subtitles.enumerated() {
+            var set = "id=\"\(audio.count + i + 1)\" contentType=\"text\" mimeType=\"text/vtt\""
+            if let language = t.language.flatMap(languageTag) { set += " lang=\"\(language)\"" }
+            lines.append("    <AdaptationSet \(set)>")
+            lines.append("      <Role schemeIdUri=\"urn:mpeg:dash:role:2011\" value=\"subtitle\"/>")
+            lines.append("      <Representation id=\"\(xml(t.folder))\" bandwidth=\"\(max(t.peakBitRate, 1))\">")
+            lines.append("        <BaseURL>\(xml(t.folder))/\(StreamingSubtitles.wholeFileName)</BaseURL>")
             lines.append("      </Representation>")
             lines.append("    </AdaptationSet>")
         }

@@ -1,0 +1,152 @@
+import Foundation
+import Testing
+import VATestSupport
+
+/// `vaf package` with text subtitles: each text track becomes a WebVTT rendition, checked
+/// against ffmpeg's own conversion of the track, the HLS rules for WebVTT segments (RFC 8216
+/// 3.5) and independent clients; a bitmap track is left out with a warning.
+@Suite struct PackageSubtitleTests {
+    /// 10 s of 320x180 video with sound, an English SubRip track (the default; a cue crossing
+    /// the 8 s segment boundary), a French ASS track and a PGS track, in Matroska.
+    static func source(in dir: URL) throws -> URL {
+        let english = dir.appendingPathComponent("eng.srt"), french = dir.appendingPathComponent("fra.srt")
+        let pgs = dir.appendingPathComponent("cues.sup"), source = dir.appendingPathComponent("subtitled.mkv")
+        try """
+        1
+        00:00:01,000 --> 00:00:02,500
+        Hello <i>world</i>
+
+        2
+        00:00:05,500 --> 00:00:06,200
+        Two lines,
+        the second
+
+        3
+        00:00:07,500 --> 00:00:08,500
+        Across the boundary
+        """.write(to: english, atomically: true, encoding: .utf8)
+        try "1\n00:00:00,500 --> 00:00:03,000\nBonjour\n\n2\n00:00:09,000 --> 00:00:09,500\nSalut\n".write(to: french, atomically: true, encoding: .utf8)
+        try PGSStream.data([PGSStream.Cue(start: 0, end: 2, x: 10, y: 10, width: 20, height: 10, colour: (235, 128, 128, 255))],
+                           width: 320, height: 180).write(to: pgs)
+        let made = try Vaf.run(executable: PackageCommandTests.ffmpeg, [
+            "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25:duration=10", "-f", "lavfi", "-i", "sine=duration=10",
+            "-i", english.path, "-i", french.path, "-i", pgs.path, "-map", "0", "-map", "1", "-map", "2", "-map", "3", "-map", "4",
+            "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", "-c:s:0", "srt", "-c:s:1", "ass", "-c:s:2", "copy",
+            "-metadata:s:s:0", "language=eng", "-metadata:s:s:1", "language=fra", "-disposition:s:0", "default", source.path,
+        ])
+        try #require(made.status == 0, "ffmpeg: \(made.stderr)")
+        return source
+    }
+
+    /// ffmpeg's WebVTT of `input` (`map` picks a stream): its cues, as ffmpeg writes them.
+    static func webVTT(_ input: String, map: String? = nil) throws -> String {
+        let run = try Vaf.run(executable: PackageCommandTests.ffmpeg, ["-v", "error", "-i", input] + (map.map { ["-map", $0] } ?? []) + ["-f", "webvtt", "-"])
+        #expect(run.status == 0, "ffmpeg on \(input): \(run.stderr)")
+        return run.stdout
+    }
+
+    /// The cues of a WebVTT document as ffmpeg writes it: (start, end) in seconds and text.
+    static func cues(_ document: String) -> [(start: Double, end: Double, text: String)] {
+        func seconds(_ stamp: Substring) -> Double {
+            stamp.split(separator: ":").reduce(0) { $0 * 60 + (Double($1) ?? .nan) }
+        }
+        return document.components(separatedBy: "\n\n").compactMap { block in
+            let lines = block.split(separator: "\n", omittingEmptySubsequences: true)
+            guard let timing = lines.firstIndex(where: { $0.contains(" --> ") }) else { return nil }
+            let ends = lines[timing].components(separatedBy: " --> ")
+            return (seconds(Substring(ends[0])), seconds(Substring(ends[1].split(separator: " ")[0])), lines[(timing + 1)...].joined(separator: "\n"))
+        }
+    }
+
+    @Test(.disabled(if: !FileManager.default.fileExists(atPath: PackageCommandTests.ffmpeg), "ffmpeg is not installed (Hardware/setup.sh installs it)"))
+    func textSubtitlesBecomeWebVTTRenditions() throws {
+        let dir = try ResumeCommandTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = try Self.source(in: dir)
+        let out = dir.appendingPathComponent("out")
+        let run = try Vaf.run(["package", source.path, "--output-dir", out.path, "--segment-duration", "4", "--json", "--quiet"])
+        try #require(run.status == 0, "vaf package: \(run.stderr)")
+        let report = try #require(try Vaf.jsonLines(run.stdout).first)
+        let renditions = try #require(report["renditions"] as? [[String: Any]])
+        let subtitles = renditions.filter { $0["mediaType"] as? String == "subtitle" }
+        #expect(subtitles.map { $0["folder"] as? String } == ["subtitles-eng", "subtitles-fra"], "\(renditions)")
+        #expect(subtitles.map { $0["language"] as? String } == ["eng", "fra"] && subtitles.allSatisfy { $0["codecs"] as? String == "wvtt" })
+        let warnings = report["warnings"] as? [String] ?? []
+        #expect(warnings.contains { $0.hasPrefix("subtitle track 5 (hdmv_pgs_subtitle) is left out of the package: bitmap subtitles cannot be WebVTT") },
+                "\(warnings)")
+        let package = out.appendingPathComponent("subtitled")
+
+        // HLS: a SUBTITLES group the variants name, the source's default track shown by default.
+        let master = try String(contentsOf: package.appendingPathComponent("master.m3u8"), encoding: .utf8)
+        let media = master.split(separator: "\n").filter { $0.hasPrefix("#EXT-X-MEDIA:TYPE=SUBTITLES") }
+        #expect(media == [
+            "#EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID=\"subtitles\",NAME=\"English\",LANGUAGE=\"en\",DEFAULT=YES,AUTOSELECT=YES,FORCED=NO,URI=\"subtitles-eng/index.m3u8\"",
+            "#EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID=\"subtitles\",NAME=\"French\",LANGUAGE=\"fr\",DEFAULT=NO,AUTOSELECT=YES,FORCED=NO,URI=\"subtitles-fra/index.m3u8\"",
+        ], "\(master)")
+        let variants = master.split(separator: "\n").filter { $0.hasPrefix("#EXT-X-STREAM-INF:") }
+        #expect(!variants.isEmpty && variants.allSatisfy { $0.hasSuffix(",SUBTITLES=\"subtitles\"") }, "\(variants)")
+
+        for (folder, stream) in [("subtitles-eng", "0:s:0"), ("subtitles-fra", "0:s:1")] {
+            let rendition = package.appendingPathComponent(folder)
+            // The whole file: ffmpeg's own conversion of the track, cue for cue.
+            let whole = try Self.webVTT(rendition.appendingPathComponent("subtitles.vtt").path)
+            let expected = try Self.webVTT(source.path, map: stream)
+            #expect(!Self.cues(expected).isEmpty && whole == expected, "\(folder): ours\n\(whole)\nffmpeg's\n\(expected)")
+            // The segments: on the video's grid, each holding every cue that shows during it.
+            let playlist = try String(contentsOf: rendition.appendingPathComponent("index.m3u8"), encoding: .utf8)
+            let video = try String(contentsOf: package.appendingPathComponent("180p/index.m3u8"), encoding: .utf8)
+            let durations = { (text: String) in text.split(separator: "\n").filter { $0.hasPrefix("#EXTINF:") }.map { Double($0.dropFirst(8).dropLast()) ?? -1 } }
+            #expect(durations(playlist) == durations(video) && durations(playlist).count == 3, "\(playlist)")
+            #expect(!playlist.contains("#EXT-X-MAP"), "WebVTT segments need no initialization segment")
+            var start = 0.0
+            var seen: [String] = []
+            for (i, duration) in durations(playlist).enumerated() {
+                let file = rendition.appendingPathComponent(String(format: "segment-%05d.vtt", i + 1))
+                let text = try String(contentsOf: file, encoding: .utf8)
+                #expect(text.hasPrefix("WEBVTT\nX-TIMESTAMP-MAP=MPEGTS:0,LOCAL:00:00:00.000\n"), "\(file.lastPathComponent): \(text)")
+                let inSegment = Self.cues(try Self.webVTT(file.path))
+                let overlapping = Self.cues(whole).filter { $0.start < start + duration && $0.end > start }
+                #expect(inSegment.map(\.text) == overlapping.map(\.text) && inSegment.map(\.start) == overlapping.map(\.start),
+                        "\(folder)/\(file.lastPathComponent) [\(start), \(start + duration)): \(inSegment) against \(overlapping)")
+                seen += inSegment.map(\.text)
+                start += duration
+            }
+            if folder == "subtitles-eng" {
+                #expect(seen.filter { $0 == "Across the boundary" }.count == 2, "the cue crossing 8 s is in both segments: \(seen)")
+            }
+        }
+
+        // DASH: one text/vtt adaptation set per track, which ffmpeg reads once allowed to open .vtt files.
+        let probe = try Vaf.run(executable: PackageCommandTests.ffprobe, [
+            "-v", "error", "-allowed_extensions", "ALL", "-show_entries", "stream=codec_name:stream_tags=language", "-of", "csv=p=0",
+            package.appendingPathComponent("manifest.mpd").path,
+        ])
+        let streams = Set(probe.stdout.split(separator: "\n").map(String.init))
+        #expect(probe.status == 0 && streams.contains("webvtt,en") && streams.contains("webvtt,fr"), "ffprobe: \(probe.stdout) \(probe.stderr)")
+        if FileManager.default.fileExists(atPath: PackageCommandTests.gstLaunch) {
+            let uri = package.appendingPathComponent("master.m3u8").absoluteString
+            let play = try Vaf.run(executable: PackageCommandTests.gstLaunch, ["-q", "playbin", "uri=\(uri)", "video-sink=fakesink", "audio-sink=fakesink"])
+            #expect(play.status == 0 && !play.stdout.contains("ERROR") && !play.stderr.contains("ERROR"), "GStreamer: \(play.stdout) \(play.stderr)")
+        }
+    }
+
+    @Test(.disabled(if: !FileManager.default.fileExists(atPath: PackageCommandTests.ffmpeg), "ffmpeg is not installed (Hardware/setup.sh installs it)"))
+    func subtitlesChoosesTheRenditions() throws {
+        let dir = try ResumeCommandTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = try Self.source(in: dir)
+        for (choice, folders) in [("fra", ["subtitles"]), ("none", [])] {
+            let out = dir.appendingPathComponent("out-\(choice)")
+            let run = try Vaf.run(["package", source.path, "--output-dir", out.path, "--format", "hls", "--subtitles", choice, "--quiet"])
+            try #require(run.status == 0, "vaf package --subtitles \(choice): \(run.stderr)")
+            let package = out.appendingPathComponent("subtitled")
+            let made = try FileManager.default.contentsOfDirectory(atPath: package.path).filter { $0.hasPrefix("subtitles") }
+            #expect(made == folders, "--subtitles \(choice): \(made)")
+            let master = try String(contentsOf: package.appendingPathComponent("master.m3u8"), encoding: .utf8)
+            #expect(master.contains("LANGUAGE=\"fr\",DEFAULT=NO") == (choice == "fra") && master.contains("SUBTITLES=\"subtitles\"") == (choice == "fra"),
+                    "\(master)")
+        }
+        let bad = try Vaf.run(["package", source.path, "--output-dir", dir.appendingPathComponent("bad").path, "--subtitles", "eng,"])
+        #expect(bad.status != 0 && bad.stderr.contains("Bad --subtitles"), "\(bad.stderr)")
+    }
+}
