@@ -197,6 +197,8 @@ MUTATIONS = [
      "language: track.languageCode, isDefault: track.isMarkedDefault,", "language: track.languageCode, isDefault: false,"),
     ("package-subtitle-segment-unmapped", "package", "PackageSubtitleTests", "Sources/VAFoundation/Export/StreamingSubtitles.swift",
      "let data = Data(document(shown, forHLSSegment: true).utf8)", "let data = Data(document(shown, forHLSSegment: false).utf8)"),
+    ("package-rotated-source-decoded-per-rung", "package", "aRotatedSourceIsDrawnUprightOnce|aRotatedClipIsPackagedUpright", "Sources/VAFoundation/Export/ExportSession+Outputs.swift",
+     "if s.videoComposition != nil, plan.device == nil, let video = plan.videoTrack,", "if s.videoComposition != nil, plan.device == nil, Bool(false), let video = plan.videoTrack,"),
     ("hardware-subtitles-always-downloaded", "hardware", "SubtitlesOnDevice|bitmapSubtitlesAreDrawnByTheVideoProcessor", "Sources/VAFoundation/Reading/ReaderPipelines.swift",
      "                                          ? device?.hardware : nil,", "                                          ? nil : nil,"),
     ("hardware-subtitle-layer-replaces", "hardware", "bitmapSubtitlesAreDrawnByTheVideoProcessor", "Sources/VAFoundation/Reading/BitmapSubtitleBurner.swift",

@@ -3,7 +3,8 @@ import Testing
 @testable import VAFoundation
 
 /// The ladder, the playlists' arithmetic and the codec strings, without encoding anything
-/// (the packages themselves are checked by independent players in PackageCommandTests).
+/// (the packages themselves are checked by independent players in PackageCommandTests), and
+/// what a package reads of its source.
 @Suite struct StreamingPackageTests {
     private func sizes(_ rungs: [StreamingRung]) -> [String] { rungs.map { "\($0.width)x\($0.height)" } }
 
@@ -136,6 +137,31 @@ import Testing
 
     /// The codec strings read from real initialization segments that the writer made, as
     /// ffmpeg's own RFC 6381 rules spell them for these streams.
+    /// A source turned by its track matrix (a phone held upright) is drawn upright once, and
+    /// every rung is scaled from that one picture: one shared read per picture, for all three.
+    @Test func aRotatedSourceIsDrawnUprightOnceForEveryRung() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let coded = dir.appendingPathComponent("landscape.mp4"), rotated = dir.appendingPathComponent("phone.mp4")
+        let ffmpeg = try #require(which("ffmpeg"))
+        try #require(try run(ffmpeg, ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=480x270:rate=30:duration=2", "-c:v", "libx264",
+                                      "-preset", "ultrafast", coded.path]).status == 0)
+        try #require(try run(ffmpeg, ["-v", "error", "-i", coded.path, "-c", "copy", "-metadata:s:v:0", "rotate=90", rotated.path]).status == 0)
+        let packager = StreamingPackager(asset: Asset(url: rotated))
+        packager.ladder = [StreamingRung(width: 270, height: 480, bitRate: 900_000), StreamingRung(width: 180, height: 320, bitRate: 500_000),
+                           StreamingRung(width: 144, height: 256, bitRate: 300_000)]
+        packager.formats = .hls
+        let sharedReads = Locked<[Int]>([])
+        packager.exportSession.stageProbe = StageProbe { step in
+            if case .sharedSampleRead(.video, _, let branches) = step { sharedReads.withLock { $0.append(branches) } }
+        }
+        let result = try await packager.package(to: dir.appendingPathComponent("package"))
+        let reads = sharedReads.withLock { $0 }
+        #expect(reads.count == 60 && reads.allSatisfy { $0 == 3 }, "\(reads.count) shared reads, branches \(Set(reads))")
+        #expect(result.video.map { "\($0.width ?? 0)x\($0.height ?? 0)" } == ["270x480", "180x320", "144x256"])
+        #expect(result.video.allSatisfy { $0.sampleCount == 60 }, "\(result.video.map(\.sampleCount))")
+    }
+
     @Test(arguments: [VideoCodec.h264, .hevc])
     func codecStringsFromInitializationSegments(codec: VideoCodec) async throws {
         let collector = SegmentCollector()

@@ -150,8 +150,22 @@ extension ExportSession {
         var shares = [[FanOutBranch.Share]](repeating: [], count: branches.count)
         for request in shared {
             guard let track = tracks.first(where: { $0.trackID == request.trackID }) else { continue }
-            let output = try AssetReaderTrackOutput(track: track, outputSettings: request.settings)
             let users = wanted[request]!
+            if request.composited, let composition = s.videoComposition {
+                // The video composition drawn once (a rotated source turned upright); each output's writer fits it.
+                let videoTracks = tracks.filter { $0.mediaType == .video && !$0.isAttachedPicture }
+                let compositing = try AssetReaderVideoCompositionOutput(videoTracks: videoTracks)
+                compositing.videoComposition = composition
+                compositing.customVideoCompositor = s.customVideoCompositor
+                if let codec = request.encoderCodec { compositing.decoderThreadCount = PipelineBounds.decoderThreads(besideHostEncoderOf: codec) }
+                try reader.add(compositing)
+                let fanOut = FanOutSource(source: compositing, branches: users.count, capacity: PipelineBounds.fanOutWindow(for: .video), probe: stageProbe)
+                for (branch, user) in users.enumerated() {
+                    shares[user].append(FanOutBranch.Share(request: request, source: fanOut, branch: branch))
+                }
+                continue
+            }
+            let output = try AssetReaderTrackOutput(track: track, outputSettings: request.settings)
             if let device = request.device {
                 output.hardwareDevice = device
                 output.extraDeviceSurfaces.withLock { $0 = PipelineBounds.fanOutDeviceSurfaces(branches: users.count) }
@@ -177,12 +191,17 @@ extension ExportSession {
     /// The decodes of `plan` that outputs of a multi-output export can share: its video track
     /// decoded at the source's size (each output's writer fits it), in host memory, or into
     /// surfaces of the plan's device when the plan decodes, scales and encodes there (each
-    /// output's video processor scales it); and a single audio track played without a mix, as
-    /// PCM in the plan's layout. None where the plan decodes otherwise: partly on a device,
-    /// through a video composition, or mixing tracks.
+    /// output's video processor scales it), or its video composition drawn in host memory at
+    /// its render size (every output has the export's one composition); and a single audio
+    /// track played without a mix, as PCM in the plan's layout. None where the plan decodes
+    /// otherwise: partly on a device, a composition on a device, or mixing tracks.
     static func shareableDecodes(of plan: ExportPlan, settings s: Settings) -> [SharedDecodeRequest] {
         var requests: [SharedDecodeRequest] = []
         let onDevice = plan.device != nil && plan.hardware?.scalesOnDevice == true
+        if s.videoComposition != nil, plan.device == nil, let video = plan.videoTrack, let videoSettings = plan.videoSettings {
+            requests.append(SharedDecodeRequest(trackID: video.trackID, settings: .video(PixelBufferAttributes(pixelFormat: .yuv420p)),
+                                                encoderCodec: videoSettings.codec, composited: true))
+        }
         if s.videoComposition == nil, plan.device == nil || onDevice, let video = plan.videoTrack, let videoSettings = plan.videoSettings {
             var attributes = onDevice ? PixelBufferAttributes(pixelFormat: .vaapiSurface)
                 : PixelBufferAttributes(pixelFormat: videoSettings.pixelFormat ?? .yuv420p, colorProperties: toneMapping(from: video, to: videoSettings))
@@ -215,13 +234,16 @@ struct SharedDecodeRequest: Hashable, Sendable {
     var encoderCodec: VideoCodec?
     /// The device decoding into surfaces; nil decodes on the host.
     var device: VideoDevice?
+    /// The export's video composition is drawn (from every video track), not the track decoded.
+    var composited = false
 
     static func == (a: SharedDecodeRequest, b: SharedDecodeRequest) -> Bool {
-        a.trackID == b.trackID && a.settings == b.settings && a.device === b.device
+        a.trackID == b.trackID && a.settings == b.settings && a.device === b.device && a.composited == b.composited
     }
     func hash(into hasher: inout Hasher) {
         hasher.combine(trackID)
         hasher.combine(settings)
+        hasher.combine(composited)
     }
 }
 

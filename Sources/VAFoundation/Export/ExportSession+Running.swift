@@ -281,25 +281,27 @@ extension ExportSession {
             // HDR pictures going to SDR settings are tone-mapped where they are decoded.
             attributes.colorProperties = Self.toneMapping(from: video, to: videoSettings)
             attributes.burnedSubtitles = plan.burnedSubtitles
-            let output: AssetReaderOutput
+            // Every video track goes to the compositor, which draws the upright picture.
+            let videoTracks = tracks.filter { $0.mediaType == .video && !$0.isAttachedPicture && !unreadableIDs.contains($0.trackID) }
             if let composition = s.videoComposition {
-                // Every video track goes to the compositor, which draws the upright picture.
-                let videoTracks = tracks.filter { $0.mediaType == .video && !$0.isAttachedPicture && !unreadableIDs.contains($0.trackID) }
                 do {
                     try composition.validate(forTrackIDs: Set(videoTracks.map(\.trackID)),
                                              timeRange: MediaTimeRange(start: .zero, end: videoTracks.map(\.timeRange.end).max() ?? duration))
                 } catch {
                     throw MediaError(.invalidArgument, "the video composition is invalid: \(error)", path: asset.displayPath)
                 }
+            }
+            let output: AssetReaderOutput
+            if let shared = sharedOutput(for: video) {
+                // Decoded (or composited) once for every output; this output's writer fits the picture.
+                output = shared
+            } else if let composition = s.videoComposition {
                 let compositing = try AssetReaderVideoCompositionOutput(videoTracks: videoTracks)
                 compositing.videoComposition = composition
                 compositing.customVideoCompositor = s.customVideoCompositor
                 Self.placeDecoding(of: compositing, hardware: hardware, device: plan.device, encodingTo: videoSettings)
                 compositing.observations = observations
                 output = compositing
-            } else if let shared = sharedOutput(for: video) {
-                // Decoded once for every output; this output's writer fits the picture.
-                output = shared
             } else {
                 let trackOutput = try AssetReaderTrackOutput(track: video, outputSettings: .video(attributes))
                 Self.placeDecoding(of: trackOutput, hardware: hardware, device: plan.device, encodingTo: videoSettings)
