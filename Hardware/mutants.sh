@@ -199,6 +199,8 @@ MUTATIONS = [
      "let data = Data(document(shown, forHLSSegment: true).utf8)", "let data = Data(document(shown, forHLSSegment: false).utf8)"),
     ("package-rotated-source-decoded-per-rung", "package", "aRotatedSourceIsDrawnUprightOnce|aRotatedClipIsPackagedUpright", "Sources/VAFoundation/Export/ExportSession+Outputs.swift",
      "if s.videoComposition != nil, plan.device == nil, let video = plan.videoTrack,", "if s.videoComposition != nil, plan.device == nil, Bool(false), let video = plan.videoTrack,"),
+    ("package-anamorphic-rotated-squeezed", "package", "anAnamorphicRotatedClipIsPackagedAsShown", "Sources/VAFoundation/Export/StreamingPackager.swift",
+     "                if abs(widening - 1) > 0.001 {", "                if abs(widening - 1) > 0.001, Bool(false) {"),
     ("hardware-subtitles-always-downloaded", "hardware", "SubtitlesOnDevice|bitmapSubtitlesAreDrawnByTheVideoProcessor", "Sources/VAFoundation/Reading/ReaderPipelines.swift",
      "                                          ? device?.hardware : nil,", "                                          ? nil : nil,"),
     ("hardware-subtitle-layer-replaces", "hardware", "bitmapSubtitlesAreDrawnByTheVideoProcessor", "Sources/VAFoundation/Reading/BitmapSubtitleBurner.swift",

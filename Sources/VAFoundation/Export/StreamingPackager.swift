@@ -258,6 +258,23 @@ public final class StreamingPackager: Sendable {
             // variable rate would multiply its pictures.
             var upright = VideoComposition.videoComposition(withPropertiesOf: [VideoCompositionSourceTrack(track: video)],
                                                             duration: try await asset.load(.duration))
+            // Anamorphic pixels are widened before the turn: the picture is drawn as it is shown.
+            if let format = video.formatDescription.video, format.width > 0 {
+                let shown = format.presentationDimensions(usePixelAspectRatio: true, useCleanAperture: false)
+                let widening = shown.width / Double(format.width)
+                if abs(widening - 1) > 0.001 {
+                    let turn = video.preferredTransform
+                    let turned = VideoTransform(rotationDegrees: turn.rotationDegrees, mirrored: turn.isMirrored, size: shown)
+                    let drawn = VideoTransform(a: turned.a * widening, b: turned.b * widening, c: turned.c, d: turned.d, tx: turned.tx, ty: turned.ty)
+                    let size = shown.applying(turned)
+                    upright.renderSize = Size(width: Int((size.width / 2).rounded()) * 2, height: Int((size.height / 2).rounded()) * 2)
+                    for i in upright.instructions.indices {
+                        for j in upright.instructions[i].layerInstructions.indices {
+                            upright.instructions[i].layerInstructions[j].setTransform(drawn, at: .zero)
+                        }
+                    }
+                }
+            }
             let millihertz = Int32(clamping: Int64((Double(video.nominalFrameRate) * 1000).rounded()))
             if millihertz > 0 {
                 upright.frameDuration = max(upright.frameDuration, MediaTime(value: 1000, timescale: millihertz))
