@@ -149,4 +149,21 @@ import VATestSupport
         let bad = try Vaf.run(["package", source.path, "--output-dir", dir.appendingPathComponent("bad").path, "--subtitles", "eng,"])
         #expect(bad.status != 0 && bad.stderr.contains("Bad --subtitles"), "\(bad.stderr)")
     }
+
+    /// Subtitles alone make no package, whatever ladder is given: the error says why.
+    @Test(.disabled(if: !FileManager.default.fileExists(atPath: PackageCommandTests.ffmpeg), "ffmpeg is not installed (Hardware/setup.sh installs it)"))
+    func subtitlesAloneAreNothingToPackage() throws {
+        let dir = try ResumeCommandTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let cues = dir.appendingPathComponent("cues.srt"), source = dir.appendingPathComponent("cues.mkv")
+        try "1\n00:00:01,000 --> 00:00:02,000\nAlone\n".write(to: cues, atomically: true, encoding: .utf8)
+        try #require(try Vaf.run(executable: PackageCommandTests.ffmpeg, ["-v", "error", "-i", cues.path, source.path]).status == 0)
+        let out = dir.appendingPathComponent("out")
+        let run = try Vaf.run(["package", source.path, "--output-dir", out.path, "--ladder", "640x360@1M", "--json"])
+        #expect(run.status == 65, "\(run.status): \(run.stderr)")
+        let report = try #require(try Vaf.jsonLines(run.stdout).first)
+        #expect(report["status"] as? String == "failed")
+        #expect((report["error"] as? String)?.contains("nothing to package: the source has no video or audio with samples") == true, "\(report)")
+        #expect(!FileManager.default.fileExists(atPath: out.appendingPathComponent("cues").path))
+    }
 }

@@ -169,9 +169,10 @@ public final class StreamingPackager: Sendable {
         if !replaces && FileManager.default.fileExists(atPath: destination.path) {
             throw MediaError(.outputExists, "the package folder exists", path: destination.path)
         }
-        let rungs = try await plannedLadder()
         let audio = try await audioTracks()
         let video = try await videoTrack()
+        // Rungs given by hand make nothing of a source without pictures.
+        let rungs = video == nil ? [] : try await plannedLadder()
         guard !rungs.isEmpty || !audio.isEmpty else {
             throw MediaError(.noTracks, "nothing to package: the source has no video or audio with samples", path: asset.displayPath)
         }
@@ -193,7 +194,7 @@ public final class StreamingPackager: Sendable {
             throw MediaError(.ioError, "cannot create the package folder: \(error)", path: destination.path)
         }
         do {
-            let result = try await build(in: building, destination: destination, rungs: video == nil ? [] : rungs, audio: audio, options: o)
+            let result = try await build(in: building, destination: destination, rungs: rungs, audio: audio, options: o)
             unlink(lockFile.path)
             try withExtendedLifetime(lock) { () throws(MediaError) in try Self.moveIntoPlace(building, destination, replacing: replaces) }
             return result
