@@ -139,11 +139,12 @@ extension VADevice {
                         func size(_ w: UInt32, _ h: UInt32) -> PictureSize? {
                             w == 0 || h == 0 ? nil : PictureSize(width: Int(w), height: Int(h))
                         }
-                        // Intel's drivers (and SoftVA) point the lists at arrays of their own instead of filling ours.
+                        // A driver may point the lists at arrays of its own (SoftVA, v4l2-request) or
+                        // fill ours, or leave them untouched (our zeroed arrays, our count): zeros are no format.
                         func formats(_ list: UnsafeMutablePointer<UInt32>?, _ count: UInt32, ours: UnsafeMutableBufferPointer<UInt32>) -> [String] {
                             guard let list else { return [] }
                             let listed = list == ours.baseAddress ? min(Int(count), ours.count) : Int(count)
-                            return UnsafeBufferPointer(start: list, count: listed).map(fourCCString)
+                            return UnsafeBufferPointer(start: list, count: listed).filter { $0 != 0 }.map(fourCCString)
                         }
                         return PipelineCapabilities(
                             inputPixelFormats: formats(caps.input_pixel_format, caps.num_input_pixel_formats, ours: inFormats),

@@ -80,4 +80,26 @@ import VATestSupport
                                       "-c:v", "libx264", "-preset", "ultrafast", oracle.path]).status == 0)
         #expect(Self.isRed(try Self.rectangle(oracle, at: 0.2)))
     }
+
+    /// A video composition draws its own pictures: burning subtitles into them is refused, not silently skipped.
+    @Test func aVideoCompositionRefusesBurntInSubtitles() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = try Self.source([PGSStream.Cue(start: 0.5, end: 1, x: 40, y: 40, width: 80, height: 40, colour: Self.red)],
+                                     seconds: 2, container: "mkv", in: dir)
+        let asset = Asset(url: source)
+        let video = try #require(try await asset.loadTracks(withMediaType: .video).first)
+        let session = ExportSession(asset: asset, preset: .preset640x480)
+        session.subtitlesBurnedIn = .all
+        session.videoComposition = VideoComposition.videoComposition(withPropertiesOf: [VideoCompositionSourceTrack(track: video)],
+                                                                     duration: try await asset.load(.duration))
+        let output = dir.appendingPathComponent("composed.mp4")
+        do {
+            _ = try await session.export(to: output, as: .mp4)
+            Issue.record("the export burnt nothing and succeeded")
+        } catch let error as MediaError {
+            #expect(error.code == .unsupported && error.message.contains("not into a video composition's"), "\(error)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: output.path))
+    }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import VAFoundation
+import HardwareAcceleration
 
 /// The ladder, the playlists' arithmetic and the codec strings, without encoding anything
 /// (the packages themselves are checked by independent players in PackageCommandTests), and
@@ -160,6 +161,28 @@ import Testing
         #expect(reads.count == 60 && reads.allSatisfy { $0 == 3 }, "\(reads.count) shared reads, branches \(Set(reads))")
         #expect(result.video.map { "\($0.width ?? 0)x\($0.height ?? 0)" } == ["270x480", "180x320", "144x256"])
         #expect(result.video.allSatisfy { $0.sampleCount == 60 }, "\(result.video.map(\.sampleCount))")
+    }
+
+    @Test func webVTTCueTextEscapesWhatIsNoTag() {
+        #expect(StreamingSubtitles.escaped("Tom & Jerry <3 a < b") == "Tom &amp; Jerry &lt;3 a &lt; b")
+        #expect(StreamingSubtitles.escaped("<i>so</i> &amp; <b>on</b> <c.red>x</c> <00:01.000>") == "<i>so</i> &amp; <b>on</b> <c.red>x</c> <00:01.000>")
+    }
+
+    /// A subtitle surface is never smaller than the video processor takes, and still covers the cue.
+    @Test func subtitleLayersAreGrownToThePipelinesMinimum() {
+        typealias R = PictureFit.Rectangle
+        let minimum = PictureSize(width: 16, height: 16)
+        #expect(BitmapSubtitleBurner.layerRegion(of: R(x: 300, y: 160, width: 4, height: 4), pictureWidth: 320, pictureHeight: 180, minimum: minimum)
+                == R(x: 300, y: 160, width: 16, height: 16))
+        // At the picture's edge the window grows inwards; off it, the visible part is still 16x16.
+        #expect(BitmapSubtitleBurner.layerRegion(of: R(x: 316, y: 176, width: 4, height: 4), pictureWidth: 320, pictureHeight: 180, minimum: minimum)
+                == R(x: 304, y: 164, width: 16, height: 16))
+        #expect(BitmapSubtitleBurner.layerRegion(of: R(x: -10, y: 10, width: 12, height: 40), pictureWidth: 320, pictureHeight: 180, minimum: minimum)
+                == R(x: -10, y: 10, width: 26, height: 40))
+        #expect(BitmapSubtitleBurner.layerRegion(of: R(x: 40, y: 40, width: 80, height: 40), pictureWidth: 320, pictureHeight: 180, minimum: minimum)
+                == R(x: 40, y: 40, width: 80, height: 40))
+        #expect(BitmapSubtitleBurner.layerRegion(of: R(x: 40, y: 40, width: 4, height: 4), pictureWidth: 320, pictureHeight: 180, minimum: nil)
+                == R(x: 40, y: 40, width: 4, height: 4))
     }
 
     @Test(arguments: [VideoCodec.h264, .hevc])

@@ -6,8 +6,8 @@ import VATestSupport
 /// against ffmpeg's own conversion of the track, the HLS rules for WebVTT segments (RFC 8216
 /// 3.5) and independent clients; a bitmap track is left out with a warning.
 @Suite struct PackageSubtitleTests {
-    /// 10 s of 320x180 video with sound, an English SubRip track (the default; a cue crossing
-    /// the 8 s segment boundary), a French ASS track and a PGS track, in Matroska.
+    /// 10 s of 320x180 video with sound, an English SubRip track (marked default; a cue crossing
+    /// the 8 s segment boundary), a French ASS track (marked default too) and a PGS track, in Matroska.
     static func source(in dir: URL) throws -> URL {
         let english = dir.appendingPathComponent("eng.srt"), french = dir.appendingPathComponent("fra.srt")
         let pgs = dir.appendingPathComponent("cues.sup"), source = dir.appendingPathComponent("subtitled.mkv")
@@ -32,7 +32,7 @@ import VATestSupport
             "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25:duration=10", "-f", "lavfi", "-i", "sine=duration=10",
             "-i", english.path, "-i", french.path, "-i", pgs.path, "-map", "0", "-map", "1", "-map", "2", "-map", "3", "-map", "4",
             "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", "-c:s:0", "srt", "-c:s:1", "ass", "-c:s:2", "copy",
-            "-metadata:s:s:0", "language=eng", "-metadata:s:s:1", "language=fra", "-disposition:s:0", "default", source.path,
+            "-metadata:s:s:0", "language=eng", "-metadata:s:s:1", "language=fra", "-disposition:s:0", "default", "-disposition:s:1", "default", source.path,
         ])
         try #require(made.status == 0, "ffmpeg: \(made.stderr)")
         return source
@@ -76,7 +76,7 @@ import VATestSupport
                 "\(warnings)")
         let package = out.appendingPathComponent("subtitled")
 
-        // HLS: a SUBTITLES group the variants name, the source's default track shown by default.
+        // HLS: a SUBTITLES group the variants name; of the two tracks marked default, the first alone is.
         let master = try String(contentsOf: package.appendingPathComponent("master.m3u8"), encoding: .utf8)
         let media = master.split(separator: "\n").filter { $0.hasPrefix("#EXT-X-MEDIA:TYPE=SUBTITLES") }
         #expect(media == [
@@ -143,7 +143,7 @@ import VATestSupport
             let made = try FileManager.default.contentsOfDirectory(atPath: package.path).filter { $0.hasPrefix("subtitles") }
             #expect(made == folders, "--subtitles \(choice): \(made)")
             let master = try String(contentsOf: package.appendingPathComponent("master.m3u8"), encoding: .utf8)
-            #expect(master.contains("LANGUAGE=\"fr\",DEFAULT=NO") == (choice == "fra") && master.contains("SUBTITLES=\"subtitles\"") == (choice == "fra"),
+            #expect(master.contains("LANGUAGE=\"fr\",DEFAULT=YES") == (choice == "fra") && master.contains("SUBTITLES=\"subtitles\"") == (choice == "fra"),
                     "\(master)")
         }
         let bad = try Vaf.run(["package", source.path, "--output-dir", dir.appendingPathComponent("bad").path, "--subtitles", "eng,"])

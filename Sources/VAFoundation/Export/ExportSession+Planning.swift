@@ -452,6 +452,9 @@ extension ExportSession {
             throw MediaError(.invalidArgument, "passthrough copies the pictures as they are and cannot burn subtitles into them; use an encoding preset", path: path)
         }
         if isComposition { throw MediaError(.unsupported, "subtitles are burnt into one file's pictures, not a composition's", path: path) }
+        if settings.withLock({ $0.videoComposition != nil }) {
+            throw MediaError(.unsupported, "subtitles are burnt into decoded pictures, not into a video composition's; burn them in a first export", path: path)
+        }
         let subtitles = tracks.filter { $0.mediaType == .subtitle }
         guard let track = selection.select(subtitles).first else {
             let available = subtitles.map { "\($0.trackID)\($0.languageCode.map { " (\($0))" } ?? "")" }

@@ -150,7 +150,7 @@ public final class StreamingPackager: Sendable {
                 kept.append(track)
             } else {
                 let why = CodecID(name: name)?.isTextSubtitle == true ? "this libavcodec cannot convert it to WebVTT"
-                    : "bitmap subtitles cannot be WebVTT; --burn-subtitles draws them into the picture"
+                    : "bitmap subtitles cannot be WebVTT"
                 leftOut.append("subtitle track \(track.trackID) (\(name)) is left out of the package: \(why)")
             }
         }
@@ -324,10 +324,21 @@ public final class StreamingPackager: Sendable {
         let grid = (finalVideo.first ?? finalAudio.first)?.segments.map { ($0.start, $0.duration) } ?? []
         let end = (finalVideo + finalAudio).map(\.duration).max() ?? .zero
         var finalSubtitles: [StreamingRenditionReport] = []
+        var warnings = leftOut
+        // At most one rendition of the group is the default (RFC 8216 4.3.4.1.1): the first the source marks.
+        let defaultSubtitles = subtitleTracks.first(where: \.isMarkedDefault)?.trackID
         for (track, name) in zip(subtitleTracks, Self.folderNames(subtitleTracks, kind: "subtitles")) {
-            let cues = try StreamingSubtitles.cues(of: track, in: asset, range: exportSession.timeRange, end: end)
-            finalSubtitles.append(try StreamingSubtitles.write(cues, to: folder.appendingPathComponent(name), name: name, grid: grid,
-                                                               language: track.languageCode, isDefault: track.isMarkedDefault,
+            let read: (cues: [WebVTTCue], refused: Int)
+            do { read = try StreamingSubtitles.cues(of: track, in: asset, range: exportSession.timeRange, end: end) } catch {
+                // A subtitle track that cannot be read costs the package that track, not its pictures and sound.
+                warnings.append("subtitle track \(track.trackID) is left out of the package: \(error.message)")
+                continue
+            }
+            if read.refused > 0 {
+                warnings.append("subtitle track \(track.trackID): \(read.refused) damaged cue\(read.refused == 1 ? "" : "s") left out")
+            }
+            finalSubtitles.append(try StreamingSubtitles.write(read.cues, to: folder.appendingPathComponent(name), name: name, grid: grid,
+                                                               language: track.languageCode, isDefault: track.trackID == defaultSubtitles,
                                                                segmented: o.formats.contains(.hls)))
         }
         if o.formats.contains(.hls) {
@@ -346,7 +357,7 @@ public final class StreamingPackager: Sendable {
                                  to: folder.appendingPathComponent("manifest.mpd"))
         }
         return StreamingPackageResult(url: destination, video: finalVideo, audio: finalAudio, subtitles: finalSubtitles, exports: exports,
-                                      keyframeInterval: keyframeInterval, warnings: leftOut)
+                                      keyframeInterval: keyframeInterval, warnings: warnings)
     }
 
     /// Rendition folders for `tracks` of one `kind`: the kind alone for one track, else the kind

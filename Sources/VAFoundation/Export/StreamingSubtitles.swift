@@ -16,11 +16,13 @@ struct WebVTTCue: Sendable, Equatable {
 /// each holding every cue that shows during it, so a cue spanning a boundary is in both).
 enum StreamingSubtitles {
     /// `track`'s cues from `asset`, moved to a package starting at `range.start`, cut to the
-    /// range and to `end` (where the package's picture and sound end). A cue with no duration
-    /// lasts until the next one, or that end.
-    static func cues(of track: AssetTrack, in asset: Asset, range: MediaTimeRange, end: MediaTime) throws(MediaError) -> [WebVTTCue] {
+    /// range and to `end` (where the package's picture and sound end), and how many cues could
+    /// not be converted (passed over, as ffmpeg does). A cue with no duration lasts until the
+    /// next one, or that end.
+    static func cues(of track: AssetTrack, in asset: Asset, range: MediaTimeRange, end: MediaTime) throws(MediaError) -> (cues: [WebVTTCue], refused: Int) {
         let reader = AssetReader(asset: asset)
         var timed: [(start: MediaTime, duration: MediaTime, text: String)] = []
+        var refused = 0
         do {
             let output = try AssetReaderTrackOutput(track: track, outputSettings: nil)
             try reader.add(output)
@@ -29,7 +31,12 @@ enum StreamingSubtitles {
             while let sample = try output.copyNextSampleBuffer() {
                 guard let packet = sample.packet, let parameters = sample.codecParameters, sample.presentationTimeStamp.isNumeric else { continue }
                 if converter == nil { converter = try SubtitleConverter(source: parameters, target: "webvtt") }
-                guard let converted = try converter?.convert(packet) else { continue }
+                let converted: Packet?
+                do { converted = try converter?.convert(packet) } catch {
+                    refused += 1
+                    continue
+                }
+                guard let converted else { continue }
                 let text = converted.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
                     .trimmingCharacters(in: .whitespacesAndNewlines)
                 guard !text.isEmpty else { continue }
@@ -40,7 +47,8 @@ enum StreamingSubtitles {
         } catch {
             throw MediaError(.unsupported, "cannot read subtitle track \(track.trackID) as WebVTT", path: asset.displayPath, underlying: error)
         }
-        timed.sort { $0.start < $1.start }
+        // Stable: cues starting together keep their order.
+        timed = timed.enumerated().sorted { ($0.element.start, $0.offset) < ($1.element.start, $1.offset) }.map(\.element)
         let rangeEnd = range.duration.isNumeric ? min(range.start + range.duration, range.start + end) : range.start + end
         var cues: [WebVTTCue] = []
         for (i, cue) in timed.enumerated() {
@@ -50,7 +58,37 @@ enum StreamingSubtitles {
             guard stop > start else { continue }
             cues.append(WebVTTCue(start: start - range.start, end: stop - range.start, text: cue.text))
         }
-        return cues
+        return (cues, refused)
+    }
+
+    /// Cue text as WebVTT reads it: `&` and a `<` that opens none of the tags the WebVTT
+    /// encoder writes (`i`, `b`, `u`, `c`, `v`, `lang`, `ruby`, `rt` and timestamps) as
+    /// character references, so that "a < b" is not taken for a tag.
+    static func escaped(_ text: String) -> String {
+        var out = ""
+        var rest = Substring(text)
+        while let i = rest.firstIndex(where: { $0 == "&" || $0 == "<" }) {
+            out += rest[..<i]
+            let tail = rest[i...]
+            if tail.first == "&" {
+                let entity = tail.prefix { $0 != ";" && $0 != " " && $0 != "<" }
+                let isReference = tail.dropFirst(entity.count).first == ";" && entity.count > 1 && entity.dropFirst().allSatisfy { $0.isLetter || $0.isNumber || $0 == "#" }
+                out += isReference ? "&" : "&amp;"
+            } else if let close = tail.firstIndex(of: ">"), isTag(tail[tail.index(after: tail.startIndex)..<close]) {
+                out += tail[...close]
+                rest = tail[tail.index(after: close)...]
+                continue
+            } else {
+                out += "&lt;"
+            }
+            rest = tail.dropFirst()
+        }
+        return out + rest
+    }
+
+    private static func isTag(_ inside: Substring) -> Bool {
+        let name = (inside.hasPrefix("/") ? inside.dropFirst() : inside).prefix { $0 != "." && $0 != " " }
+        return ["i", "b", "u", "c", "v", "lang", "ruby", "rt"].contains(String(name)) || (name.first?.isNumber == true && name.contains(":"))
     }
 
     /// A WebVTT document of `cues`. An HLS segment says that its cue times are the media's own
@@ -60,7 +98,7 @@ enum StreamingSubtitles {
         if forHLSSegment { text += "X-TIMESTAMP-MAP=MPEGTS:0,LOCAL:00:00:00.000\n" }
         for cue in cues {
             // "-->" may not appear in a cue's text; an empty line would end it early.
-            let body = cue.text.replacingOccurrences(of: "-->", with: "->")
+            let body = escaped(cue.text).replacingOccurrences(of: "-->", with: "->")
                 .split(separator: "\n", omittingEmptySubsequences: true).joined(separator: "\n")
             text += "\n\(timestamp(cue.start)) --> \(timestamp(cue.end))\n\(body)\n"
         }

@@ -83,10 +83,12 @@ struct HardwareJob {
     }
 
     /// True where the device's video processor can draw bitmap subtitles as a layer over the
-    /// picture: it takes RGBA pictures and blends them by their premultiplied alpha.
+    /// picture: it takes RGBA pictures (in its pipeline's input list, or, as Intel's and Mesa's
+    /// drivers publish them, among its VideoProc config's surface formats) and blends them by
+    /// their premultiplied alpha.
     static func drawsSubtitlesOnVPP(_ capabilities: DeviceCapabilities) -> Bool {
-        guard let pipeline = capabilities.videoProcessing?.pipeline else { return false }
-        return pipeline.blendsWithPremultipliedAlpha && pipeline.inputPixelFormats.contains("RGBA")
+        guard let pipeline = capabilities.videoProcessing?.pipeline, pipeline.blendsWithPremultipliedAlpha else { return false }
+        return pipeline.inputPixelFormats.contains("RGBA") || capabilities.surface(.none, .videoProc)?.pixelFormats.contains("RGBA") == true
     }
 
     /// Where the filters run when the pictures could stay on the device, and why a filter

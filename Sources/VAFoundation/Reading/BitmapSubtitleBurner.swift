@@ -1,4 +1,12 @@
 import FFmpegSupport
+import HardwareAcceleration
+
+/// The device whose video processor draws subtitle layers, and the smallest picture its
+/// pipeline takes in (Intel's takes 16x16 and up): a smaller cue is uploaded padded.
+struct SubtitleLayerDevice {
+    let hardware: HardwareDevice
+    let minimumInput: PictureSize?
+}
 
 /// Draws a bitmap subtitle track (PGS, VobSub, DVB) into a video track's 4:2:0 pictures, each
 /// picture at its own time in the file, where ffmpeg's `[0:v][0:s]overlay` puts it: every
@@ -27,7 +35,7 @@ final class BitmapSubtitleBurner {
     /// `current`'s pictures rasterised for the pictures' depth, made on first use.
     private var rasters: (tenBit: Bool, matrix: OverlayRaster.LumaCoefficients, layers: [(x: Int, y: Int, raster: OverlayRaster)])?
     /// `current`'s pictures on the device, made on first use: the surface and where it goes on the canvas.
-    private var uploaded: (surface: Frame, region: PictureFit.Rectangle)?
+    private var uploaded: (surface: Frame, region: PictureFit.Rectangle, pictureWidth: Int, pictureHeight: Int)?
     /// The RGBA surfaces subtitles are uploaded into, kept while they are of one size.
     private var uploadPool: SurfacePool?
     /// Draws the subtitle layer over surfaces, into surfaces of the pictures' size and layout.
@@ -146,7 +154,7 @@ final class BitmapSubtitleBurner {
     /// `surface` with the subtitle on screen at `time` (microseconds on the demuxer's timeline)
     /// drawn over it by `device`'s video processor: a new surface of its size and layout, or
     /// `surface` itself when none is on screen.
-    func draw(over surface: Frame, at time: Int64, on device: HardwareDevice) throws(MediaError) -> Frame {
+    func draw(over surface: Frame, at time: Int64, on device: SubtitleLayerDevice) throws(MediaError) -> Frame {
         guard let shown = try subtitle(at: time) else { return surface }
         guard let layout = surface.surfaceSoftwareFormat else {
             throw MediaError(.invalidState, "the video processor draws subtitles over VA surfaces, not \(surface.pixelFormat) pictures",
@@ -155,10 +163,12 @@ final class BitmapSubtitleBurner {
         let (width, height) = (surface.width, surface.height)
         let matrix = Self.matrix(of: surface) == .bt601 ? "smpte170m" : "bt709"
         do {
-            if uploaded == nil { uploaded = try upload(shown, on: device) }
+            if uploaded?.pictureWidth != width || uploaded?.pictureHeight != height {
+                uploaded = try upload(shown, on: device, pictureWidth: width, pictureHeight: height)
+            }
             guard let uploaded, let placement = Self.placement(of: uploaded.region, width: width, height: height) else { return surface }
             if let current = compositor?.output, current.width == width, current.height == height, current.softwareFormat == layout {} else {
-                let pool = try SurfacePool(device: device, width: width, height: height, softwareFormat: layout,
+                let pool = try SurfacePool(device: device.hardware, width: width, height: height, softwareFormat: layout,
                                            capacity: PipelineBounds.readerSurfaces)
                 compositor = try SurfaceCompositor(output: pool)
             }
@@ -177,12 +187,16 @@ final class BitmapSubtitleBurner {
         }
     }
 
-    /// `subtitle`'s pictures as one RGBA surface of their bounding box on the canvas, colours
-    /// premultiplied by their alpha, as the video processor blends them.
-    private func upload(_ subtitle: BitmapSubtitle, on device: HardwareDevice) throws(FFmpegError) -> (surface: Frame, region: PictureFit.Rectangle) {
+    /// `subtitle`'s pictures as one RGBA surface of their bounding box on the canvas (padded
+    /// with transparent pixels to what the pipeline takes on a `pictureWidth`×`pictureHeight`
+    /// picture), colours premultiplied by their alpha, as the video processor blends them.
+    private func upload(_ subtitle: BitmapSubtitle, on device: SubtitleLayerDevice, pictureWidth: Int,
+                        pictureHeight: Int) throws(FFmpegError) -> (surface: Frame, region: PictureFit.Rectangle, pictureWidth: Int, pictureHeight: Int) {
         let left = subtitle.rects.map(\.x).min()!, top = subtitle.rects.map(\.y).min()!
         let right = subtitle.rects.map { $0.x + $0.width }.max()!, bottom = subtitle.rects.map { $0.y + $0.height }.max()!
-        let region = PictureFit.Rectangle(x: left, y: top, width: right - left, height: bottom - top)
+        let region = Self.layerRegion(of: PictureFit.Rectangle(x: left, y: top, width: right - left, height: bottom - top),
+                                      pictureWidth: pictureWidth, pictureHeight: pictureHeight, minimum: device.minimumInput)
+        let (left0, top0) = (region.x, region.y)
         let host = try Frame(width: region.width, height: region.height, pixelFormat: .rgba)
         host.isFullRange = true
         guard let base = host.baseAddress(plane: 0)?.assumingMemoryBound(to: UInt8.self) else {
@@ -192,7 +206,7 @@ final class BitmapSubtitleBurner {
         for row in 0..<region.height { (base + row * stride).initialize(repeating: 0, count: region.width * 4) }
         for rect in subtitle.rects {
             for y in 0..<rect.height {
-                let line = base + (rect.y - top + y) * stride + (rect.x - left) * 4
+                let line = base + (rect.y - top0 + y) * stride + (rect.x - left0) * 4
                 for x in 0..<rect.width {
                     let i = (y * rect.width + x) * 4
                     let alpha = UInt32(rect.rgba[i + 3])
@@ -204,9 +218,20 @@ final class BitmapSubtitleBurner {
             }
         }
         if let pool = uploadPool, pool.width == region.width, pool.height == region.height {} else {
-            uploadPool = try SurfacePool(device: device, width: region.width, height: region.height, softwareFormat: .rgba, capacity: 2)
+            uploadPool = try SurfacePool(device: device.hardware, width: region.width, height: region.height, softwareFormat: .rgba, capacity: 2)
         }
-        return (try uploadPool!.upload(host), region)
+        return (try uploadPool!.upload(host), region, pictureWidth, pictureHeight)
+    }
+
+    /// The canvas region a subtitle's surface covers: its pictures' `box`, grown to hold a
+    /// window of the pipeline's `minimum` input size that lies on the picture, so that what the
+    /// video processor reads is never smaller than it takes.
+    static func layerRegion(of box: PictureFit.Rectangle, pictureWidth: Int, pictureHeight: Int, minimum: PictureSize?) -> PictureFit.Rectangle {
+        let width = min(minimum?.width ?? 1, pictureWidth), height = min(minimum?.height ?? 1, pictureHeight)
+        let x = min(max(box.x, 0), max(pictureWidth - width, 0)), y = min(max(box.y, 0), max(pictureHeight - height, 0))
+        let left = min(box.x, x), top = min(box.y, y)
+        let right = max(box.x + box.width, x + width), bottom = max(box.y + box.height, y + height)
+        return PictureFit.Rectangle(x: left, y: top, width: right - left, height: bottom - top)
     }
 
     /// Where `region` of the canvas falls on a `width`×`height` picture: the part of the

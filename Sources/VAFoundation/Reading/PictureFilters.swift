@@ -34,10 +34,10 @@ final class PictureFilters {
     private var bitmapBurner: BitmapSubtitleBurner?
     /// The device whose video processor draws `bitmapSubtitles` over surfaces, which then stay
     /// surfaces; nil downloads them to blend the subtitles in host memory.
-    let subtitleDevice: HardwareDevice?
+    let subtitleDevice: SubtitleLayerDevice?
 
     init(loop: DecodeLoop, stream: StreamInfo, attributes: PixelBufferAttributes, subtitles: (path: String, index: Int)? = nil,
-         bitmapSubtitles: SubtitleBurnIn? = nil, subtitleDevice: HardwareDevice? = nil, outputFormat: PixelFormatID,
+         bitmapSubtitles: SubtitleBurnIn? = nil, subtitleDevice: SubtitleLayerDevice? = nil, outputFormat: PixelFormatID,
          observations: StageObservations?, deviceDeinterlaces: Bool = false) {
         self.subtitles = subtitles
         self.bitmapSubtitles = bitmapSubtitles

@@ -382,8 +382,11 @@ final class VideoDecodePipeline: TrackPipeline {
         }
         self.filters = PictureFilters(loop: loop, stream: session.streams[track.streamIndex], attributes: attributes, subtitles: burnIn,
                                       bitmapSubtitles: attributes.burnedSubtitles.flatMap { $0.isBitmap ? $0 : nil },
-                                      subtitleDevice: wantsSurfaces && device.map { HardwareJob.drawsSubtitlesOnVPP($0.capabilities) } == true
-                                          ? device?.hardware : nil,
+                                      subtitleDevice: device.flatMap { [wantsSurfaces] device in
+                                          wantsSurfaces && HardwareJob.drawsSubtitlesOnVPP(device.capabilities)
+                                              ? SubtitleLayerDevice(hardware: device.hardware,
+                                                                    minimumInput: device.capabilities.videoProcessing?.pipeline?.minInputSize) : nil
+                                      },
                                       outputFormat: format, observations: observations,
                                       deviceDeinterlaces: wantsSurfaces && device.map { HardwareJob.deinterlacesOnVPP($0.capabilities) } == true)
     }
