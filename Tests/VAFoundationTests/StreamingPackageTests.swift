@@ -164,7 +164,8 @@ import HardwareAcceleration
     }
 
     @Test func webVTTCueTextEscapesWhatIsNoTag() {
-        #expect(StreamingSubtitles.escaped("Tom & Jerry <3 a < b") == "Tom &amp; Jerry &lt;3 a &lt; b")
+        let cue = WebVTTCue(start: .zero, end: MediaTime(value: 1, timescale: 1), text: "Tom & Jerry <3 a < b")
+        #expect(StreamingSubtitles.document([cue], forHLSSegment: false) == "WEBVTT\n\n00:00:00.000 --> 00:00:01.000\nTom &amp; Jerry &lt;3 a &lt; b\n")
         #expect(StreamingSubtitles.escaped("<i>so</i> &amp; <b>on</b> <c.red>x</c> <00:01.000>") == "<i>so</i> &amp; <b>on</b> <c.red>x</c> <00:01.000>")
     }
 
