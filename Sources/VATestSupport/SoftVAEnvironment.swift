@@ -51,11 +51,20 @@ public final class SoftVAEnvironment: Sendable {
     /// Applies ``variables(_:)`` to the current process and runs `body` (which calls
     /// `vaInitialize`: libva and SoftVA read the variables there and never again) while holding
     /// a process-wide lock, so that concurrent tests cannot initialise with each other's settings.
+    /// The variables are put back as they were before the lock is let go: a child process or a
+    /// device opened later by another test must not count into this test's counters file.
     public func withProcessEnvironment<T>(_ options: SoftVAOptions = SoftVAOptions(),
                                           _ body: () throws -> T) rethrows -> T {
         Self.processEnvironmentLock.lock()
         defer { Self.processEnvironmentLock.unlock() }
-        for (key, value) in variables(options) {
+        let applied = variables(options)
+        let previous = applied.keys.map { key in (key, getenv(key).map { String(cString: $0) }) }
+        defer {
+            for (key, value) in previous {
+                if let value { setenv(key, value, 1) } else { unsetenv(key) }
+            }
+        }
+        for (key, value) in applied {
             if let value { setenv(key, value, 1) } else { unsetenv(key) }
         }
         return try body()
