@@ -212,145 +212,181 @@ extension ExportSession {
             }
         }
         if preset.isPassthrough {
-            let keptAudio = s.audioSelection.map { $0.select(tracks.filter { $0.mediaType == .audio }) }
-            for track in tracks where track.mediaType != .subtitle {
-                if let keptAudio, let selection = s.audioSelection, track.mediaType == .audio, !keptAudio.contains(where: { $0 === track }) {
-                    plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: "audio", reason: "not selected (audio: \(selection.description))"))
-                } else if let reason = passthroughRefusal(track, fileType: fileType) {
-                    plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: track.mediaType.rawValue, reason: reason))
-                } else {
-                    plan.passthroughTracks.append(track)
-                }
-            }
-            plan.pathReason = "passthrough copies compressed samples; nothing is decoded or encoded"
+            planPassthrough(tracks, settings: s, fileType: fileType, into: &plan)
         } else {
-            let assistant = try await makeAssistant(tracks: tracks, fileType: fileType)
-            let codecs = Self.codecs(s, preset: preset, fileType: fileType)
-            if fileType == .webm {
-                if let asked = s.videoCodec, !Self.webMVideoCodecs.contains(asked) {
-                    throw MediaError(.invalidArgument, "a WebM file holds VP9 or AV1 video, not \(asked); choose vp9 or av1, or another container", path: asset.displayPath)
-                }
-                if let asked = s.audioCodec, asked != .opus {
-                    throw MediaError(.invalidArgument, "a WebM file holds Opus audio here, not \(asked); choose opus, or another container", path: asset.displayPath)
-                }
-                if s.videoCodec == nil || s.audioCodec == nil, preset.videoCodec.map({ !Self.webMVideoCodecs.contains($0) }) ?? false || preset.audioCodec != .opus {
-                    plan.warnings.append("a WebM file holds VP9/AV1 video and Opus audio: the \(preset.name) preset is written as \(codecs.video.map { "\($0)" } ?? "no video") + \(codecs.audio.map { "\($0)" } ?? "no audio")")
-                }
-            }
-            let video = preset.videoCodec == nil ? nil : Self.primaryVideoTrack(tracks)
-            if var videoSettings = assistant.videoSettings, let video {
-                if let codec = codecs.video { videoSettings.codec = codec }
-                // libx265 budgets bits per frame from the declared rate and ignores timestamps
-                // (libx264 follows them), so a variable-rate source declared at its fastest rate
-                // ends far below the target bit rate: declare the average rate to it.
-                if videoSettings.codec == .hevc, assistant.outputFrameRate == nil, video.nominalFrameRate > 0 {
-                    videoSettings.expectedSourceFrameRate = Double(video.nominalFrameRate)
-                }
-                plan.videoTrack = video
-                plan.videoSettings = videoSettings
-                plan.warnings += Self.lossWarnings(reencoding: video, to: videoSettings)
-                plan.videoEncoder = assistant.videoEncoder
-                plan.frameRate = assistant.outputFrameRate
-                // A composition's segments are decoded and joined in host memory, unless a video
-                // composition draws them on the device.
-                let policy = softwareOnly || (isComposition && s.videoComposition == nil) ? .off : s.hardwarePolicy
-                let (device, problem) = policy == .off ? (nil, nil) : resolveDevice(s)
-                let decision: HardwareDecision
-                if let composition = s.videoComposition {
-                    decision = try Self.compositionDecision(composition, sources: Self.videoSources(tracks), settings: videoSettings,
-                                                            customCompositor: s.customVideoCompositor, policy: policy,
-                                                            device: device, problem: problem)
-                } else {
-                    var job = Self.hardwareJob(video, settings: videoSettings)
-                    // The writer makes progressive pictures only: an interlaced source is deinterlaced.
-                    job.deinterlaces = Self.isInterlaced(video)
-                    job.toneMapsHDR = Self.toneMapping(from: video, to: videoSettings) != nil
-                    job.burnsSubtitles = plan.burnedSubtitles != nil
-                    job.subtitlesAreBitmaps = plan.burnedSubtitles?.isBitmap == true
-                    decision = try job.decide(policy: policy, capabilities: device?.capabilities, problem: problem)
-                }
-                plan.hardware = decision
-                if decision.decodesOnDevice || decision.encodesOnDevice { plan.device = device }
-                if let encoder = decision.encoder {
-                    plan.videoEncoder = EncoderChoice(encoder: encoder, path: .hardware, reason: decision.reason)
-                }
-            }
-            for track in tracks where track.mediaType != .audio && track.mediaType != .subtitle && track.trackID != plan.videoTrack?.trackID {
-                let reason: String
-                if track.mediaType != .video {
-                    reason = "\(track.mediaType) tracks are not re-encoded"
-                } else if preset.videoCodec == nil {
-                    reason = "the \(preset.name) preset is audio only"
-                } else {
-                    reason = track.isAttachedPicture ? "cover picture" : (track.sampleCount == 0 ? "the track has no samples" : "only the first video track is exported")
-                }
-                plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: track.mediaType.rawValue, reason: reason))
-            }
-            // The audio tracks written: each selected track as its own, or one made of several
-            // (an audio mix's, a composition's, or a camera's mono pair placed as left and right).
-            let selection = s.audioMix == nil && !isComposition && s.rendition == nil ? s.audioSelection : nil
-            let monoPair = selection == nil && s.audioMix == nil && !isComposition ? Self.monoTrackPair(tracks) : nil
-            let groups: [[AssetTrack]] = if let selection {
-                selection.select(tracks.filter { $0.mediaType == .audio && $0.sampleCount > 0 }).map { [$0] }
-            } else {
-                [monoPair ?? Self.audioTracks(tracks, mix: s.audioMix, mixesAllByDefault: isComposition)].filter { !$0.isEmpty }
-            }
-            let primary = Self.primaryAudioTrack(tracks)
-            for group in groups {
-                // The assistant's audio settings are the primary track's: another track gets its own.
-                let own = group[0] === primary || selection == nil ? assistant : try await makeAssistant(tracks: tracks, fileType: fileType, audioTrack: group[0])
-                guard var audioSettings = own.audioSettings else { continue }
-                if let monoPair {
-                    // Camera and broadcast files record one microphone per mono track: the first two are left and right.
-                    audioSettings.channelCount = 2
-                    audioSettings.channelLayout = "stereo"
-                    plan.warnings.append("the mono audio tracks \(monoPair[0].trackID) and \(monoPair[1].trackID) are written as one stereo track (left, right)")
-                }
-                if let codec = codecs.audio { audioSettings.codec = codec }
-                if let bitRate = s.audioBitRate { audioSettings.bitRate = bitRate }
-                if s.rendition != nil {
-                    // A streaming package's audio is AAC-LC stereo, which every player takes.
-                    audioSettings.codec = .aac
-                    audioSettings.channelCount = 2
-                    audioSettings.channelLayout = "stereo"
-                }
-                if let encoder = try? WriterCodecs.audioEncoderName(audioSettings) {
-                    // The nearest layout the encoder takes; the reader remixes to it.
-                    let source = audioSettings.channelLayout
-                    let layout = ChannelLayouts.closest(to: source, channelCount: audioSettings.channelCount, forEncoder: encoder)
-                    if let source, layout.name != source, !source.hasSuffix(" channels") {
-                        plan.warnings.append("the \(source) channel layout is written as \(layout.name), the nearest that \(encoder) stores as a standard layout")
-                    }
-                    audioSettings.channelLayout = layout.name
-                    audioSettings.channelCount = layout.channelCount
-                    // The nearest rate the encoder takes (Opus: 48 kHz for a 44.1 kHz source); the writer resamples.
-                    audioSettings.sampleRate = WriterCodecs.nearestSampleRate(to: audioSettings.sampleRate, forEncoder: encoder)
-                    if let rate = audioSettings.bitRate { audioSettings.bitRate = min(rate, min(64_000 * layout.channelCount, 512_000)) }
-                }
-                plan.audioOutputs.append(AudioOutputPlan(tracks: group, settings: audioSettings, mergesMonoTracks: monoPair != nil))
-            }
-            plan.audioSettings = plan.audioOutputs.first?.settings
-            let written = plan.audioOutputs.flatMap(\.tracks)
-            for track in tracks where track.mediaType == .audio && !written.contains(where: { $0 === track }) {
-                let reason = track.sampleCount == 0 ? "the track has no samples"
-                    : selection.map { "not selected (audio: \($0.description))" }
-                    ?? (monoPair != nil ? "only the first two mono tracks are kept (as left and right)" : "only the default audio track is exported without an audio mix or an audio selection")
-                plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: "audio", reason: reason))
-            }
-            if let selection, groups.isEmpty, selection != .none, tracks.contains(where: { $0.mediaType == .audio && $0.sampleCount > 0 }) {
-                plan.warnings.append("no audio track matches the audio selection \(selection.description): the output has no sound")
-            }
-            plan.path = plan.hardware?.path ?? .software
-            plan.pathReason = plan.hardware?.reason ?? "audio is encoded in software"
-            if isComposition && s.videoComposition == nil {
-                plan.pathReason = "software: a composition's segments are decoded from their files and joined in host memory"
-            }
+            try await planEncoding(tracks, settings: s, fileType: fileType, softwareOnly: softwareOnly, into: &plan)
         }
         let videoTracks = plan.passthroughTracks.filter { $0.mediaType == .video } + (plan.videoTrack.map { [$0] } ?? [])
         if fileType == .mkv || fileType == .webm, let rotated = videoTracks.first(where: { $0.preferredTransform != .identity }) {
             plan.warnings.append("FFmpeg 5.1's Matroska muxer cannot store rotation: track \(rotated.trackID) (rotate \(rotated.preferredTransform.rotationDegrees)°) will play unrotated; use mp4 or mov to keep it")
         }
         return plan
+    }
+
+    /// Passthrough: every track but subtitles copied, unless the audio selection leaves it out
+    /// or the file type cannot hold it as stored.
+    private func planPassthrough(_ tracks: [AssetTrack], settings s: Settings, fileType: FileType, into plan: inout ExportPlan) {
+        let keptAudio = s.audioSelection.map { $0.select(tracks.filter { $0.mediaType == .audio }) }
+        for track in tracks where track.mediaType != .subtitle {
+            if let keptAudio, let selection = s.audioSelection, track.mediaType == .audio, !keptAudio.contains(where: { $0 === track }) {
+                plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: "audio", reason: "not selected (audio: \(selection.description))"))
+            } else if let reason = passthroughRefusal(track, fileType: fileType) {
+                plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: track.mediaType.rawValue, reason: reason))
+            } else {
+                plan.passthroughTracks.append(track)
+            }
+        }
+        plan.pathReason = "passthrough copies compressed samples; nothing is decoded or encoded"
+    }
+
+    /// An encoding preset: the video track and its hardware path, the audio outputs, and the tracks left out.
+    private func planEncoding(_ tracks: [AssetTrack], settings s: Settings, fileType: FileType, softwareOnly: Bool,
+                              into plan: inout ExportPlan) async throws {
+        let isComposition = asset is Composition
+        let assistant = try await makeAssistant(tracks: tracks, fileType: fileType)
+        let codecs = Self.codecs(s, preset: preset, fileType: fileType)
+        if fileType == .webm { try checkWebM(s, codecs: codecs, into: &plan) }
+        let video = preset.videoCodec == nil ? nil : Self.primaryVideoTrack(tracks)
+        if var videoSettings = assistant.videoSettings, let video {
+            if let codec = codecs.video { videoSettings.codec = codec }
+            // libx265 budgets bits per frame from the declared rate and ignores timestamps
+            // (libx264 follows them), so a variable-rate source declared at its fastest rate
+            // ends far below the target bit rate: declare the average rate to it.
+            if videoSettings.codec == .hevc, assistant.outputFrameRate == nil, video.nominalFrameRate > 0 {
+                videoSettings.expectedSourceFrameRate = Double(video.nominalFrameRate)
+            }
+            plan.videoTrack = video
+            plan.videoSettings = videoSettings
+            plan.warnings += Self.lossWarnings(reencoding: video, to: videoSettings)
+            plan.videoEncoder = assistant.videoEncoder
+            plan.frameRate = assistant.outputFrameRate
+            try planHardware(for: video, tracks: tracks, settings: s, softwareOnly: softwareOnly, into: &plan)
+        }
+        for track in tracks where track.mediaType != .audio && track.mediaType != .subtitle && track.trackID != plan.videoTrack?.trackID {
+            let reason: String
+            if track.mediaType != .video {
+                reason = "\(track.mediaType) tracks are not re-encoded"
+            } else if preset.videoCodec == nil {
+                reason = "the \(preset.name) preset is audio only"
+            } else {
+                reason = track.isAttachedPicture ? "cover picture" : (track.sampleCount == 0 ? "the track has no samples" : "only the first video track is exported")
+            }
+            plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: track.mediaType.rawValue, reason: reason))
+        }
+        try await planAudio(tracks, assistant: assistant, codecs: codecs, settings: s, fileType: fileType, into: &plan)
+        plan.path = plan.hardware?.path ?? .software
+        plan.pathReason = plan.hardware?.reason ?? "audio is encoded in software"
+        if isComposition && s.videoComposition == nil {
+            plan.pathReason = "software: a composition's segments are decoded from their files and joined in host memory"
+        }
+    }
+
+    /// A WebM file holds VP9 or AV1 video and Opus audio: other codecs asked for are refused,
+    /// and a preset's own are replaced with a warning.
+    private func checkWebM(_ s: Settings, codecs: (video: VideoCodec?, audio: AudioCodec?), into plan: inout ExportPlan) throws {
+        if let asked = s.videoCodec, !Self.webMVideoCodecs.contains(asked) {
+            throw MediaError(.invalidArgument, "a WebM file holds VP9 or AV1 video, not \(asked); choose vp9 or av1, or another container", path: asset.displayPath)
+        }
+        if let asked = s.audioCodec, asked != .opus {
+            throw MediaError(.invalidArgument, "a WebM file holds Opus audio here, not \(asked); choose opus, or another container", path: asset.displayPath)
+        }
+        if s.videoCodec == nil || s.audioCodec == nil, preset.videoCodec.map({ !Self.webMVideoCodecs.contains($0) }) ?? false || preset.audioCodec != .opus {
+            plan.warnings.append("a WebM file holds VP9/AV1 video and Opus audio: the \(preset.name) preset is written as \(codecs.video.map { "\($0)" } ?? "no video") + \(codecs.audio.map { "\($0)" } ?? "no audio")")
+        }
+    }
+
+    /// Which video stages run on the device, and the device, for the plan's video settings.
+    private func planHardware(for video: AssetTrack, tracks: [AssetTrack], settings s: Settings, softwareOnly: Bool,
+                              into plan: inout ExportPlan) throws {
+        guard let videoSettings = plan.videoSettings else { return }
+        // A composition's segments are decoded and joined in host memory, unless a video
+        // composition draws them on the device.
+        let policy = softwareOnly || (asset is Composition && s.videoComposition == nil) ? .off : s.hardwarePolicy
+        let (device, problem) = policy == .off ? (nil, nil) : resolveDevice(s)
+        let decision: HardwareDecision
+        if let composition = s.videoComposition {
+            decision = try Self.compositionDecision(composition, sources: Self.videoSources(tracks), settings: videoSettings,
+                                                    customCompositor: s.customVideoCompositor, policy: policy,
+                                                    device: device, problem: problem)
+        } else {
+            var job = Self.hardwareJob(video, settings: videoSettings)
+            // The writer makes progressive pictures only: an interlaced source is deinterlaced.
+            job.deinterlaces = Self.isInterlaced(video)
+            job.toneMapsHDR = Self.toneMapping(from: video, to: videoSettings) != nil
+            job.burnsSubtitles = plan.burnedSubtitles != nil
+            job.subtitlesAreBitmaps = plan.burnedSubtitles?.isBitmap == true
+            decision = try job.decide(policy: policy, capabilities: device?.capabilities, problem: problem)
+        }
+        plan.hardware = decision
+        if decision.decodesOnDevice || decision.encodesOnDevice { plan.device = device }
+        if let encoder = decision.encoder {
+            plan.videoEncoder = EncoderChoice(encoder: encoder, path: .hardware, reason: decision.reason)
+        }
+    }
+
+    /// The audio tracks written: each selected track as its own, or one made of several (an
+    /// audio mix's, a composition's, or a camera's mono pair placed as left and right); the
+    /// others are left out, each with its reason.
+    private func planAudio(_ tracks: [AssetTrack], assistant: OutputSettingsAssistant, codecs: (video: VideoCodec?, audio: AudioCodec?),
+                           settings s: Settings, fileType: FileType, into plan: inout ExportPlan) async throws {
+        let isComposition = asset is Composition
+        let selection = s.audioMix == nil && !isComposition && s.rendition == nil ? s.audioSelection : nil
+        let monoPair = selection == nil && s.audioMix == nil && !isComposition ? Self.monoTrackPair(tracks) : nil
+        let groups: [[AssetTrack]] = if let selection {
+            selection.select(tracks.filter { $0.mediaType == .audio && $0.sampleCount > 0 }).map { [$0] }
+        } else {
+            [monoPair ?? Self.audioTracks(tracks, mix: s.audioMix, mixesAllByDefault: isComposition)].filter { !$0.isEmpty }
+        }
+        let primary = Self.primaryAudioTrack(tracks)
+        for group in groups {
+            // The assistant's audio settings are the primary track's: another track gets its own.
+            let own = group[0] === primary || selection == nil ? assistant : try await makeAssistant(tracks: tracks, fileType: fileType, audioTrack: group[0])
+            guard var audioSettings = own.audioSettings else { continue }
+            if let monoPair {
+                // Camera and broadcast files record one microphone per mono track: the first two are left and right.
+                audioSettings.channelCount = 2
+                audioSettings.channelLayout = "stereo"
+                plan.warnings.append("the mono audio tracks \(monoPair[0].trackID) and \(monoPair[1].trackID) are written as one stereo track (left, right)")
+            }
+            if let codec = codecs.audio { audioSettings.codec = codec }
+            if let bitRate = s.audioBitRate { audioSettings.bitRate = bitRate }
+            if s.rendition != nil {
+                // A streaming package's audio is AAC-LC stereo, which every player takes.
+                audioSettings.codec = .aac
+                audioSettings.channelCount = 2
+                audioSettings.channelLayout = "stereo"
+            }
+            Self.fitToEncoder(&audioSettings, warnings: &plan.warnings)
+            plan.audioOutputs.append(AudioOutputPlan(tracks: group, settings: audioSettings, mergesMonoTracks: monoPair != nil))
+        }
+        plan.audioSettings = plan.audioOutputs.first?.settings
+        let written = plan.audioOutputs.flatMap(\.tracks)
+        for track in tracks where track.mediaType == .audio && !written.contains(where: { $0 === track }) {
+            let reason = track.sampleCount == 0 ? "the track has no samples"
+                : selection.map { "not selected (audio: \($0.description))" }
+                ?? (monoPair != nil ? "only the first two mono tracks are kept (as left and right)" : "only the default audio track is exported without an audio mix or an audio selection")
+            plan.droppedTracks.append(.init(trackID: track.trackID, mediaType: "audio", reason: reason))
+        }
+        if let selection, groups.isEmpty, selection != .none, tracks.contains(where: { $0.mediaType == .audio && $0.sampleCount > 0 }) {
+            plan.warnings.append("no audio track matches the audio selection \(selection.description): the output has no sound")
+        }
+    }
+
+    /// Audio settings moved to what their encoder takes: the nearest standard layout and
+    /// sample rate, and a bit rate within its per-channel ceiling.
+    private static func fitToEncoder(_ audioSettings: inout AudioSettings, warnings: inout [String]) {
+        guard let encoder = try? WriterCodecs.audioEncoderName(audioSettings) else { return }
+        // The nearest layout the encoder takes; the reader remixes to it.
+        let source = audioSettings.channelLayout
+        let layout = ChannelLayouts.closest(to: source, channelCount: audioSettings.channelCount, forEncoder: encoder)
+        if let source, layout.name != source, !source.hasSuffix(" channels") {
+            warnings.append("the \(source) channel layout is written as \(layout.name), the nearest that \(encoder) stores as a standard layout")
+        }
+        audioSettings.channelLayout = layout.name
+        audioSettings.channelCount = layout.channelCount
+        // The nearest rate the encoder takes (Opus: 48 kHz for a 44.1 kHz source); the writer resamples.
+        audioSettings.sampleRate = WriterCodecs.nearestSampleRate(to: audioSettings.sampleRate, forEncoder: encoder)
+        if let rate = audioSettings.bitRate { audioSettings.bitRate = min(rate, min(64_000 * layout.channelCount, 512_000)) }
     }
 
     /// The video tracks of the files a video composition draws from: a composition's segments' sources, or the asset's own.

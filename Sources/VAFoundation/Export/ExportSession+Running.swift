@@ -174,6 +174,7 @@ extension ExportSession {
         }
     }
 
+    /// One attempt: plan, build the graph, run it, finish the file, and say what was written.
     private func attempt(to url: URL, as fileType: FileType, softwareOnly: Bool,
                          leavingOut unreadable: [ExportResult.DroppedTrack]) async throws -> ExportResult {
         // An output of a multi-output export reads the shared decodes in its first attempt
@@ -184,24 +185,39 @@ extension ExportSession {
         guard canWrite(fileType) else {
             throw MediaError(.invalidArgument, "the \(preset.name) preset cannot write \(fileType) files (it writes \(preset.fileTypes.map(\.rawValue).joined(separator: ", ")))", path: url.path)
         }
-        let (tracks, duration) = try await asset.load(.tracks, .duration)
+        let (allTracks, duration) = try await asset.load(.tracks, .duration)
         let s = settings.withLock { $0 }
-        let range = s.timeRange
-        let start = range.start.isNumeric ? range.start : .zero
-        // Where the exported media ends: the range's end, or the asset's.
-        let stop = range.end.isNumeric ? min(range.end, duration) : duration
-        guard stop > start else {
-            // An empty range of a file with media is the range's fault; a file without samples is its own.
-            guard duration > .zero else {
-                throw MediaError(.noTracks, "the file holds no media: its tracks have no samples", path: asset.displayPath)
-            }
-            throw MediaError(.invalidArgument, "the time range \(start.seconds)–\(stop.seconds) s holds no media", path: asset.displayPath)
-        }
-        // Progress and the reported duration are fractions and seconds for people, not engine time.
-        let totalSeconds = max((stop - start).seconds, 0.001)
+        let span = try ExportSpan(range: s.timeRange, duration: duration, path: asset.displayPath)
+        let unreadableIDs = Set(unreadable.map(\.trackID))
+        let tracks = allTracks.filter { !unreadableIDs.contains($0.trackID) }
+        let (reader, writer) = try await makeReaderAndWriter(url: url, fileType: fileType, settings: s, span: span)
+        var plan = try await makePlan(tracks: tracks, fileType: fileType, softwareOnly: softwareOnly)
+        plan.droppedTracks += unreadable
+        var result = try await startingResult(of: plan, url: url, fileType: fileType)
+        let graph = try await buildGraph(of: plan, tracks: tracks, shares: shares, settings: s, span: span,
+                                         reader: reader, writer: writer, fileType: fileType, url: url, result: &result)
+        // Exports sharing a device wait for one of its session slots. The release task holds
+        // the slots only, not the device, so the device closes when its last user is done.
+        // The outputs of a multi-output export run under the one slot their export holds.
+        if plan.device != nil { run.withLock { $0.usesDevice = true } }
+        let slots = s.holdsParentsDeviceSlot ? nil : plan.device?.sessions
+        if let slots { try await slots.acquire() }
+        defer { if let slots { Task { await slots.release() } } }
+        let tally = try await runGraph(graph, span: span, limit: s.fileLengthLimit, url: url)
+        result.warnings += try Self.weighDamage(tally.overDamaged.withLock { $0 }, lanes: graph.lanes)
+        try await graph.writer.finishWriting()
+        result.warnings += graph.writer.warnings
+        // A cancel that came while the file was being finished still wins: the file goes.
+        try removeFileIfCancelled(url)
+        try await describeWritten(graph, tally: tally, plan: plan, span: span, settings: s, url: url, fileType: fileType, into: &result)
+        return result
+    }
 
+    /// The attempt's reader and writer, known to the session from here on so that a cancel reaches them.
+    private func makeReaderAndWriter(url: URL, fileType: FileType, settings s: Settings,
+                                     span: ExportSpan) async throws -> (AssetReader, AssetWriter) {
         let reader = AssetReader(asset: asset)
-        reader.timeRange = range
+        reader.timeRange = s.timeRange
         reader.seeksToRangeStart = !run.withLock { $0.readsFromFileStart }
         let writer: AssetWriter
         if let rendition = s.rendition {
@@ -216,10 +232,9 @@ extension ExportSession {
             // Carry the source's metadata over, minus what the muxer writes itself, and its chapters.
             let sourceMetadata = try await asset.load(.metadata)
             writer.metadata = s.metadata ?? MetadataItem.carriedOver(sourceMetadata)
-            writer.chapters = Chapter.carriedOver(try await asset.load(.chapters), from: start, to: stop)
+            writer.chapters = Chapter.carriedOver(try await asset.load(.chapters), from: span.start, to: span.stop)
         }
-        let probe = stageProbe
-        writer.probe = probe
+        writer.probe = stageProbe
         run.withLock {
             $0.reader = reader
             $0.writer = writer
@@ -229,469 +244,78 @@ extension ExportSession {
             $0.resumption = nil
         }
         if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
+        return (reader, writer)
+    }
 
-        let unreadableIDs = Set(unreadable.map(\.trackID))
-        var plan = try await makePlan(tracks: tracks.filter { !unreadableIDs.contains($0.trackID) }, fileType: fileType, softwareOnly: softwareOnly)
-        plan.droppedTracks += unreadable
-        // The shared decodes this plan reads; the others are let go at once.
-        let shareable = Self.shareableDecodes(of: plan, settings: s)
-        let usedShares = shares.filter { shareable.contains($0.request) }
-        for share in shares where !shareable.contains(share.request) { share.detach() }
-        func sharedOutput(for track: AssetTrack?) -> AssetReaderOutput? {
-            usedShares.first { $0.request.trackID == track?.trackID }.map { FanOutBranchOutput($0.source, branch: $0.branch) }
-        }
-        var result = ExportResult(outputURL: url, fileType: fileType, preset: preset.name)
-        result.videoSettings = plan.videoSettings
-        result.audioSettings = plan.audioSettings
-        result.videoEncoder = plan.videoEncoder
-        result.frameRate = plan.frameRate
-        result.path = plan.path
-        result.pathReason = plan.pathReason
-        result.hardwareDevice = plan.device.map { "\($0.path) (\($0.driverName ?? $0.vendor))" }
-        result.droppedTracks = plan.droppedTracks
-        // What inspecting the source found wrong (damage, mended timestamp jumps) stays true of the output's source.
-        result.warnings = (try await asset.load(.warnings)).map { "source: \($0)" } + plan.warnings
-        // What the video stages really do, reported instead of the plan where they differ.
-        let observations = StageObservations()
-        var lanes: [Lane] = []
-        for track in plan.passthroughTracks {
-            let output = try AssetReaderTrackOutput(track: track, outputSettings: nil)
-            let input = try AssetWriterInput(mediaType: track.mediaType, outputSettings: nil, sourceFormatHint: track.formatDescription)
-            if track.mediaType == .video { input.transform = track.preferredTransform }
-            Self.carryTrackTraits(of: track, to: input, fileType: fileType)
-            lanes.append(Lane(track: track, output: output, input: input, converter: nil, copiesPackets: true))
-        }
-        if let video = plan.videoTrack, let videoSettings = plan.videoSettings {
-            let hardware = plan.hardware
-            var attributes = if hardware?.scalesOnDevice == true {
-                // Decoded, scaled and encoded on the device: the reader's video processor fits
-                // the picture, the encoder reads its surfaces.
-                PixelBufferAttributes(pixelFormat: .vaapiSurface, width: videoSettings.width, height: videoSettings.height,
-                                      scalingMode: videoSettings.scalingMode)
-            } else if videoSettings.colorProperties?.fullRange == nil {
-                // Fitted to the output size where it is decoded, in host memory: what waits
-                // for the encoder is the smaller picture, and the scaling runs beside encoding.
-                PixelBufferAttributes(pixelFormat: videoSettings.pixelFormat ?? .yuv420p, width: videoSettings.width,
-                                      height: videoSettings.height, scalingMode: videoSettings.scalingMode)
-            } else {
-                // A range conversion is the writer's: it fits and converts in one pass.
-                PixelBufferAttributes(pixelFormat: videoSettings.pixelFormat ?? .yuv420p)
-            }
-            // Interlaced pictures are deinterlaced (the writer makes progressive video only);
-            // HDR pictures going to SDR settings are tone-mapped where they are decoded.
-            attributes.colorProperties = Self.toneMapping(from: video, to: videoSettings)
-            attributes.burnedSubtitles = plan.burnedSubtitles
-            // Every video track goes to the compositor, which draws the upright picture.
-            let videoTracks = tracks.filter { $0.mediaType == .video && !$0.isAttachedPicture && !unreadableIDs.contains($0.trackID) }
-            if let composition = s.videoComposition {
-                do {
-                    try composition.validate(forTrackIDs: Set(videoTracks.map(\.trackID)),
-                                             timeRange: MediaTimeRange(start: .zero, end: videoTracks.map(\.timeRange.end).max() ?? duration))
-                } catch {
-                    throw MediaError(.invalidArgument, "the video composition is invalid: \(error)", path: asset.displayPath)
-                }
-            }
-            let output: AssetReaderOutput
-            if let shared = sharedOutput(for: video) {
-                // Decoded (or composited) once for every output; this output's writer fits the picture.
-                output = shared
-            } else if let composition = s.videoComposition {
-                let compositing = try AssetReaderVideoCompositionOutput(videoTracks: videoTracks)
-                compositing.videoComposition = composition
-                compositing.customVideoCompositor = s.customVideoCompositor
-                Self.placeDecoding(of: compositing, hardware: hardware, device: plan.device, encodingTo: videoSettings)
-                compositing.observations = observations
-                output = compositing
-            } else {
-                let trackOutput = try AssetReaderTrackOutput(track: video, outputSettings: .video(attributes))
-                Self.placeDecoding(of: trackOutput, hardware: hardware, device: plan.device, encodingTo: videoSettings)
-                trackOutput.observations.withLock { $0 = observations }
-                output = trackOutput
-            }
-            var encoded = videoSettings
-            if let segments = s.rendition?.segments, let average = encoded.averageBitRate, encoded.maxBitRate == nil {
-                // HLS authoring (rule 1.19): no segment's rate above twice the average.
-                encoded.maxBitRate = average * 3 / 2
-                encoded.maxBitRateWindow = min(segments.keyframeInterval, MediaTime(value: 1, timescale: 1))
-            }
-            let input = try AssetWriterInput(mediaType: .video, outputSettings: .video(encoded))
-            input.forcedKeyframeInterval = s.rendition?.segments.keyframeInterval
-            if hardware?.encodesOnDevice == true { input.hardwareDevice = plan.device }
-            input.observations = observations
-            input.transform = s.videoComposition == nil ? video.preferredTransform : .identity
-            let converter = plan.frameRate.map { FrameRateConverter(framesPerSecond: $0, start: start) }
-            // On a device, unless the policy requires it, a failure resumes the video in software.
-            // A video composition cannot resume mid-way: a failure redoes the export in software.
-            // A streaming rendition cannot either: its segments and init.mp4 describe the device's
-            // stream; its whole attempt is redone in software instead.
-            let resumable = hardware != nil && hardwarePolicy != .require && s.videoComposition == nil && s.rendition == nil
-            input.resumable = resumable
-            output.recoversFromDeviceFailures = resumable && hardware?.decodesOnDevice == true
-            lanes.append(Lane(track: video, output: output, input: input, converter: converter, bitRate: videoSettings.averageBitRate ?? 0,
-                              resumesWith: resumable ? videoSettings : nil, burnedSubtitles: plan.burnedSubtitles))
-        }
-        // A loudness target: a first pass measures each audio track as it will be encoded.
-        var gains: [Float?] = Array(repeating: nil, count: plan.audioOutputs.count)
-        /// Where each normalised audio output's entry is in `result.loudness`.
-        var normalized: [Int: Int] = [:]
-        if let target = s.loudnessTarget {
-            for (i, audio) in plan.audioOutputs.enumerated() {
-                // Read as the export reads it: the same range, the same start, damage weighed the same way.
-                let measuring = sideReader(like: reader)
-                if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
-                let measuringOutput = try audioOutput(for: audio, gain: nil, settings: s)
-                measuringOutput.weighsDamageAcrossTracks = true
-                let ids = audio.tracks.map(\.trackID)
-                let tracksNamed = ids.map(String.init).joined(separator: "+")
-                let measured: Loudness?
-                do {
-                    measured = try await LoudnessMeter.measure(measuringOutput, of: measuring, path: asset.displayPath)
-                } catch let error as MediaError where error.code != .cancelled {
-                    // The export weighs damage over every track and may still write the file: it is written unnormalised.
-                    result.warnings.append("track \(tracksNamed) (audio): its loudness could not be measured (\(error.message)); it is left alone")
-                    run.withLock { $0.sideReaders.removeAll { $0 === measuring } }
-                    continue
-                }
-                run.withLock { $0.sideReaders.removeAll { $0 === measuring } }
-                if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
-                guard let measured else {
-                    result.warnings.append("track \(tracksNamed) (audio) is silent: its loudness is left alone")
-                    continue
-                }
-                let wanted = target.integrated - measured.integrated
-                let gain = min(wanted, target.truePeak - measured.truePeak)
-                if gain < wanted - 0.05 {
-                    result.warnings.append(String(format: "track %@ (audio) reaches %.1f LUFS, not %.1f: more gain would take its true peak (%.1f dBTP measured) above %.1f dBTP, and the normalisation is linear (no limiter)",
-                                                  tracksNamed, measured.integrated + gain, target.integrated, measured.truePeak, target.truePeak))
-                }
-                gains[i] = Float(pow(10, gain / 20))
-                normalized[i] = result.loudness.count
-                result.loudness.append(LoudnessNormalization(trackIDs: ids, measured: measured, gain: gain, result: nil))
-            }
-        }
-        for (i, audio) in plan.audioOutputs.enumerated() {
-            let (first, audioSettings) = (audio.tracks[0], audio.settings)
-            let output: AssetReaderOutput
-            if let shared = sharedOutput(for: first), audio.tracks.count == 1 {
-                output = shared
-            } else {
-                output = try audioOutput(for: audio, gain: gains[i], settings: s)
-            }
-            output.audioTimePitchAlgorithm = s.audioTimePitchAlgorithm
-            let input = try AssetWriterInput(mediaType: .audio, outputSettings: .audio(audioSettings))
-            Self.carryTrackTraits(of: first, to: input, fileType: fileType)
-            lanes.append(Lane(track: first, output: output, input: input, converter: nil, bitRate: audioSettings.bitRate ?? 128_000))
-        }
-        // Where the picture and sound end: a cue shown past it is cut there.
-        let mediaEnd = lanes.map(\.track.timeRange.end).filter(\.isNumeric).max()
-        for (track, settings) in plan.subtitleTracks {
-            let output = try AssetReaderTrackOutput(track: track, outputSettings: nil)
-            let input = try AssetWriterInput(mediaType: .subtitle, outputSettings: settings.map { .subtitle($0) }, sourceFormatHint: track.formatDescription)
-            Self.carryTrackTraits(of: track, to: input, fileType: fileType)
-            input.sparseEnd = mediaEnd
-            lanes.append(Lane(track: track, output: output, input: input, converter: nil, copiesPackets: true))
-        }
-        Self.markDefaultTracks(lanes)
-        // Subtitles alone are no export of a file with pictures or sound that could not be kept.
-        guard lanes.contains(where: { !$0.isSparse }) || !tracks.contains(where: { $0.mediaType == .video || $0.mediaType == .audio }) else {
-            throw MediaError(.noTracks, "nothing to export with \(preset.name): \(result.droppedTracks.map { "track \($0.trackID) (\($0.reason))" }.joined(separator: ", "))", path: asset.displayPath)
-        }
-        // Subtitles are read by a reader of their own: the shared one would queue every other
-        // track's packets up to the next cue, which may be minutes away.
-        let subtitleReader = lanes.contains(where: \.isSparse) ? sideReader(like: reader) : nil
-        for lane in lanes {
-            lane.output.probe = probe
-            lane.output.weighsDamageAcrossTracks = true
-            lane.input.source = .init(path: asset.displayPath, track: "track \(lane.track.trackID) (\(lane.track.mediaType))")
-            guard writer.canAdd(lane.input) else {
-                throw MediaError(.unsupported, "a \(fileType) file cannot hold track \(lane.track.trackID) as configured", path: url.path)
-            }
-            try writer.add(lane.input)
-            try (lane.isSparse ? subtitleReader ?? reader : reader).add(lane.output)
-        }
-        // A remux writes at most the source's samples, known from its index: enough for the
-        // writer to reserve the index's room instead of rewriting the file to put it first.
-        if lanes.allSatisfy(\.copiesPackets), s.fileLengthLimit == nil,
-           lanes.allSatisfy({ $0.track.sampleCount > 0 && $0.track.totalSampleDataLength > 0 }) {
-            writer.expectedContent = .init(sampleCount: lanes.reduce(0) { $0 + $1.track.sampleCount },
-                                           mediaBytes: lanes.reduce(0) { $0 + $1.track.totalSampleDataLength })
-        }
-        // Exports sharing a device wait for one of its session slots. The release task holds
-        // the slots only, not the device, so the device closes when its last user is done.
-        // The outputs of a multi-output export run under the one slot their export holds.
-        if plan.device != nil { run.withLock { $0.usesDevice = true } }
-        let slots = s.holdsParentsDeviceSlot ? nil : plan.device?.sessions
-        if let slots { try await slots.acquire() }
-        defer { if let slots { Task { await slots.release() } } }
+    /// Starts the graph and runs it to its end: the remux loop when every lane copies packets, the lanes otherwise.
+    private func runGraph(_ graph: ExportGraph, span: ExportSpan, limit: Int64?, url: URL) async throws -> LaneTally {
         // Progress counts what reached the file, not what was handed over: encoders hold back
         // up to dozens of frames, written while finishing. The writer pushes each step.
-        writer.observeWrittenDuration { [weak self] seconds in self?.advance(to: 0.97 * seconds / totalSeconds) }
-        try reader.startReading()
-        try subtitleReader?.startReading()
-        if let demux = subtitleReader?.demuxSession {
+        let seconds = span.seconds
+        graph.writer.observeWrittenDuration { [weak self] written in self?.advance(to: 0.97 * written / seconds) }
+        try start(graph, span: span)
+        let tally = LaneTally(lanes: graph.lanes.count)
+        if graph.lanes.allSatisfy(\.copiesPackets) {
+            try await copyPackets(graph.lanes, reader: graph.reader, writer: graph.writer, start: span.start, limit: limit, tally: tally)
+        } else {
+            try await runLanes(graph.lanes, reader: graph.reader, writer: graph.writer, span: span, limit: limit, tally: tally)
+        }
+        if let error = graph.reader.error ?? graph.subtitleReader?.error { throw error }
+        if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
+        return tally
+    }
+
+    /// Opens the readers and creates the file; the writer's session starts at the range's start
+    /// and ends at its end when the range ends before the asset.
+    private func start(_ graph: ExportGraph, span: ExportSpan) throws {
+        try graph.reader.startReading()
+        try graph.subtitleReader?.startReading()
+        if let demux = graph.subtitleReader?.demuxSession {
             // Subtitles are sparse: known up front, their stream does not hold the file's
             // header (and every other track's packets) back until its first cue.
-            for lane in lanes where lane.isSparse {
+            for lane in graph.lanes where lane.isSparse {
                 lane.input.sourceParameters = try demux.codecParameters(stream: lane.track.streamIndex)
             }
         }
+        let probe = stageProbe
         if let probe {
-            if let demux = reader.demuxSession { probe.attach(demux) }
+            if let demux = graph.reader.demuxSession { probe.attach(demux) }
             try probe.step(.sourceOpened)
         }
-        try writer.startWriting()
-        if let probe, let engine = writer.engine { probe.attach(engine) }
-        try writer.startSession(atSourceTime: start)
-        if range.end.isNumeric && range.end < duration { try writer.endSession(atSourceTime: range.end) }
-
-        let limit = s.fileLengthLimit
-        let tally = LaneTally(lanes: lanes.count)
-        if lanes.allSatisfy(\.copiesPackets) {
-            try await copyPackets(lanes, reader: reader, writer: writer, start: start, limit: limit, tally: tally)
-        } else {
-            try await runLanes(lanes, reader: reader, writer: writer, start: start, end: range.end, duration: duration,
-                               limit: limit, tally: tally)
-        }
-        if let error = reader.error ?? subtitleReader?.error { throw error }
-        if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
-        result.warnings += try Self.weighDamage(tally.overDamaged.withLock { $0 }, lanes: lanes)
-        try await writer.finishWriting()
-        result.warnings += writer.warnings
-        // A cancel that came while the file was being finished still wins: the file goes.
-        if run.withLock({ $0.cancelled }) {
-            unlink(url.path)
-            throw MediaError(.cancelled, "export cancelled", path: url.path)
-        }
-        let written = tally.counts.withLock { $0 }
-        for (i, lane) in lanes.enumerated() where lane.track.mediaType == .video { result.videoFrames = written[i] }
-        result.stoppedAtFileLengthLimit = tally.limitReached.withLock { $0 }
-            || (limit.map { l in tally.bytes.withLock { $0.reduce(0, +) } >= l || writer.bytesWritten >= l } ?? false)
-        if !result.stoppedAtFileLengthLimit {
-            result.warnings += Self.endedEarly(lanes, ends: tally.ends.withLock { $0 }, rangeEnd: range.end)
-        }
-        if s.rendition == nil {
-            result.outputBytes = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value ?? 0
-            // Said from what the file holds, read back, not from what was handed to the muxer.
-            let readBack = (try? AssetInspector.containerMetadata(path: url.path)) ?? []
-            let kept = Set(readBack.map { $0.key.lowercased() })
-            let lost = writer.metadata.map(\.key).filter { !kept.contains($0.lowercased()) }
-            if !lost.isEmpty {
-                result.warnings.append("metadata a \(fileType) file cannot hold was left out: \(lost.joined(separator: ", "))")
-            }
-            // The second pass's result, measured from the file as a player decodes it. It
-            // informs: a failure to measure it is a warning, not a failure of the file written.
-            if !normalized.isEmpty {
-                let file = Asset(url: url)
-                let fileTracks: [AssetTrack] = (try? await file.load(.tracks)) ?? []
-                let writtenAudio = fileTracks.filter { $0.mediaType == .audio }
-                for (output, entry) in normalized where writtenAudio.indices.contains(output) {
-                    let reading = AssetReader(asset: file)
-                    run.withLock { $0.sideReaders.append(reading) }
-                    defer { run.withLock { $0.sideReaders.removeAll { $0 === reading } } }
-                    let pcm = LinearPCMSettings(sampleRate: nil, channelCount: nil, channelLayout: nil, bitDepth: 32, isFloat: true, isInterleaved: false)
-                    do {
-                        result.loudness[entry].result = try await LoudnessMeter.measure(
-                            try AssetReaderTrackOutput(track: writtenAudio[output], outputSettings: .audio(pcm)), of: reading, path: url.path)
-                    } catch {
-                        result.warnings.append("the loudness of the written audio track \(output + 1) could not be measured again: \(error)")
-                    }
-                }
-                // A cancel that came while measuring still wins: the file goes.
-                if run.withLock({ $0.cancelled }) {
-                    unlink(url.path)
-                    throw MediaError(.cancelled, "export cancelled", path: url.path)
-                }
-            }
-        }
-        for lane in lanes {
-            if let damage = (lane.output as? AssetReaderTrackOutput)?.damageReport {
-                result.warnings.append("track \(lane.track.trackID) (\(lane.track.mediaType)): \(damage)")
-            }
-            // Decoders close before the device's session slot is handed on (on return).
-            lane.output.releaseResources()
-        }
-        let ran = observations.snapshot
-        result.hostTransfers = ran.transfers
-        result.hostTransferBytes = ran.transferBytes
-        let resumption = run.withLock { $0.resumption }
-        if resumption == nil, let path = observations.path, path != plan.path {
-            result.warnings.append("planned the \(plan.path.rawValue) path but ran the \(path.rawValue) one: \(observations.summary)")
-            result.path = path
-            result.pathReason = "\(observations.summary) (the plan was: \(plan.pathReason))"
-        }
-        if let resumed = resumption {
-            let seconds = String(format: "%.3f", resumed.at.seconds)
-            result.fallbackReason = resumed.cause
-            result.path = .software
-            result.pathReason = "the device failed mid-export (\(resumed.cause)); the video went on in software from the keyframe at \(seconds) s, keeping the \(resumed.framesKept) pictures before it"
-            result.warnings.append("device failure: the video went on in software from the keyframe at \(seconds) s (picture \(resumed.framesKept)): \(resumed.cause)")
-        }
-        result.durationSeconds = totalSeconds
-        return result
+        try graph.writer.startWriting()
+        if let probe, let engine = graph.writer.engine { probe.attach(engine) }
+        try graph.writer.startSession(atSourceTime: span.start)
+        if span.range.end.isNumeric && span.range.end < span.duration { try graph.writer.endSession(atSourceTime: span.range.end) }
     }
 
-    /// A reader of the asset beside `main`, reading the same range from the same start, and
-    /// cancelled with the export.
-    private func sideReader(like main: AssetReader) -> AssetReader {
-        let side = AssetReader(asset: asset)
-        side.timeRange = main.timeRange
-        side.seeksToRangeStart = main.seeksToRangeStart
-        run.withLock { $0.sideReaders.append(side) }
-        return side
+    /// Throws a cancel when the export was cancelled, once the file written is gone.
+    func removeFileIfCancelled(_ url: URL) throws {
+        guard run.withLock({ $0.cancelled }) else { return }
+        unlink(url.path)
+        throw MediaError(.cancelled, "export cancelled", path: url.path)
     }
 
-    /// The reader output that decodes `audio`'s tracks as its encoder takes them: one track as
-    /// it is, or several mixed (or placed side by side), at `gain` (linear) when given.
-    private func audioOutput(for audio: AudioOutputPlan, gain: Float?, settings s: Settings) throws -> AssetReaderOutput {
-        let pcm = Self.decodedPCM(for: audio.settings)
-        let output: AssetReaderOutput
-        if audio.tracks.count == 1 && s.audioMix == nil && gain == nil {
-            output = try AssetReaderTrackOutput(track: audio.tracks[0], outputSettings: .audio(pcm))
-        } else {
-            let mix = try AssetReaderAudioMixOutput(audioTracks: audio.tracks, audioSettings: pcm)
-            let ids = audio.tracks.map(\.trackID)
-            mix.audioMix = gain.map { (s.audioMix ?? AudioMix()).scaled(by: $0, trackIDs: ids) } ?? s.audioMix
-            mix.placesTracksAsChannels = audio.mergesMonoTracks
-            output = mix
-        }
-        output.audioTimePitchAlgorithm = s.audioTimePitchAlgorithm
-        return output
-    }
-
-    /// What a kept track keeps of its source: its language and its title. MP4 and QuickTime
-    /// store ISO 639-2/T codes ("fra") and a track's title as its handler name; Matroska keeps
-    /// the source's spelling and its title.
-    static func carryTrackTraits(of track: AssetTrack, to input: AssetWriterInput, fileType: FileType) {
-        let matroska = fileType.muxerName == "matroska" || fileType == .webm
-        if let language = track.languageCode {
-            input.languageCode = matroska ? language : TrackSelection.normalizedLanguage(language)
-        }
-        if let title = track.metadata.first(where: { $0.key.lowercased() == "title" })?.value {
-            input.metadata = [MetadataItem(key: matroska ? "title" : "handler_name", value: title)]
-        }
-    }
-
-    /// Which kept tracks play by default, at most one of each kind: the first picture and sound
-    /// track the source plays by default (or its first when it marks none), and the subtitle
-    /// track the source marks so (subtitles marked by no one stay off).
-    private static func markDefaultTracks(_ lanes: [Lane]) {
-        for kind in [MediaType.video, .audio, .subtitle] {
-            let kept = lanes.filter { $0.track.mediaType == kind }
-            let chosen = kind == .subtitle ? kept.first { $0.track.isMarkedDefault }
-                : kept.first { $0.track.isMarkedDefault } ?? kept.first { $0.track.isEnabled } ?? kept.first
-            for lane in kept { lane.input.marksOutputTrackAsEnabled = lane.input === chosen?.input }
-        }
+    /// What every lane task of one attempt shares.
+    private struct LaneContext: Sendable {
+        let reader: AssetReader
+        let writer: AssetWriter
+        let span: ExportSpan
+        let limit: Int64?
+        let tally: LaneTally
+        let pacer: LanePacer
+        let laneCount: Int
     }
 
     /// Runs one task per lane, each pulling from its reader output and appending to its writer
     /// input, paced so that no lane runs far ahead of the slowest.
-    private func runLanes(_ lanes: [Lane], reader: AssetReader, writer: AssetWriter, start: MediaTime, end: MediaTime,
-                          duration: MediaTime, limit: Int64?, tally: LaneTally) async throws {
-        let pacer = LanePacer(lanes: lanes.count, start: start, window: PipelineBounds.laneWindow,
+    private func runLanes(_ lanes: [Lane], reader: AssetReader, writer: AssetWriter, span: ExportSpan,
+                          limit: Int64?, tally: LaneTally) async throws {
+        let pacer = LanePacer(lanes: lanes.count, start: span.start, window: PipelineBounds.laneWindow,
                               sparse: Set(lanes.indices.filter { lanes[$0].isSparse }))
-        let laneCount = lanes.count
+        let context = LaneContext(reader: reader, writer: writer, span: span, limit: limit, tally: tally, pacer: pacer, laneCount: lanes.count)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (i, lane) in lanes.enumerated() {
-                group.addTask {
-                    defer { pacer.finish(i) }
-                    var converter = lane.converter
-                    var output = lane.output
-                    var samples = output.sampleBuffers.makeAsyncIterator()
-                    var resumable = lane.resumesWith != nil
-                    while true {
-                        try Task.checkCancellation()
-                        try await pacer.waitForTurn(i)
-                        let batch: [SampleBuffer]
-                        if lane.copiesPackets {
-                            // Copied packets travel in batches (one sample at a time under a
-                            // file-length limit, which is checked per sample).
-                            batch = try await lane.output.nextBatchAsync(maximumCount: limit == nil ? PipelineBounds.packetBatch : 1,
-                                                                         maximumSpan: PipelineBounds.packetBatchSpan)
-                            if batch.isEmpty { break }
-                            // Under a limit, a packet that would take the file past it (its index
-                            // included) is not written: the file ends where every track has arrived.
-                            if let limit {
-                                let adding = batch.reduce(Int64(0)) { $0 + Int64($1.totalSampleSize) }
-                                let (handed, samples) = (tally.bytes.withLock { $0.reduce(0, +) }, tally.counts.withLock { $0.reduce(0, +) })
-                                if handed + adding + Self.indexBytes(samples: samples + batch.count, tracks: laneCount) > limit {
-                                    let reached = pacer.advance(i, to: batch[0].presentationTimeStamp)
-                                    if reached > start { try? writer.endSession(atSourceTime: reached) }
-                                    tally.limitReached.withLock { $0 = true }
-                                    reader.cancelReading()
-                                    break
-                                }
-                            }
-                            try await lane.input.append(contentsOf: batch)
-                            tally.counts.withLock { $0[i] += batch.count }
-                        } else {
-                            do {
-                                guard let sample = try await samples.next() else { break }
-                                batch = [sample]
-                                for out in converter != nil ? converter!.push(sample) : [sample] {
-                                    try await lane.input.append(out)
-                                    tally.counts.withLock { $0[i] += 1 }
-                                }
-                            } catch let failure as MediaError where resumable && Self.isDeviceFailure(failure, of: output) {
-                                // Once: the software stages that take over have no device to lose.
-                                resumable = false
-                                let resumed = try await self.resumeInSoftware(lane, replacing: output, after: failure, end: end)
-                                output = resumed.output
-                                samples = output.sampleBuffers.makeAsyncIterator()
-                                converter = converter.map { FrameRateConverter(resuming: $0, at: resumed.at) }
-                                tally.counts.withLock { $0[i] = resumed.framesKept }
-                                continue
-                            } catch let failure as MediaError where failure.underlying is DecodeTally && tally.counts.withLock({ $0[i] }) > 0 {
-                                // More than 2/3 of the track's packets were damaged, and what
-                                // decoded is written. Whether that fails the export is weighed
-                                // over every track once all are done, as ffmpeg's error rate is.
-                                tally.overDamaged.withLock { $0.append((lane.track, failure)) }
-                                break
-                            } catch let failure as MediaError where failure.code == .decodeFailed && !Self.isDeviceFailure(failure, of: output)
-                                        && tally.counts.withLock({ $0[i] }) == 0 {
-                                // Not one packet of the track decodes: it is as unreadable as a
-                                // track without packets, and is left out the same way (ffmpeg
-                                // writes the other tracks).
-                                throw TrackYieldedNothing(trackID: lane.track.trackID, mediaType: lane.track.mediaType,
-                                                          otherLanes: laneCount - 1, error: failure)
-                            }
-                        }
-                        let last = batch[batch.count - 1]
-                        // Bytes on disk lag behind the writer's queue: also count what was handed
-                        // to it (exact for copied packets, the target rate for encoded media).
-                        let handed = tally.bytes.withLock { b -> Int64 in
-                            if lane.copiesPackets {
-                                b[i] += batch.reduce(0) { $0 + Int64($1.totalSampleSize) }
-                            } else {
-                                b[i] = Int64(max(0, last.presentationTimeStamp.seconds - start.seconds) * Double(lane.bitRate) / 8)
-                            }
-                            return b.reduce(0, +)
-                        }
-                        let batchEnd = batch.map { $0.presentationTimeStamp + $0.duration }.filter(\.isNumeric).max() ?? last.presentationTimeStamp
-                        tally.reached(i, batchEnd)
-                        let reached = pacer.advance(i, to: batchEnd)
-                        if let limit, max(writer.bytesWritten, handed) >= limit {
-                            // End the file where every track has arrived, so a track running
-                            // ahead in the writer's interleave window is cut there too.
-                            if reached > start { try? writer.endSession(atSourceTime: reached) }
-                            reader.cancelReading()
-                            break
-                        }
-                    }
-                    if var c = converter {
-                        for out in c.finish(end: end.isNumeric ? min(end, duration) : duration) {
-                            try await lane.input.append(out)
-                            tally.counts.withLock { $0[i] += 1 }
-                        }
-                    }
-                    let stoppedForLimit = tally.limitReached.withLock { $0 } || (limit.map { l in tally.bytes.withLock { $0.reduce(0, +) } >= l } ?? false)
-                    if tally.counts.withLock({ $0[i] }) == 0 && !stoppedForLimit && reader.status != .cancelled && !lane.isSparse {
-                        let error = MediaError(.corruptOrTruncated, "track \(lane.track.trackID) (\(lane.track.mediaType)) yielded no samples: the file is truncated or its data unreadable",
-                                               path: self.asset.displayPath)
-                        throw TrackYieldedNothing(trackID: lane.track.trackID, mediaType: lane.track.mediaType,
-                                                  otherLanes: laneCount - 1, error: error)
-                    }
-                    lane.input.markAsFinished()
-                }
+                group.addTask { try await self.runLane(i, lane, context) }
             }
             // The first lane to fail ends the export: leaving the group cancels the other lanes,
             // which may be waiting for the failed lane in the writer's interleaving window.
@@ -700,19 +324,157 @@ extension ExportSession {
         }
     }
 
-    /// ffmpeg's error rate over the whole export: tracks more than 2/3 of whose packets were
-    /// damaged fail it only when the damaged packets are more than 2/3 of every track's packets
-    /// together (intact audio beside damaged video keeps the file). Returns the warnings.
-    private static func weighDamage(_ overDamaged: [(track: AssetTrack, failure: MediaError)], lanes: [Lane]) throws(MediaError) -> [String] {
-        guard let first = overDamaged.first else { return [] }
-        let total = lanes.compactMap { ($0.output as? AssetReaderTrackOutput)?.decodeTally }.reduce(DecodeTally(decoded: 0, damaged: 0), +)
-        if total.exceedsErrorRate { throw first.failure }
-        return overDamaged.compactMap { entry in
-            // Every entry's cause is its tally: the lane keeps only such failures.
-            (entry.failure.underlying as? DecodeTally).map { own in
-                "track \(entry.track.trackID) (\(entry.track.mediaType)): \(own.damaged) damaged packets against \(own.decoded) decoded frames, over 2/3; written as far as it decodes, since all tracks together (\(total.damaged) of \(total.damaged + total.decoded)) stay under ffmpeg's error rate"
+    /// A decoding lane's reading: its output (a software one once its device failed), the
+    /// output's samples and the frame-rate converter.
+    private struct LaneReading {
+        var output: AssetReaderOutput
+        var samples: SampleBufferSequence.AsyncIterator
+        var converter: FrameRateConverter?
+        /// The lane may still go on in software, once, when its device fails.
+        var resumable: Bool
+
+        init(_ lane: Lane) {
+            output = lane.output
+            samples = lane.output.sampleBuffers.makeAsyncIterator()
+            converter = lane.converter
+            resumable = lane.resumesWith != nil
+        }
+    }
+
+    /// Lane `i`'s task: read, append, count, until its output ends or the file reaches its limit.
+    private func runLane(_ i: Int, _ lane: Lane, _ context: LaneContext) async throws {
+        defer { context.pacer.finish(i) }
+        var reading = LaneReading(lane)
+        reading: while true {
+            try Task.checkCancellation()
+            try await context.pacer.waitForTurn(i)
+            let batch: [SampleBuffer]
+            if lane.copiesPackets {
+                guard let copied = try await copyBatch(i, lane, context) else { break }
+                batch = copied
+            } else {
+                switch try await decodeStep(i, lane, &reading, context) {
+                case .handed(let sample): batch = [sample]
+                case .resumed: continue reading
+                case .ended: break reading
+                }
+            }
+            if handOver(batch, lane: i, lane, context) { break }
+        }
+        let tally = context.tally
+        if var converter = reading.converter {
+            let end = context.span.range.end
+            for out in converter.finish(end: end.isNumeric ? min(end, context.span.duration) : context.span.duration) {
+                try await lane.input.append(out)
+                tally.counts.withLock { $0[i] += 1 }
             }
         }
+        let stoppedForLimit = tally.limitReached.withLock { $0 } || (context.limit.map { l in tally.bytes.withLock { $0.reduce(0, +) } >= l } ?? false)
+        if tally.counts.withLock({ $0[i] }) == 0 && !stoppedForLimit && context.reader.status != .cancelled && !lane.isSparse {
+            throw yieldedNothing(lane, besideLanes: context.laneCount - 1)
+        }
+        lane.input.markAsFinished()
+    }
+
+    /// A copying lane's next batch of packets, handed to its input (one packet at a time under
+    /// a file-length limit, checked per packet); nil at the end, or where the limit ends the file.
+    private func copyBatch(_ i: Int, _ lane: Lane, _ context: LaneContext) async throws -> [SampleBuffer]? {
+        let (limit, tally) = (context.limit, context.tally)
+        let batch = try await lane.output.nextBatchAsync(maximumCount: limit == nil ? PipelineBounds.packetBatch : 1,
+                                                         maximumSpan: PipelineBounds.packetBatchSpan)
+        if batch.isEmpty { return nil }
+        // Under a limit, a packet that would take the file past it (its index included) is not
+        // written: the file ends where every track has arrived.
+        if let limit {
+            let adding = batch.reduce(Int64(0)) { $0 + Int64($1.totalSampleSize) }
+            let (handed, samples) = (tally.bytes.withLock { $0.reduce(0, +) }, tally.counts.withLock { $0.reduce(0, +) })
+            if handed + adding + Self.indexBytes(samples: samples + batch.count, tracks: context.laneCount) > limit {
+                let reached = context.pacer.advance(i, to: batch[0].presentationTimeStamp)
+                if reached > context.span.start { try? context.writer.endSession(atSourceTime: reached) }
+                tally.limitReached.withLock { $0 = true }
+                context.reader.cancelReading()
+                return nil
+            }
+        }
+        try await lane.input.append(contentsOf: batch)
+        tally.counts.withLock { $0[i] += batch.count }
+        return batch
+    }
+
+    /// What one step of a decoding lane did.
+    private enum DecodeStep {
+        /// Appended this sample (or what the frame-rate converter made of it).
+        case handed(SampleBuffer)
+        /// Went on in software after the device failed: nothing was appended.
+        case resumed
+        case ended
+    }
+
+    /// Reads a decoding lane's next sample and appends it. A device failure makes the lane go
+    /// on in software; damage past the error rate ends it; a track of which not one packet
+    /// decodes is left out of the export.
+    private func decodeStep(_ i: Int, _ lane: Lane, _ reading: inout LaneReading, _ context: LaneContext) async throws -> DecodeStep {
+        let tally = context.tally
+        do {
+            guard let sample = try await reading.samples.next() else { return .ended }
+            for out in reading.converter != nil ? reading.converter!.push(sample) : [sample] {
+                try await lane.input.append(out)
+                tally.counts.withLock { $0[i] += 1 }
+            }
+            return .handed(sample)
+        } catch let failure as MediaError where reading.resumable && Self.isDeviceFailure(failure, of: reading.output) {
+            // Once: the software stages that take over have no device to lose.
+            reading.resumable = false
+            let resumed = try await resumeInSoftware(lane, replacing: reading.output, after: failure, end: context.span.range.end)
+            reading.output = resumed.output
+            reading.samples = resumed.output.sampleBuffers.makeAsyncIterator()
+            reading.converter = reading.converter.map { FrameRateConverter(resuming: $0, at: resumed.at) }
+            tally.counts.withLock { $0[i] = resumed.framesKept }
+            return .resumed
+        } catch let failure as MediaError where failure.underlying is DecodeTally && tally.counts.withLock({ $0[i] }) > 0 {
+            // More than 2/3 of the track's packets were damaged, and what decoded is written.
+            // Whether that fails the export is weighed over every track once all are done, as
+            // ffmpeg's error rate is.
+            tally.overDamaged.withLock { $0.append((lane.track, failure)) }
+            return .ended
+        } catch let failure as MediaError where failure.code == .decodeFailed && !Self.isDeviceFailure(failure, of: reading.output)
+                    && tally.counts.withLock({ $0[i] }) == 0 {
+            // Not one packet of the track decodes: it is as unreadable as a track without
+            // packets, and is left out the same way (ffmpeg writes the other tracks).
+            throw TrackYieldedNothing(trackID: lane.track.trackID, mediaType: lane.track.mediaType,
+                                      otherLanes: context.laneCount - 1, error: failure)
+        }
+    }
+
+    /// Counts what lane `i` handed over in `batch`, and moves it on in the pacer. Returns true
+    /// where the file reached its length limit: the file then ends where every track has
+    /// arrived, so a track running ahead in the writer's interleave window is cut there too.
+    private func handOver(_ batch: [SampleBuffer], lane i: Int, _ lane: Lane, _ context: LaneContext) -> Bool {
+        let last = batch[batch.count - 1]
+        // Bytes on disk lag behind the writer's queue: also count what was handed to it (exact
+        // for copied packets, the target rate for encoded media).
+        let handed = context.tally.bytes.withLock { b -> Int64 in
+            if lane.copiesPackets {
+                b[i] += batch.reduce(0) { $0 + Int64($1.totalSampleSize) }
+            } else {
+                b[i] = Int64(max(0, last.presentationTimeStamp.seconds - context.span.start.seconds) * Double(lane.bitRate) / 8)
+            }
+            return b.reduce(0, +)
+        }
+        let batchEnd = batch.map { $0.presentationTimeStamp + $0.duration }.filter(\.isNumeric).max() ?? last.presentationTimeStamp
+        context.tally.reached(i, batchEnd)
+        let reached = context.pacer.advance(i, to: batchEnd)
+        guard let limit = context.limit, max(context.writer.bytesWritten, handed) >= limit else { return false }
+        if reached > context.span.start { try? context.writer.endSession(atSourceTime: reached) }
+        context.reader.cancelReading()
+        return true
+    }
+
+    /// The failure of a lane whose track yielded no sample although it lists some.
+    private func yieldedNothing(_ lane: Lane, besideLanes others: Int) -> TrackYieldedNothing {
+        let error = MediaError(.corruptOrTruncated, "track \(lane.track.trackID) (\(lane.track.mediaType)) yielded no samples: the file is truncated or its data unreadable",
+                               path: asset.displayPath)
+        return TrackYieldedNothing(trackID: lane.track.trackID, mediaType: lane.track.mediaType, otherLanes: others, error: error)
     }
 
     /// A failure of the device under a video lane: a stage on the device (the decoder, which
@@ -793,10 +555,7 @@ extension ExportSession {
         for (i, lane) in lanes.enumerated() {
             let stoppedForLimit = tally.limitReached.withLock { $0 }
             if tally.counts.withLock({ $0[i] }) == 0 && !stoppedForLimit && reader.status != .cancelled && !lane.isSparse {
-                let error = MediaError(.corruptOrTruncated, "track \(lane.track.trackID) (\(lane.track.mediaType)) yielded no samples: the file is truncated or its data unreadable",
-                                       path: asset.displayPath)
-                throw TrackYieldedNothing(trackID: lane.track.trackID, mediaType: lane.track.mediaType,
-                                          otherLanes: lanes.count - 1, error: error)
+                throw yieldedNothing(lane, besideLanes: lanes.count - 1)
             }
         }
         for lane in lanes { lane.input.markAsFinished() }
@@ -809,21 +568,6 @@ extension ExportSession {
         return t.isNumeric ? t : .negativeInfinity
     }
 
-    /// Tracks whose samples ended well before the end their container declares (within the
-    /// range): the rest of their data could not be read (an index entry FFmpeg refused, data
-    /// cut off), and the output is that much shorter. ffmpeg copies such files silently.
-    private static func endedEarly(_ lanes: [Lane], ends: [MediaTime?], rangeEnd: MediaTime) -> [String] {
-        zip(lanes, ends).compactMap { lane, end in
-            // Subtitles and data are sparse: their last sample may well end before the movie.
-            guard let end, lane.track.mediaType == .video || lane.track.mediaType == .audio,
-                  lane.track.timeRange.duration > .zero else { return nil }
-            let declared = rangeEnd.isNumeric ? min(lane.track.timeRange.end, rangeEnd) : lane.track.timeRange.end
-            guard declared.isNumeric, declared - end > AssetVerification.missingTolerance else { return nil }
-            return String(format: "track %d (%@): its samples end at %.3f s, %.3f s before the end its container declares (%.3f s): the rest could not be read",
-                          lane.track.trackID, lane.track.mediaType.rawValue, end.seconds, (declared - end).seconds, declared.seconds)
-        }
-    }
-
     /// What a file's index (the MP4 movie box: sample sizes, times, chunk offsets, sync
     /// samples) may take for `samples` samples in `tracks` tracks: a little more than FFmpeg's
     /// muxer writes, so a file-length limit holds with the index included.
@@ -832,7 +576,7 @@ extension ExportSession {
     }
 
     /// Samples written and progress (0…1 of the range) per lane, shared by the lane tasks.
-    private final class LaneTally: Sendable {
+    final class LaneTally: Sendable {
         /// A copying lane stopped short of the file-length limit.
         let limitReached = Locked(false)
         /// Tracks more than 2/3 of whose packets were damaged, with their failure.
@@ -853,26 +597,6 @@ extension ExportSession {
             guard end.isNumeric else { return }
             ends.withLock { $0[i] = max($0[i] ?? end, end) }
         }
-    }
-
-    /// One track's way from reader to writer.
-    // @unchecked: the frame-rate converter it carries is copied into its lane's task and used there alone.
-    private struct Lane: @unchecked Sendable {
-        let track: AssetTrack
-        let output: AssetReaderOutput
-        let input: AssetWriterInput
-        let converter: FrameRateConverter?
-        /// Target bits per second of an encoded lane, 0 for passthrough.
-        var bitRate = 0
-        /// The lane copies compressed packets (passthrough): they cross threads in batches.
-        var copiesPackets = false
-        /// A video lane on a device that goes on in software, from its open group's keyframe,
-        /// when the device fails: its output settings for that.
-        var resumesWith: VideoSettings?
-        /// The subtitles drawn into the video's pictures, drawn again by a resumed reader.
-        var burnedSubtitles: SubtitleBurnIn?
-        /// Subtitles: the track may well have no sample in the range.
-        var isSparse: Bool { track.mediaType == .subtitle }
     }
 }
 

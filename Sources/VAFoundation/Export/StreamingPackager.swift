@@ -252,65 +252,10 @@ public final class StreamingPackager: Sendable {
     private func build(in folder: URL, destination: URL, rungs: [StreamingRung], audio: [AssetTrack],
                        options o: Options) async throws -> StreamingPackageResult {
         exportSession.videoCodec = o.videoCodec
-        // A rotated source (a phone held upright) is drawn upright: many players ignore an
-        // fMP4 track's rotation matrix, and the playlists give the size as shown.
-        if exportSession.videoComposition == nil, let video = try await videoTrack(), video.preferredTransform != .identity {
-            // The primary track alone, at its average rate: the shortest interval of a phone's
-            // variable rate would multiply its pictures.
-            var upright = VideoComposition.videoComposition(withPropertiesOf: [VideoCompositionSourceTrack(track: video)],
-                                                            duration: try await asset.load(.duration))
-            // Anamorphic pixels are widened before the turn: the picture is drawn as it is shown.
-            if let format = video.formatDescription.video, format.width > 0 {
-                let shown = format.presentationDimensions(usePixelAspectRatio: true, useCleanAperture: false)
-                let widening = shown.width / Double(format.width)
-                if abs(widening - 1) > 0.001 {
-                    let turn = video.preferredTransform
-                    let turned = VideoTransform(rotationDegrees: turn.rotationDegrees, mirrored: turn.isMirrored, size: shown)
-                    let drawn = VideoTransform(a: turned.a * widening, b: turned.b * widening, c: turned.c, d: turned.d, tx: turned.tx, ty: turned.ty)
-                    let size = shown.applying(turned)
-                    upright.renderSize = Size(width: Int((size.width / 2).rounded()) * 2, height: Int((size.height / 2).rounded()) * 2)
-                    for i in upright.instructions.indices {
-                        for j in upright.instructions[i].layerInstructions.indices {
-                            upright.instructions[i].layerInstructions[j].setTransform(drawn, at: .zero)
-                        }
-                    }
-                }
-            }
-            let millihertz = Int32(clamping: Int64((Double(video.nominalFrameRate) * 1000).rounded()))
-            if millihertz > 0 {
-                upright.frameDuration = max(upright.frameDuration, MediaTime(value: 1000, timescale: millihertz))
-            }
+        if exportSession.videoComposition == nil, let upright = try await uprightComposition() {
             exportSession.videoComposition = upright
         }
-        let names = StreamingRung.folderNames(rungs)
-        let audioNames = Self.folderNames(audio, kind: "audio")
-        var recorders: [RenditionRecorder] = []
-        var outputs: [ExportSession.Output] = []
-        func segments(_ recorder: RenditionRecorder) -> RenditionOutput.Segments {
-            .init(profile: .mpeg4CMAFCompliant, interval: o.segmentDuration, keyframeInterval: keyframeInterval,
-                  handler: { data, type, report in try recorder.take(data, type: type, report: report) })
-        }
-        for (rung, name) in zip(rungs, names) {
-            let recorder = try RenditionRecorder(folder: folder.appendingPathComponent(name), name: name, mediaType: .video)
-            recorders.append(recorder)
-            var output = ExportSession.Output(url: recorder.folder, fileType: .mp4)
-            output.rendition = RenditionOutput(writesVideo: true, audioTrackID: nil, outputSize: (rung.width, rung.height),
-                                               tableVideoBitRate: rung.bitRate, segments: segments(recorder))
-            outputs.append(output)
-        }
-        // One default rendition in the group (RFC 8216 4.3.4.1.1): the first enabled track
-        // (audioTracks() puts it first), or none.
-        let defaultTrack = audio.first(where: \.isEnabled)?.trackID
-        for (track, name) in zip(audio, audioNames) {
-            let recorder = try RenditionRecorder(folder: folder.appendingPathComponent(name), name: name, mediaType: .audio)
-            recorder.language = track.languageCode
-            recorder.isDefault = track.trackID == defaultTrack
-            recorders.append(recorder)
-            var output = ExportSession.Output(url: recorder.folder, fileType: .mp4)
-            output.rendition = RenditionOutput(writesVideo: false, audioTrackID: track.trackID, outputSize: nil, tableVideoBitRate: nil,
-                                               segments: segments(recorder))
-            outputs.append(output)
-        }
+        let (recorders, outputs) = try renditionOutputs(in: folder, rungs: rungs, audio: audio, options: o)
         let results = try await exportSession.export(to: outputs)
         let exports = try results.map { try $0.get() }
         for (recorder, export) in zip(recorders, exports) where recorder.mediaType == .audio {
@@ -319,28 +264,7 @@ public final class StreamingPackager: Sendable {
         let reports = try recorders.map { try $0.report() }
         let finalVideo = reports.filter { $0.mediaType == .video }
         let finalAudio = reports.filter { $0.mediaType == .audio }
-        // The subtitles, cut on the media's segment grid, over what the picture and sound last.
-        let (subtitleTracks, leftOut) = try await subtitleTracks()
-        let grid = (finalVideo.first ?? finalAudio.first)?.segments.map { ($0.start, $0.duration) } ?? []
-        let end = (finalVideo + finalAudio).map(\.duration).max() ?? .zero
-        var finalSubtitles: [StreamingRenditionReport] = []
-        var warnings = leftOut
-        // At most one rendition of the group is the default (RFC 8216 4.3.4.1.1): the first the source marks.
-        let defaultSubtitles = subtitleTracks.first(where: \.isMarkedDefault)?.trackID
-        for (track, name) in zip(subtitleTracks, Self.folderNames(subtitleTracks, kind: "subtitles")) {
-            let read: (cues: [WebVTTCue], refused: Int)
-            do { read = try StreamingSubtitles.cues(of: track, in: asset, range: exportSession.timeRange, end: end) } catch {
-                // A subtitle track that cannot be read costs the package that track, not its pictures and sound.
-                warnings.append("subtitle track \(track.trackID) is left out of the package: \(error.message)")
-                continue
-            }
-            if read.refused > 0 {
-                warnings.append("subtitle track \(track.trackID): \(read.refused) damaged cue\(read.refused == 1 ? "" : "s") left out")
-            }
-            finalSubtitles.append(try StreamingSubtitles.write(read.cues, to: folder.appendingPathComponent(name), name: name, grid: grid,
-                                                               language: track.languageCode, isDefault: track.trackID == defaultSubtitles,
-                                                               segmented: o.formats.contains(.hls)))
-        }
+        let (finalSubtitles, warnings) = try await writeSubtitles(in: folder, besideMedia: finalVideo + finalAudio, options: o)
         if o.formats.contains(.hls) {
             for report in reports + finalSubtitles {
                 let rendition = folder.appendingPathComponent(report.folder)
@@ -358,6 +282,100 @@ public final class StreamingPackager: Sendable {
         }
         return StreamingPackageResult(url: destination, video: finalVideo, audio: finalAudio, subtitles: finalSubtitles, exports: exports,
                                       keyframeInterval: keyframeInterval, warnings: warnings)
+    }
+
+    /// A rotated source (a phone held upright) is drawn upright: many players ignore an fMP4
+    /// track's rotation matrix, and the playlists give the size as shown. Nil for an upright source.
+    private func uprightComposition() async throws -> VideoComposition? {
+        guard let video = try await videoTrack(), video.preferredTransform != .identity else { return nil }
+        // The primary track alone, at its average rate: the shortest interval of a phone's
+        // variable rate would multiply its pictures.
+        var upright = VideoComposition.videoComposition(withPropertiesOf: [VideoCompositionSourceTrack(track: video)],
+                                                        duration: try await asset.load(.duration))
+        // Anamorphic pixels are widened before the turn: the picture is drawn as it is shown.
+        if let format = video.formatDescription.video, format.width > 0 {
+            let shown = format.presentationDimensions(usePixelAspectRatio: true, useCleanAperture: false)
+            let widening = shown.width / Double(format.width)
+            if abs(widening - 1) > 0.001 {
+                let turn = video.preferredTransform
+                let turned = VideoTransform(rotationDegrees: turn.rotationDegrees, mirrored: turn.isMirrored, size: shown)
+                let drawn = VideoTransform(a: turned.a * widening, b: turned.b * widening, c: turned.c, d: turned.d, tx: turned.tx, ty: turned.ty)
+                let size = shown.applying(turned)
+                upright.renderSize = Size(width: Int((size.width / 2).rounded()) * 2, height: Int((size.height / 2).rounded()) * 2)
+                for i in upright.instructions.indices {
+                    for j in upright.instructions[i].layerInstructions.indices {
+                        upright.instructions[i].layerInstructions[j].setTransform(drawn, at: .zero)
+                    }
+                }
+            }
+        }
+        let millihertz = Int32(clamping: Int64((Double(video.nominalFrameRate) * 1000).rounded()))
+        if millihertz > 0 {
+            upright.frameDuration = max(upright.frameDuration, MediaTime(value: 1000, timescale: millihertz))
+        }
+        return upright
+    }
+
+    /// One output of the export per rung and per audio track, each writing its segments to a
+    /// recorder of its rendition's folder.
+    private func renditionOutputs(in folder: URL, rungs: [StreamingRung], audio: [AssetTrack],
+                                  options o: Options) throws -> (recorders: [RenditionRecorder], outputs: [ExportSession.Output]) {
+        var recorders: [RenditionRecorder] = []
+        var outputs: [ExportSession.Output] = []
+        func segments(_ recorder: RenditionRecorder) -> RenditionOutput.Segments {
+            .init(profile: .mpeg4CMAFCompliant, interval: o.segmentDuration, keyframeInterval: keyframeInterval,
+                  handler: { data, type, report in try recorder.take(data, type: type, report: report) })
+        }
+        for (rung, name) in zip(rungs, StreamingRung.folderNames(rungs)) {
+            let recorder = try RenditionRecorder(folder: folder.appendingPathComponent(name), name: name, mediaType: .video)
+            recorders.append(recorder)
+            var output = ExportSession.Output(url: recorder.folder, fileType: .mp4)
+            output.rendition = RenditionOutput(writesVideo: true, audioTrackID: nil, outputSize: (rung.width, rung.height),
+                                               tableVideoBitRate: rung.bitRate, segments: segments(recorder))
+            outputs.append(output)
+        }
+        // One default rendition in the group (RFC 8216 4.3.4.1.1): the first enabled track
+        // (audioTracks() puts it first), or none.
+        let defaultTrack = audio.first(where: \.isEnabled)?.trackID
+        for (track, name) in zip(audio, Self.folderNames(audio, kind: "audio")) {
+            let recorder = try RenditionRecorder(folder: folder.appendingPathComponent(name), name: name, mediaType: .audio)
+            recorder.language = track.languageCode
+            recorder.isDefault = track.trackID == defaultTrack
+            recorders.append(recorder)
+            var output = ExportSession.Output(url: recorder.folder, fileType: .mp4)
+            output.rendition = RenditionOutput(writesVideo: false, audioTrackID: track.trackID, outputSize: nil, tableVideoBitRate: nil,
+                                               segments: segments(recorder))
+            outputs.append(output)
+        }
+        return (recorders, outputs)
+    }
+
+    /// The text subtitle renditions, cut on the media's segment grid, over what the picture and
+    /// sound last; with warnings for the tracks and cues left out.
+    private func writeSubtitles(in folder: URL, besideMedia media: [StreamingRenditionReport],
+                                options o: Options) async throws -> (renditions: [StreamingRenditionReport], warnings: [String]) {
+        let (subtitleTracks, leftOut) = try await subtitleTracks()
+        let grid = (media.first { $0.mediaType == .video } ?? media.first)?.segments.map { ($0.start, $0.duration) } ?? []
+        let end = media.map(\.duration).max() ?? .zero
+        var renditions: [StreamingRenditionReport] = []
+        var warnings = leftOut
+        // At most one rendition of the group is the default (RFC 8216 4.3.4.1.1): the first the source marks.
+        let defaultSubtitles = subtitleTracks.first(where: \.isMarkedDefault)?.trackID
+        for (track, name) in zip(subtitleTracks, Self.folderNames(subtitleTracks, kind: "subtitles")) {
+            let read: (cues: [WebVTTCue], refused: Int)
+            do { read = try StreamingSubtitles.cues(of: track, in: asset, range: exportSession.timeRange, end: end) } catch {
+                // A subtitle track that cannot be read costs the package that track, not its pictures and sound.
+                warnings.append("subtitle track \(track.trackID) is left out of the package: \(error.message)")
+                continue
+            }
+            if read.refused > 0 {
+                warnings.append("subtitle track \(track.trackID): \(read.refused) damaged cue\(read.refused == 1 ? "" : "s") left out")
+            }
+            renditions.append(try StreamingSubtitles.write(read.cues, to: folder.appendingPathComponent(name), name: name, grid: grid,
+                                                           language: track.languageCode, isDefault: track.trackID == defaultSubtitles,
+                                                           segmented: o.formats.contains(.hls)))
+        }
+        return (renditions, warnings)
     }
 
     /// Rendition folders for `tracks` of one `kind`: the kind alone for one track, else the kind
