@@ -179,6 +179,29 @@ struct ExportSessionTests {
         #expect(try run(which("ffmpeg")!, ["-v", "error", "-i", url.path, "-f", "null", "-"]).status == 0, "decodes cleanly")
     }
 
+    /// A re-encoding export under a limit stops where every track has arrived: the audio read
+    /// ahead of the pictures (up to the writer's window) is cut where the pictures end.
+    @Test func aReencodeStoppedByItsLengthLimitEndsEveryTrackTogether() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("limited.mp4")
+        let session = ExportSession(asset: Asset(url: clip), preset: .preset640x480)
+        session.fileLengthLimit = try await session.estimatedOutputFileLength / 2
+        let result = try await session.export(to: url, as: .mp4)
+        #expect(result.stoppedAtFileLengthLimit)
+        let streams = try WriterTestSupport.probe(url, ["-show_streams"])["streams"] as? [[String: Any]] ?? []
+        let durations = Dictionary(uniqueKeysWithValues: streams.compactMap { stream -> (String, Double)? in
+            guard let type = stream["codec_type"] as? String, let duration = Double(stream["duration"] as? String ?? "") else { return nil }
+            return (type, duration)
+        })
+        let (video, audio) = (try #require(durations["video"]), try #require(durations["audio"]))
+        print("export: re-encode under a length limit: video \(video) s, audio \(audio) s of 3 s")
+        #expect(video > 0.5 && video < 2.9, "\(video) s of video")
+        // One picture (33 ms) and one AAC frame (21 ms) of slack; without the cut the audio
+        // runs on by the writer's window, half a second.
+        #expect(abs(video - audio) <= 0.06, "video \(video) s, audio \(audio) s")
+    }
+
     @Test func progressNeverGoesBackwardsAndStatesEnd() async throws {
         let dir = try TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

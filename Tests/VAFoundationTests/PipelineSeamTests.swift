@@ -97,7 +97,7 @@ struct PipelineSeamTests {
         #expect(probe.liveStages == 0, "\(probe.liveStages) stage(s) outlived the export")
     }
 
-    /// One second of every track's packets: what the lanes' pacing window (0.5 s) and the copy
+    /// One second of every track's packets: what the writer's window for an export (0.5 s) and the copy
     /// stage's decode-order merge should keep the demuxer's queues under.
     private func oneSecondOfPackets() async throws -> Int {
         let tracks = try await Asset(url: clip).load(.tracks)
@@ -137,7 +137,7 @@ struct PipelineSeamTests {
             }
         }
         _ = try await session.export(to: dir.appendingPathComponent("out.mp4"), as: .mp4)
-        // The lanes' pacing window plus one batch of copied packets.
+        // The writer's window for an export plus one batch of copied packets.
         let bound = PipelineBounds.laneWindow + PipelineBounds.packetBatchSpan
         let spread = worst.withLock { $0 }
         #expect(spread > .zero)

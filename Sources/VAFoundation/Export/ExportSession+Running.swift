@@ -235,6 +235,9 @@ extension ExportSession {
             writer.chapters = Chapter.carriedOver(try await asset.load(.chapters), from: span.start, to: span.stop)
         }
         writer.probe = stageProbe
+        // The tracks are read independently: the writer's inputs keep them within the lanes'
+        // window of each other, which bounds what the demuxer queues for a track behind.
+        writer.interleavingWindow = PipelineBounds.laneWindow
         run.withLock {
             $0.reader = reader
             $0.writer = writer
@@ -254,7 +257,7 @@ extension ExportSession {
         let seconds = span.seconds
         graph.writer.observeWrittenDuration { [weak self] written in self?.advance(to: 0.97 * written / seconds) }
         try start(graph, span: span)
-        let tally = LaneTally(lanes: graph.lanes.count)
+        let tally = LaneTally(lanes: graph.lanes.count, sparse: Set(graph.lanes.indices.filter { graph.lanes[$0].isSparse }))
         if graph.lanes.allSatisfy(\.copiesPackets) {
             try await copyPackets(graph.lanes, reader: graph.reader, writer: graph.writer, start: span.start, limit: limit, tally: tally)
         } else {
@@ -302,17 +305,16 @@ extension ExportSession {
         let span: ExportSpan
         let limit: Int64?
         let tally: LaneTally
-        let pacer: LanePacer
         let laneCount: Int
     }
 
     /// Runs one task per lane, each pulling from its reader output and appending to its writer
-    /// input, paced so that no lane runs far ahead of the slowest.
+    /// input. The writer's inputs are the one flow-control rule: an input is not ready while
+    /// it holds its bound of samples or bytes, or runs more than `PipelineBounds.laneWindow`
+    /// ahead of another, and the lane appending to it suspends until it is.
     private func runLanes(_ lanes: [Lane], reader: AssetReader, writer: AssetWriter, span: ExportSpan,
                           limit: Int64?, tally: LaneTally) async throws {
-        let pacer = LanePacer(lanes: lanes.count, start: span.start, window: PipelineBounds.laneWindow,
-                              sparse: Set(lanes.indices.filter { lanes[$0].isSparse }))
-        let context = LaneContext(reader: reader, writer: writer, span: span, limit: limit, tally: tally, pacer: pacer, laneCount: lanes.count)
+        let context = LaneContext(reader: reader, writer: writer, span: span, limit: limit, tally: tally, laneCount: lanes.count)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (i, lane) in lanes.enumerated() {
                 group.addTask { try await self.runLane(i, lane, context) }
@@ -343,11 +345,9 @@ extension ExportSession {
 
     /// Lane `i`'s task: read, append, count, until its output ends or the file reaches its limit.
     private func runLane(_ i: Int, _ lane: Lane, _ context: LaneContext) async throws {
-        defer { context.pacer.finish(i) }
         var reading = LaneReading(lane)
         reading: while true {
             try Task.checkCancellation()
-            try await context.pacer.waitForTurn(i)
             let batch: [SampleBuffer]
             if lane.copiesPackets {
                 guard let copied = try await copyBatch(i, lane, context) else { break }
@@ -389,7 +389,8 @@ extension ExportSession {
             let adding = batch.reduce(Int64(0)) { $0 + Int64($1.totalSampleSize) }
             let (handed, samples) = (tally.bytes.withLock { $0.reduce(0, +) }, tally.counts.withLock { $0.reduce(0, +) })
             if handed + adding + Self.indexBytes(samples: samples + batch.count, tracks: context.laneCount) > limit {
-                let reached = context.pacer.advance(i, to: batch[0].presentationTimeStamp)
+                context.tally.reached(i, batch[0].presentationTimeStamp)
+                let reached = context.tally.arrivedByAll(from: context.span.start)
                 if reached > context.span.start { try? context.writer.endSession(atSourceTime: reached) }
                 tally.limitReached.withLock { $0 = true }
                 context.reader.cancelReading()
@@ -446,7 +447,7 @@ extension ExportSession {
         }
     }
 
-    /// Counts what lane `i` handed over in `batch`, and moves it on in the pacer. Returns true
+    /// Counts what lane `i` handed over in `batch`. Returns true
     /// where the file reached its length limit: the file then ends where every track has
     /// arrived, so a track running ahead in the writer's interleave window is cut there too.
     private func handOver(_ batch: [SampleBuffer], lane i: Int, _ lane: Lane, _ context: LaneContext) -> Bool {
@@ -463,8 +464,8 @@ extension ExportSession {
         }
         let batchEnd = batch.map { $0.presentationTimeStamp + $0.duration }.filter(\.isNumeric).max() ?? last.presentationTimeStamp
         context.tally.reached(i, batchEnd)
-        let reached = context.pacer.advance(i, to: batchEnd)
         guard let limit = context.limit, max(context.writer.bytesWritten, handed) >= limit else { return false }
+        let reached = context.tally.arrivedByAll(from: context.span.start)
         if reached > context.span.start { try? context.writer.endSession(atSourceTime: reached) }
         context.reader.cancelReading()
         return true
@@ -586,7 +587,10 @@ extension ExportSession {
         let bytes: Locked<[Int64]>
         /// Where each lane's samples handed to the writer end (source time); nil before any.
         let ends: Locked<[MediaTime?]>
-        init(lanes: Int) {
+        /// Lanes that hold no other back (subtitles: their next cue may be minutes away).
+        let sparse: Set<Int>
+        init(lanes: Int, sparse: Set<Int>) {
+            self.sparse = sparse
             bytes = Locked([Int64](repeating: 0, count: lanes))
             counts = Locked([Int](repeating: 0, count: lanes))
             ends = Locked([MediaTime?](repeating: nil, count: lanes))
@@ -596,6 +600,12 @@ extension ExportSession {
         func reached(_ i: Int, _ end: MediaTime) {
             guard end.isNumeric else { return }
             ends.withLock { $0[i] = max($0[i] ?? end, end) }
+        }
+
+        /// Where every lane but the sparse ones has arrived: the earliest of their ends, `start`
+        /// for a lane with none yet. A file-length limit ends the file there.
+        func arrivedByAll(from start: MediaTime) -> MediaTime {
+            ends.withLock { ends in ends.indices.filter { !sparse.contains($0) }.map { ends[$0] ?? start }.min() } ?? start
         }
     }
 }

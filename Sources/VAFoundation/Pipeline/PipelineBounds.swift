@@ -37,8 +37,9 @@ enum PipelineBounds {
 
     // MARK: Export lanes (reader output → writer input)
 
-    /// How far (media time) one lane may read ahead of the slowest: what the demuxer queues for
-    /// the slow lane meanwhile is what an export holds in compressed packets.
+    /// How far (media time) one of an export's writer inputs may run ahead of another before
+    /// its lane's appends wait (the export's `AssetWriter.interleavingWindow`): what the
+    /// demuxer queues for the track behind meanwhile is what an export holds in compressed packets.
     static let laneWindow = MediaTime(value: 1, timescale: 2)
     /// Copied packets cross from the reader's thread to the writer's in batches of at most
     /// this many, spanning at most `packetBatchSpan`: one thread hop per batch, not per packet,
@@ -54,7 +55,7 @@ enum PipelineBounds {
     /// few are enough to keep branches encoding side by side.
     static let fanOutPictures = 4
     /// Decoded audio blocks a fan-out keeps (AAC's are 1024 samples, 21 ms at 48 kHz): small,
-    /// so the window spans more than a lane's pacing window (`laneWindow`).
+    /// so the window spans more than the lanes' window (`laneWindow`).
     static let fanOutAudioBlocks = 64
 
     /// Decoder surfaces a fan-out on a device needs beyond the decoder's references: its

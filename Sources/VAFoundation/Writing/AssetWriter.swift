@@ -71,6 +71,15 @@ public final class AssetWriter: Sendable {
         core = WriterCore(destinationPath: "\(fileType) segments")
     }
 
+    /// How far (media time) one input may run ahead of every other unfinished one: appends
+    /// to it wait meanwhile. An export, whose tracks are read independently, keeps this short
+    /// (`PipelineBounds.laneWindow`); a caller appending in file order needs the default
+    /// (`PipelineBounds.interleavingWindow`).
+    var interleavingWindow: MediaTime {
+        get { core.state.withLock { $0.interleavingWindow } }
+        set { core.state.withLock { $0.interleavingWindow = newValue } }
+    }
+
     /// What errors name as the output.
     private var displayPath: String { outputURL?.path ?? core.destinationPath }
 

@@ -42,6 +42,9 @@ final class WriterCore: Sendable {
         var warnings: [String] = []
         var inputs: [InputState] = []
         var sessionStart = MediaTime.invalid
+        /// How far (media time) an input may run ahead of every other unfinished one before it
+        /// is not ready: `PipelineBounds.interleavingWindow`, or an export's tighter window.
+        var interleavingWindow = PipelineBounds.interleavingWindow
         var waiters: [LockedContinuation<Decision, Never>] = []
         /// Counts wake-ups, so a waiter can tell whether something changed since it looked.
         var changes: UInt64 = 0
@@ -84,7 +87,7 @@ final class WriterCore: Sendable {
         for (j, other) in s.inputs.enumerated() where j != i && !other.finished && other.mediaType != .subtitle {
             let position = other.latest.isNumeric ? other.latest : s.sessionStart
             guard position.isNumeric else { continue }
-            if input.latest - position > PipelineBounds.interleavingWindow { return false }
+            if input.latest - position > s.interleavingWindow { return false }
         }
         return true
     }
