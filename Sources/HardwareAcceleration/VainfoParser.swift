@@ -26,142 +26,43 @@ public struct VainfoCapture: Sendable {
     ///   - name: the profile name (usually the file's base name without extension).
     ///   - source: how the source is named in the profile's `source:` comment.
     public init(text: String, file: String, name: String, source: String) throws(ProfileFormatError) {
-        var profile = DeviceProfile(name: name)
-        var log: [String] = []
-        var warnings: [String] = []
-        var headerComments: [String] = []
-        var tried: String?
-        var requested: String?
-        var libvaVersion: String?
-        var status: VAError.Status?
-        var sawVainfo = false
-
-        var currentPair: DeviceProfile.Pair?
-        var currentAttribute: (type: ConfigAttributeType, values: [String])?
-        var pending: [DeviceProfile.Attribute] = []
-
-        func flushAttribute() {
-            guard let pair = currentPair, let attribute = currentAttribute else { return }
-            currentAttribute = nil
-            if let value = decodeAttributeValue(attribute.type, attribute.values) {
-                if let index = pending.firstIndex(where: { $0.pair == pair && $0.type == attribute.type }) {
-                    pending[index].value |= value
-                } else {
-                    pending.append(.init(pair: pair, type: attribute.type, value: value))
-                }
-            } else {
-                warnings.append("\(pair.profile)/\(pair.entrypoint) \(attribute.type): cannot read back '\(attribute.values.joined(separator: " "))'")
-            }
+        var reader = VainfoLineReader(file: file, profile: DeviceProfile(name: name))
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            try reader.read(line)
         }
-
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            let line = rawLine.hasSuffix("\r") ? String(rawLine.dropLast()) : String(rawLine)
-            let trimmed = line.trimmingWhitespace()
-            if trimmed.isEmpty { flushAttribute(); continue }
-            if line.hasPrefix("#") {
-                if !sawVainfo, log.isEmpty { headerComments.append(String(line.dropFirst().drop { $0 == " " })) }
-                continue
-            }
-            if let rest = trimmed.after("vainfo: VA-API version:") {
-                sawVainfo = true
-                profile.api = rest.trimmingWhitespace().prefix { $0 != " " }.trimmingWhitespace()
-                continue
-            }
-            if let rest = trimmed.after("vainfo: Driver version:") {
-                profile.vendor = rest.trimmingWhitespace()
-                continue
-            }
-            if trimmed.hasPrefix("vainfo: Supported") { continue }
-            if trimmed.hasPrefix("libva ") || trimmed.hasPrefix("error:") || trimmed.contains(" failed") {
-                log.append(trimmed)
-                if let rest = trimmed.after("libva info: VA-API version") {
-                    libvaVersion = rest.trimmingWhitespace().split(separator: ".").prefix(2).joined(separator: ".")
-                }
-                if let range = trimmed.firstRange(of: "Trying to open ") {
-                    tried = DeviceDiagnosis.driverName(fromLibraryPath: String(trimmed[range.upperBound...]).trimmingWhitespace())
-                }
-                if tried == nil, let path = DeviceDiagnosis.driverLibraryPath(in: trimmed) {
-                    tried = DeviceDiagnosis.driverName(fromLibraryPath: path)
-                }
-                if let range = trimmed.firstRange(of: "requested driver '") {
-                    requested = String(trimmed[range.upperBound...].prefix { $0 != "'" })
-                }
-                if let rest = trimmed.after("vaInitialize failed with error code ") {
-                    let code = rest.prefix { $0 == "-" || $0.isNumber }
-                    guard let value = Int64(code) else {
-                        throw ProfileFormatError(file: file, line: nil, reason: "unreadable status in '\(trimmed)'")
-                    }
-                    status = VAError.Status(rawValue: Int32(truncatingIfNeeded: value))
-                }
-                continue
-            }
-            // Brief list: "      VAProfileH264Main               :<tab or spaces>VAEntrypointVLD".
-            if let pair = Self.pairLine(trimmed) {
-                flushAttribute()
-                sawVainfo = true
-                if !profile.configs.contains(pair) { profile.configs.append(pair) }
-                continue
-            }
-            // --all block header: "VAProfileH264Main/VAEntrypointEncSlice".
-            if trimmed.hasPrefix("VAProfile"), let slash = trimmed.firstIndex(of: "/"),
-               trimmed[trimmed.index(after: slash)...].hasPrefix("VAEntrypoint"), !trimmed.contains(" ") {
-                flushAttribute()
-                sawVainfo = true
-                let pair = DeviceProfile.Pair(VideoProfile(rawValue: String(trimmed[..<slash])),
-                                              Entrypoint(rawValue: String(trimmed[trimmed.index(after: slash)...])))
-                if !profile.configs.contains(pair) { profile.configs.append(pair) }
-                currentPair = pair
-                continue
-            }
-            // --all attribute: "    VAConfigAttribRTFormat    : VA_RT_FORMAT_YUV420", then continuation lines.
-            if currentPair != nil, trimmed.hasPrefix("VAConfigAttrib"), let colon = trimmed.firstIndex(of: ":") {
-                let type = ConfigAttributeType(rawValue: trimmed[..<colon].trimmingWhitespace())
-                let value = trimmed[trimmed.index(after: colon)...].trimmingWhitespace()
-                if currentAttribute?.type != type { flushAttribute() }
-                if currentAttribute == nil { currentAttribute = (type, []) }
-                currentAttribute?.values.append(value)
-                continue
-            }
-            if currentAttribute != nil, line.first?.isWhitespace == true {
-                currentAttribute?.values.append(trimmed)
-                continue
-            }
-            if trimmed.hasPrefix("Trying display:") || trimmed.hasPrefix("Authorization required") { continue }
-            log.append(trimmed)
-        }
-        flushAttribute()
-
-        profile.driver = requested ?? tried ?? profile.vendor.flatMap(Self.driverName(fromVendor:))
+        reader.flushAttribute()
+        var profile = reader.profile
+        profile.driver = reader.requested ?? reader.tried ?? profile.vendor.flatMap(Self.driverName(fromVendor:))
         var comments = ["source: \(source) (real `vainfo` output; device, OS and driver as noted there)"]
-        for comment in headerComments {
+        for comment in reader.headerComments {
             if let origin = comment.after("source:") {
                 comments.append("origin: \(origin.trimmingWhitespace())")
             } else {
                 comments.append(comment)
             }
         }
-        if requested == nil, tried == nil, profile.driver != nil {
+        if reader.requested == nil, reader.tried == nil, profile.driver != nil {
             comments.append("driver name inferred from the vendor string")
         }
         comments.append("generated by `vaf probe --from-vainfo FILE --emit-profile`; edit the source, not this file")
         profile.comments = comments
 
-        if let status, status != .success {
+        if let status = reader.status, status != .success {
             profile.configs = []
             profile.vendor = nil
-            profile.api = profile.api ?? libvaVersion
-            let message = log.last { $0.hasPrefix("libva error:") } ?? log.last { $0.contains("vaInitialize failed") } ?? ""
+            profile.api = profile.api ?? reader.libvaVersion
+            let message = reader.log.last { $0.hasPrefix("libva error:") } ?? reader.log.last { $0.contains("vaInitialize failed") } ?? ""
             profile.initFailure = .init(status: status, message: message)
         } else {
-            guard sawVainfo, !profile.configs.isEmpty else {
+            guard reader.sawVainfo, !profile.configs.isEmpty else {
                 throw ProfileFormatError(file: file, line: nil,
                                          reason: "no vainfo profile list and no vaInitialize failure found (is this `vainfo` output?)")
             }
-            profile.attributes = pending
+            profile.attributes = reader.pending
         }
         self.profile = profile
-        self.log = log
-        self.warnings = warnings
+        self.log = reader.log
+        self.warnings = reader.warnings
     }
 
     /// How the file at `path` is named in a profile's `source:` line: from `shared/hardware/vainfo/` on
@@ -192,6 +93,136 @@ public struct VainfoCapture: Sendable {
             if vendor.contains("NV") || vendor.contains("nouveau") { return "nouveau" }
         }
         return nil
+    }
+}
+
+/// One capture read line by line: the profile as far as it goes, libva's log, and what the
+/// lines said about the driver and about `vaInitialize`.
+private struct VainfoLineReader {
+    let file: String
+    var profile: DeviceProfile
+    var log: [String] = []
+    var warnings: [String] = []
+    /// `# ` comment lines before anything vainfo printed.
+    var headerComments: [String] = []
+    /// The driver libva tried to open, and the one asked for by name.
+    var tried: String?
+    var requested: String?
+    var libvaVersion: String?
+    var status: VAError.Status?
+    var sawVainfo = false
+    /// The `--all` block being read, its attribute being read, and the attributes read.
+    var currentPair: DeviceProfile.Pair?
+    var currentAttribute: (type: ConfigAttributeType, values: [String])?
+    var pending: [DeviceProfile.Attribute] = []
+
+    init(file: String, profile: DeviceProfile) {
+        self.file = file
+        self.profile = profile
+    }
+
+    /// Ends the attribute being read: its value joins the config's, or a warning says why not.
+    mutating func flushAttribute() {
+        guard let pair = currentPair, let attribute = currentAttribute else { return }
+        currentAttribute = nil
+        if let value = decodeAttributeValue(attribute.type, attribute.values) {
+            if let index = pending.firstIndex(where: { $0.pair == pair && $0.type == attribute.type }) {
+                pending[index].value |= value
+            } else {
+                pending.append(.init(pair: pair, type: attribute.type, value: value))
+            }
+        } else {
+            warnings.append("\(pair.profile)/\(pair.entrypoint) \(attribute.type): cannot read back '\(attribute.values.joined(separator: " "))'")
+        }
+    }
+
+    mutating func read(_ rawLine: Substring) throws(ProfileFormatError) {
+        let line = rawLine.hasSuffix("\r") ? String(rawLine.dropLast()) : String(rawLine)
+        let trimmed = line.trimmingWhitespace()
+        if trimmed.isEmpty { flushAttribute(); return }
+        if line.hasPrefix("#") {
+            if !sawVainfo, log.isEmpty { headerComments.append(String(line.dropFirst().drop { $0 == " " })) }
+            return
+        }
+        if let rest = trimmed.after("vainfo: VA-API version:") {
+            sawVainfo = true
+            profile.api = rest.trimmingWhitespace().prefix { $0 != " " }.trimmingWhitespace()
+            return
+        }
+        if let rest = trimmed.after("vainfo: Driver version:") {
+            profile.vendor = rest.trimmingWhitespace()
+            return
+        }
+        if trimmed.hasPrefix("vainfo: Supported") { return }
+        if trimmed.hasPrefix("libva ") || trimmed.hasPrefix("error:") || trimmed.contains(" failed") {
+            try readLog(trimmed)
+            return
+        }
+        if readConfig(line, trimmed) { return }
+        if trimmed.hasPrefix("Trying display:") || trimmed.hasPrefix("Authorization required") { return }
+        log.append(trimmed)
+    }
+
+    /// A log line: kept, and read for libva's version, the driver it opened and how
+    /// `vaInitialize` failed.
+    private mutating func readLog(_ trimmed: String) throws(ProfileFormatError) {
+        log.append(trimmed)
+        if let rest = trimmed.after("libva info: VA-API version") {
+            libvaVersion = rest.trimmingWhitespace().split(separator: ".").prefix(2).joined(separator: ".")
+        }
+        if let range = trimmed.firstRange(of: "Trying to open ") {
+            tried = DeviceDiagnosis.driverName(fromLibraryPath: String(trimmed[range.upperBound...]).trimmingWhitespace())
+        }
+        if tried == nil, let path = DeviceDiagnosis.driverLibraryPath(in: trimmed) {
+            tried = DeviceDiagnosis.driverName(fromLibraryPath: path)
+        }
+        if let range = trimmed.firstRange(of: "requested driver '") {
+            requested = String(trimmed[range.upperBound...].prefix { $0 != "'" })
+        }
+        if let rest = trimmed.after("vaInitialize failed with error code ") {
+            let code = rest.prefix { $0 == "-" || $0.isNumber }
+            guard let value = Int64(code) else {
+                throw ProfileFormatError(file: file, line: nil, reason: "unreadable status in '\(trimmed)'")
+            }
+            status = VAError.Status(rawValue: Int32(truncatingIfNeeded: value))
+        }
+    }
+
+    /// A line of the config list (brief or `--all`): a profile/entry point pair, a block header
+    /// or an attribute and its continuation lines. False for any other line.
+    private mutating func readConfig(_ line: String, _ trimmed: String) -> Bool {
+        // Brief list: "      VAProfileH264Main               :<tab or spaces>VAEntrypointVLD".
+        if let pair = VainfoCapture.pairLine(trimmed) {
+            flushAttribute()
+            sawVainfo = true
+            if !profile.configs.contains(pair) { profile.configs.append(pair) }
+            return true
+        }
+        // --all block header: "VAProfileH264Main/VAEntrypointEncSlice".
+        if trimmed.hasPrefix("VAProfile"), let slash = trimmed.firstIndex(of: "/"),
+           trimmed[trimmed.index(after: slash)...].hasPrefix("VAEntrypoint"), !trimmed.contains(" ") {
+            flushAttribute()
+            sawVainfo = true
+            let pair = DeviceProfile.Pair(VideoProfile(rawValue: String(trimmed[..<slash])),
+                                          Entrypoint(rawValue: String(trimmed[trimmed.index(after: slash)...])))
+            if !profile.configs.contains(pair) { profile.configs.append(pair) }
+            currentPair = pair
+            return true
+        }
+        // --all attribute: "    VAConfigAttribRTFormat    : VA_RT_FORMAT_YUV420", then continuation lines.
+        if currentPair != nil, trimmed.hasPrefix("VAConfigAttrib"), let colon = trimmed.firstIndex(of: ":") {
+            let type = ConfigAttributeType(rawValue: trimmed[..<colon].trimmingWhitespace())
+            let value = trimmed[trimmed.index(after: colon)...].trimmingWhitespace()
+            if currentAttribute?.type != type { flushAttribute() }
+            if currentAttribute == nil { currentAttribute = (type, []) }
+            currentAttribute?.values.append(value)
+            return true
+        }
+        if currentAttribute != nil, line.first?.isWhitespace == true {
+            currentAttribute?.values.append(trimmed)
+            return true
+        }
+        return false
     }
 }
 

@@ -187,6 +187,35 @@ struct BenchMatrixRunner {
         return nil
     }
 
+    /// What a vaf run says of itself in its JSON report: its frames and host bytes (SoftVA's own
+    /// count where the driver counts), its output, encoder and the path it ran. Nil once the
+    /// run is failed for a missing or failed report.
+    private func readReport(of run: inout PathRun, child: ChildProcessResult, counters: URL) -> (frames: Int?, hostBytes: Int64?)? {
+        let c = configuration
+        guard let row = Self.firstRow(child.stdout) else {
+            fail(&run, child.failure ?? "the transcode printed no report")
+            return nil
+        }
+        guard row["status"] as? String == "completed" else {
+            fail(&run, (row["error"] as? String) ?? child.failure ?? "the transcode did not complete")
+            return nil
+        }
+        let frames = row["frames"] as? Int
+        // On SoftVA the driver's own count of host image bytes is the independent witness;
+        // our report's count is taken only where no driver counts.
+        let hostBytes = c.device.isSoftVA && run.path.usesDevice ? Self.softVAHostBytes(counters)
+            : (row["hostTransferBytes"] as? Int).map(Int64.init)
+        if let path = row["output"] as? String { run.output = URL(fileURLWithPath: path) }
+        run.result.encoder = row["encoder"] as? String
+        let actual = row["path"] as? String
+        run.result.actualPath = actual
+        if let actual, actual != run.path.rawValue {
+            run.result.status = .mismatch
+            run.result.reason = "requested \(run.path.rawValue), ran \(actual): \(row["pathReason"] as? String ?? "no reason given")"
+        }
+        return (frames, hostBytes)
+    }
+
     /// One run of one path; measured runs (with `round`) are recorded, the first one also gets quality.
     private func runOnce(_ run: inout PathRun, round: Int?, source: SourceInfo, scratch: URL) async {
         let c = configuration
@@ -205,30 +234,9 @@ struct BenchMatrixRunner {
         }
         var frames: Int?
         var hostBytes: Int64?
-        var output = run.output
         if run.path.tool == "vaf" {
-            guard let row = Self.firstRow(child.stdout) else {
-                fail(&run, child.failure ?? "the transcode printed no report")
-                return
-            }
-            guard row["status"] as? String == "completed" else {
-                fail(&run, (row["error"] as? String) ?? child.failure ?? "the transcode did not complete")
-                return
-            }
-            frames = row["frames"] as? Int
-            // On SoftVA the driver's own count of host image bytes is the independent witness;
-            // our report's count is taken only where no driver counts.
-            hostBytes = c.device.isSoftVA && run.path.usesDevice ? Self.softVAHostBytes(counters)
-                : (row["hostTransferBytes"] as? Int).map(Int64.init)
-            if let path = row["output"] as? String { output = URL(fileURLWithPath: path) }
-            run.output = output
-            run.result.encoder = row["encoder"] as? String
-            let actual = row["path"] as? String
-            run.result.actualPath = actual
-            if let actual, actual != run.path.rawValue {
-                run.result.status = .mismatch
-                run.result.reason = "requested \(run.path.rawValue), ran \(actual): \(row["pathReason"] as? String ?? "no reason given")"
-            }
+            guard let report = readReport(of: &run, child: child, counters: counters) else { return }
+            (frames, hostBytes) = report
         } else {
             guard child.succeeded else {
                 fail(&run, child.failure ?? "ffmpeg failed")
@@ -244,6 +252,7 @@ struct BenchMatrixRunner {
         }
         run.succeededOnce = true
         guard let round else { return }
+        let output = run.output
         let outputBytes = (try? FileManager.default.attributesOfItem(atPath: output.path)[.size] as? NSNumber)?.int64Value ?? 0
         let measurement = RunMeasurement(round: round, wallSeconds: child.wallSeconds, userSeconds: child.userSeconds,
                                          systemSeconds: child.systemSeconds, peakRSSBytes: child.peakRSSBytes,

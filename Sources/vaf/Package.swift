@@ -176,28 +176,7 @@ extension Vaf {
         func run() async throws {
             logging.apply()
             let assignment = try ShardAssignment.forThisProcess(option: shard, countOption: shardCount)
-            let all: [BatchInput]
-            do { all = try InputCollector.collect(inputs, manifests: [], outputDirectory: outputDir) } catch let error as MediaError {
-                FileHandle.standardError.write(Data("vaf: \(JobReport.oneLine(error.description))\n".utf8))
-                throw ExitCode(JobReport.failureExitCode([JobReport.baseline.failing(error)]) ?? JobReport.exitBadInput)
-            }
-            // Folders are named over the whole batch, then the shard is taken: every shard
-            // names an input's package alike.
-            let namer = OutputNamer(directory: outputDir, template: "{dir}/{name}")
-            var taken: [String: Int] = [:]
-            let journal = ResumeJournal(directory: outputDir)
-            var jobs = all.enumerated().map { index, input -> PackageJob in
-                var folder = namer.path(for: input, index: index, preset: "", fileExtension: "")
-                taken[folder, default: 0] += 1
-                if let n = taken[folder], n > 1 { folder += "-\(n)" }
-                return PackageJob(input: input.path, folder: folder, command: self, journal: journal, shard: assignment)
-            }
-            if let assignment {
-                jobs = assignment.shard.select(jobs.map { [$0] }).flatMap { $0 }
-                if !logging.quiet {
-                    FileHandle.standardError.write(Data("vaf: shard \(assignment.shard) from \(assignment.summary): \(jobs.count) of \(all.count) inputs\n".utf8))
-                }
-            }
+            let jobs = try plannedJobs(assignment: assignment)
             let lines = JSONLines(enabled: json)
             if dryRun {
                 var reports: [JobReport] = []
@@ -216,35 +195,9 @@ extension Vaf {
             }
             let display = ProgressDisplay(enabled: !logging.quiet, total: jobs.count)
             let concurrency = self.jobs
-            let batch = Task { () -> [JobReport] in
-                await withTaskGroup(of: (Int, JobReport).self) { group in
-                    var reports = [JobReport?](repeating: nil, count: jobs.count)
-                    var next = 0
-                    func startNext() {
-                        guard next < jobs.count else { return }
-                        let (index, job) = (next, jobs[next])
-                        next += 1
-                        group.addTask { (index, await job.run(display: display)) }
-                    }
-                    for _ in 0..<min(concurrency, jobs.count) { startNext() }
-                    while let (index, report) = await group.next() {
-                        reports[index] = report
-                        await display.record(report.status)
-                        lines.write(report)
-                        if !Task.isCancelled { startNext() }
-                    }
-                    return reports.enumerated().map { i, r in
-                        r ?? {
-                            var report = jobs[i].baseReport
-                            report.status = .cancelled
-                            report.error = "interrupted before it started"
-                            lines.write(report)
-                            return report
-                        }()
-                    }
-                }
-            }
-            let (reports, signal) = await BatchRunner.cancellingOnSignals(batch)
+            let (reports, signal) = await BatchRunner.cancellingOnSignals(Task {
+                await Self.runJobs(jobs, concurrency: concurrency, display: display, lines: lines)
+            })
             await display.finish()
             if !logging.quiet {
                 let table = JobReport.table(reports, width: TerminalWidth.current())
@@ -253,6 +206,63 @@ extension Vaf {
             if let signal { throw ExitCode(128 + signal) }
             if reports.contains(where: { $0.status == .cancelled }) { throw ExitCode(130) }
             if let code = JobReport.failureExitCode(reports) { throw ExitCode(code) }
+        }
+
+        /// One job per input of this process's shard. Folders are named over the whole batch,
+        /// then the shard is taken: every shard names an input's package alike.
+        private func plannedJobs(assignment: ShardAssignment?) throws -> [PackageJob] {
+            let all: [BatchInput]
+            do { all = try InputCollector.collect(inputs, manifests: [], outputDirectory: outputDir) } catch let error as MediaError {
+                FileHandle.standardError.write(Data("vaf: \(JobReport.oneLine(error.description))\n".utf8))
+                throw ExitCode(JobReport.failureExitCode([JobReport.baseline.failing(error)]) ?? JobReport.exitBadInput)
+            }
+            let namer = OutputNamer(directory: outputDir, template: "{dir}/{name}")
+            var taken: [String: Int] = [:]
+            let journal = ResumeJournal(directory: outputDir)
+            var jobs = all.enumerated().map { index, input -> PackageJob in
+                var folder = namer.path(for: input, index: index, preset: "", fileExtension: "")
+                taken[folder, default: 0] += 1
+                if let n = taken[folder], n > 1 { folder += "-\(n)" }
+                return PackageJob(input: input.path, folder: folder, command: self, journal: journal, shard: assignment)
+            }
+            if let assignment {
+                jobs = assignment.shard.select(jobs.map { [$0] }).flatMap { $0 }
+                if !logging.quiet {
+                    FileHandle.standardError.write(Data("vaf: shard \(assignment.shard) from \(assignment.summary): \(jobs.count) of \(all.count) inputs\n".utf8))
+                }
+            }
+            return jobs
+        }
+
+        /// Runs `jobs`, `concurrency` at a time, in input order; each report is written as it
+        /// ends. A job a signal kept from starting is reported cancelled.
+        private static func runJobs(_ jobs: [PackageJob], concurrency: Int, display: ProgressDisplay, lines: JSONLines) async -> [JobReport] {
+            await withTaskGroup(of: (Int, JobReport).self) { group in
+                var reports = [JobReport?](repeating: nil, count: jobs.count)
+                var next = 0
+                func startNext() {
+                    guard next < jobs.count else { return }
+                    let (index, job) = (next, jobs[next])
+                    next += 1
+                    group.addTask { (index, await job.run(display: display)) }
+                }
+                for _ in 0..<min(concurrency, jobs.count) { startNext() }
+                while let (index, report) = await group.next() {
+                    reports[index] = report
+                    await display.record(report.status)
+                    lines.write(report)
+                    if !Task.isCancelled { startNext() }
+                }
+                return reports.enumerated().map { i, r in
+                    r ?? {
+                        var report = jobs[i].baseReport
+                        report.status = .cancelled
+                        report.error = "interrupted before it started"
+                        lines.write(report)
+                        return report
+                    }()
+                }
+            }
         }
     }
 }

@@ -69,33 +69,9 @@ enum AssetInspector {
         }
 
         // A header can claim far more than the file holds (a truncated download keeps its
-        // 47-hour header). Where every packet was read, the data's own extent wins, and a
-        // header claiming over a second (and 5 %) more is named.
+        // 47-hour header). Where every packet was read, the data's own extent wins.
         let scanned = !(indexIsComplete && !options.prefersPreciseDurationAndTiming)
-        var lying = Set<Int>()
-        if scanned {
-            // An empty track beside tracks with data is a track without samples, not a lie.
-            let anyData = media.contains { timings[$0.index].sawData }
-            for s in media where timings[s.index].sawData || !anyData {
-                let timing = timings[s.index]
-                guard let declared = s.duration else { continue }
-                // From the first timestamp read, lead-in before 0 included (Opus pre-skip).
-                let first = timing.timestamps.min() ?? s.startTime ?? 0
-                let claimed = s.timeBase.time(ofTicks: declared).seconds
-                let found = timing.end.map { s.timeBase.time(ofTicks: max($0 - first, 0)).seconds } ?? 0
-                if claimed - found > max(1, 0.05 * found) {
-                    lying.insert(s.index)
-                    warnings.append(String(format: "track %d: the header says %.3f s but the data ends after %.3f s (the file is truncated or its header is wrong); the data's length is reported",
-                                           trackID(s, in: streams), claimed, found))
-                }
-                // FFmpeg drops a track's index from an entry it refuses (an impossible sample
-                // size) on: its samples stop there, though its duration may still look whole.
-                let listed = TrackVerification.declaredSamples(s, formatName: demuxer.formatName)
-                if s.kind == .video, let unread = TrackVerification.unreadSamples(declared: listed, read: timing.count) {
-                    warnings.append("track \(trackID(s, in: streams)): only \(timing.count) of the \(listed) samples its index lists can be read (\(unread) lost to a damaged index or data); the track ends after them")
-                }
-            }
-        }
+        let lying = scanned ? headersClaimingMore(media, of: demuxer, timings: timings, streams: streams, warnings: &warnings) : []
         // FFmpeg 5.1 does not read a QuickTime or MP4 sample description's clean aperture.
         let apertures = demuxer.formatName.hasPrefix("mov,") && streams.contains { $0.kind == .video }
             ? MovieBoxes.cleanApertures(path: path) : [:]
@@ -134,6 +110,35 @@ enum AssetInspector {
         // Handed on last: from here the inspection no longer touches it.
         if !scanned { handoff?.keep(demuxer) }
         return inspection
+    }
+
+    /// The media tracks whose header claims over a second (and 5 %) more than their packets
+    /// last, each named in `warnings`, as are video tracks whose index lost samples.
+    private static func headersClaimingMore(_ media: [StreamInfo], of demuxer: Demuxer, timings: [StreamTiming], streams: [StreamInfo],
+                                            warnings: inout [String]) -> Set<Int> {
+        var lying = Set<Int>()
+        // An empty track beside tracks with data is a track without samples, not a lie.
+        let anyData = media.contains { timings[$0.index].sawData }
+        for s in media where timings[s.index].sawData || !anyData {
+            let timing = timings[s.index]
+            guard let declared = s.duration else { continue }
+            // From the first timestamp read, lead-in before 0 included (Opus pre-skip).
+            let first = timing.timestamps.min() ?? s.startTime ?? 0
+            let claimed = s.timeBase.time(ofTicks: declared).seconds
+            let found = timing.end.map { s.timeBase.time(ofTicks: max($0 - first, 0)).seconds } ?? 0
+            if claimed - found > max(1, 0.05 * found) {
+                lying.insert(s.index)
+                warnings.append(String(format: "track %d: the header says %.3f s but the data ends after %.3f s (the file is truncated or its header is wrong); the data's length is reported",
+                                       trackID(s, in: streams), claimed, found))
+            }
+            // FFmpeg drops a track's index from an entry it refuses (an impossible sample
+            // size) on: its samples stop there, though its duration may still look whole.
+            let listed = TrackVerification.declaredSamples(s, formatName: demuxer.formatName)
+            if s.kind == .video, let unread = TrackVerification.unreadSamples(declared: listed, read: timing.count) {
+                warnings.append("track \(trackID(s, in: streams)): only \(timing.count) of the \(listed) samples its index lists can be read (\(unread) lost to a damaged index or data); the track ends after them")
+            }
+        }
+        return lying
     }
 
     // MARK: Errors

@@ -410,151 +410,177 @@ struct TimelineBuilder {
         MediaError(code, OpenTimelineIO.oneLine(message), path: file.path, underlying: underlying)
     }
 
+    /// What laying the tracks gathers across them: each file's tracks (opened once), which of
+    /// the report's clips each composition track holds (for trimming), the clips a
+    /// `source_range` trims away entirely, the dissolves placed and the track beneath each
+    /// timeline track that has some.
+    struct Layout {
+        var tracksByFile: [URL: [AssetTrack]] = [:]
+        var clipsOfTrack: [Int: Range<Int>] = [:]
+        var trimmedAway = Set<Int>()
+        var dissolves: [Dissolve] = []
+        var secondaryOf: [Int: MutableCompositionTrack] = [:]
+    }
+
+    /// Where laying one track has got to.
+    struct TrackCursor {
+        var used: TimelineReport.Track
+        var position = MediaTime.zero
+        /// The last enabled clip placed (its file track and range) while nothing followed it,
+        /// and a transition waiting for the clip after it.
+        var outgoing: (source: AssetTrack, range: MediaTimeRange)?
+        var pending: (name: String, inOffset: MediaTime, outOffset: MediaTime)?
+        /// The track beneath, holding the incoming clips of dissolves.
+        var secondary: MutableCompositionTrack?
+    }
+
     func build() async throws -> (MutableComposition, TimelineReport) {
         let composition = MutableComposition()
         var report = TimelineReport(name: timeline.name, warnings: timeline.warnings)
         report.frameRate = timeline.rate.flatMap(OpenTimelineIO.exactRate).map { Double($0.numerator) / Double($0.denominator) }
-        var tracksByFile: [URL: [AssetTrack]] = [:]
-        // Which of the report's clips each composition track holds, for trimming.
-        var clipsOfTrack: [Int: Range<Int>] = [:]
-        // The report's clips a source_range trims away entirely, by index.
-        var trimmedAway = Set<Int>()
-        // The dissolves placed, and the track beneath each timeline track that has some.
-        var dissolves: [Dissolve] = []
-        var secondaryOf: [Int: MutableCompositionTrack] = [:]
+        var layout = Layout()
         for (index, track) in timeline.tracks.enumerated() {
-            let trackName = track.name.isEmpty ? "track \(index + 1)" : "track \(index + 1) \"\(track.name)\""
-            guard track.isEnabled, !track.items.isEmpty else {
-                report.skippedTracks.append(track.name.isEmpty ? "track \(index + 1)" : track.name)
-                if track.isEnabled { report.warnings.append("\(trackName) is empty and left out") }
-                continue
-            }
-            guard let target = composition.addMutableTrack(withMediaType: track.mediaType) else {
-                preconditionFailure("a fresh composition track ID is always free")
-            }
-            var used = TimelineReport.Track(name: track.name, mediaType: track.mediaType, compositionTrackID: target.trackID,
-                                            clips: 0, disabledClips: 0, gaps: 0, duration: .zero)
-            var position = MediaTime.zero
-            let firstClip = report.clips.count
-            // The last enabled clip placed (its file track and range) while nothing followed it,
-            // and a transition waiting for the clip after it.
-            var outgoing: (source: AssetTrack, range: MediaTimeRange)?
-            var pending: (name: String, inOffset: MediaTime, outOffset: MediaTime)?
-            var secondary: MutableCompositionTrack?
-            for item in track.items {
-                if case .transition = item {} else if case .clip = item {} else if pending != nil {
-                    throw fail(.invalidArgument, "\(trackName): a transition must stand between two clips")
-                }
-                switch item {
-                case .transition(let name, let inOffset, let outOffset):
-                    guard outgoing != nil, pending == nil else {
-                        throw fail(.invalidArgument, "\(trackName): transition \"\(name)\" must stand between two clips")
-                    }
-                    pending = (name, inOffset, outOffset)
-                    continue
-                case .gap(_, let duration):
-                    outgoing = nil
-                    try insertEmpty(duration, at: position, into: target, where: trackName)
-                    used.gaps += 1
-                    position = position + duration
-                case .clip(let clip):
-                    let place = "clip \"\(clip.name)\" (\(trackName))"
-                    if clip.sourceRange?.duration == .zero {
-                        report.warnings.append("\(place) lasts no time and is left out")
-                        continue
-                    }
-                    if !clip.isEnabled, let duration = (clip.sourceRange ?? clip.availableRange)?.duration {
-                        if pending != nil { throw fail(.invalidArgument, "\(place): a transition leads into this disabled clip") }
-                        outgoing = nil
-                        // Disabled: its time stays, empty; its media is not needed.
-                        try insertEmpty(duration, at: position, into: target, where: place)
-                        report.clips.append(.init(name: clip.name, trackName: track.name, url: nil, sourceRange: nil,
-                                                  targetRange: MediaTimeRange(start: position, duration: duration), isEnabled: false))
-                        used.disabledClips += 1
-                        position = position + duration
-                        continue
-                    }
-                    let (url, source) = try await sourceTrack(of: clip, kind: track.mediaType, where: place, cache: &tracksByFile)
-                    let trimmed = try fileRange(of: clip, in: source, where: place, warnings: &report.warnings)
-                    let changesSpeed = clip.speed != (1, 1)
-                    // A LinearTimeWarp keeps the clip's length on the track (OTIO leaves time effects
-                    // out of its ranges) and plays `speed` times as much media from the same start.
-                    let length = trimmed.duration
-                    let range = changesSpeed
-                        ? playedRange(of: trimmed, at: clip.speed, in: source, where: place, warnings: &report.warnings) : trimmed
-                    if changesSpeed && (pending != nil) {
-                        throw fail(.invalidArgument, "\(place): a transition next to a clip with a speed change is not supported")
-                    }
-                    if clip.isEnabled {
-                        do {
-                            try target.insertTimeRange(range, of: source, at: position)
-                            if changesSpeed { try target.scaleTimeRange(MediaTimeRange(start: position, duration: range.duration), toDuration: length) }
-                        } catch {
-                            throw fail(.invalidArgument, "\(place): cannot place \(Self.seconds(range)) of \(url.lastPathComponent): \(error)", underlying: error)
-                        }
-                        used.clips += 1
-                    } else {
-                        try insertEmpty(length, at: position, into: target, where: place)
-                        used.disabledClips += 1
-                    }
-                    report.clips.append(.init(name: clip.name, trackName: track.name, url: url, sourceRange: clip.isEnabled ? range : nil,
-                                              targetRange: MediaTimeRange(start: position, duration: length), isEnabled: clip.isEnabled))
-                    if let transition = pending, let from = outgoing {
-                        let second = secondary ?? {
-                            guard let made = composition.addMutableTrack(withMediaType: track.mediaType) else {
-                                preconditionFailure("a fresh composition track ID is always free")
-                            }
-                            return made
-                        }()
-                        secondary = second
-                        if let dissolve = try dissolve(transition, from: from, to: (source, range), cut: position, on: target, and: second,
-                                                       where: "transition \"\(transition.name)\" (\(trackName))", warnings: &report.warnings) {
-                            dissolves.append(Dissolve(mediaType: track.mediaType, over: target.trackID, under: second.trackID, range: dissolve))
-                            report.transitions += 1
-                        }
-                        pending = nil
-                    }
-                    // A speed-changed clip has no handle a dissolve could use at speed 1.
-                    outgoing = changesSpeed ? nil : (source, range)
-                    position = position + length
-                }
-            }
-            if pending != nil { throw fail(.invalidArgument, "\(trackName): the track ends with a transition; it must stand between two clips") }
-            used.duration = position
-            clipsOfTrack[target.trackID] = firstClip..<report.clips.count
-            if let second = secondary { secondaryOf[target.trackID] = second }
-            if let trim = track.trim {
-                trimmedAway.formUnion(try keep(trim, of: target, length: position, where: trackName, report: &report, clips: firstClip..<report.clips.count))
-                if let second = secondary { _ = try keep(trim, of: second, length: second.timeRange.end, where: trackName, report: &report, clips: 0..<0) }
-                shift(&dissolves, onTrack: target.trackID, by: trim)
-                used.duration = trim.duration
-            }
-            report.tracks.append(used)
+            try await lay(track, index: index, into: composition, layout: &layout, report: &report)
         }
         if let trim = timeline.trim {
             for i in report.tracks.indices {
                 let id = report.tracks[i].compositionTrackID
                 guard let target = composition.mutableTrack(withTrackID: id) else { continue }
-                trimmedAway.formUnion(try keep(trim, of: target, length: report.tracks[i].duration, where: "the tracks Stack",
-                                               report: &report, clips: clipsOfTrack[id] ?? 0..<0))
-                if let second = secondaryOf[id] {
+                layout.trimmedAway.formUnion(try keep(trim, of: target, length: report.tracks[i].duration, where: "the tracks Stack",
+                                                      report: &report, clips: layout.clipsOfTrack[id] ?? 0..<0))
+                if let second = layout.secondaryOf[id] {
                     _ = try keep(trim, of: second, length: second.timeRange.end, where: "the tracks Stack", report: &report, clips: 0..<0)
                 }
-                shift(&dissolves, onTrack: id, by: trim)
+                shift(&layout.dissolves, onTrack: id, by: trim)
                 report.tracks[i].duration = trim.duration
             }
         }
-        if !trimmedAway.isEmpty {
-            report.clips = report.clips.enumerated().filter { !trimmedAway.contains($0.offset) }.map(\.element)
-            let one = trimmedAway.count == 1
-            report.warnings.append("\(trimmedAway.count) clip\(one ? " falls" : "s fall") outside a source_range and \(one ? "is" : "are") left out")
+        if !layout.trimmedAway.isEmpty {
+            report.clips = report.clips.enumerated().filter { !layout.trimmedAway.contains($0.offset) }.map(\.element)
+            let one = layout.trimmedAway.count == 1
+            report.warnings.append("\(layout.trimmedAway.count) clip\(one ? " falls" : "s fall") outside a source_range and \(one ? "is" : "are") left out")
         }
         guard !report.tracks.isEmpty else {
             throw fail(.noTracks, "the timeline has no enabled Video or Audio track with anything on it")
         }
-        report.videoComposition = videoComposition(of: composition, report: report, secondaryOf: secondaryOf, dissolves: dissolves)
-        report.audioMix = audioMix(of: composition, dissolves: dissolves)
+        report.videoComposition = videoComposition(of: composition, report: report, secondaryOf: layout.secondaryOf, dissolves: layout.dissolves)
+        report.audioMix = audioMix(of: composition, dissolves: layout.dissolves)
         return (composition, report)
+    }
+
+    /// Lays one timeline track into a composition track of its own: its clips, gaps and
+    /// transitions in order, then its `source_range`. A disabled or empty track is left out.
+    private func lay(_ track: ParsedTimeline.Track, index: Int, into composition: MutableComposition, layout: inout Layout,
+                     report: inout TimelineReport) async throws {
+        let trackName = track.name.isEmpty ? "track \(index + 1)" : "track \(index + 1) \"\(track.name)\""
+        guard track.isEnabled, !track.items.isEmpty else {
+            report.skippedTracks.append(track.name.isEmpty ? "track \(index + 1)" : track.name)
+            if track.isEnabled { report.warnings.append("\(trackName) is empty and left out") }
+            return
+        }
+        guard let target = composition.addMutableTrack(withMediaType: track.mediaType) else {
+            preconditionFailure("a fresh composition track ID is always free")
+        }
+        var cursor = TrackCursor(used: TimelineReport.Track(name: track.name, mediaType: track.mediaType, compositionTrackID: target.trackID,
+                                                            clips: 0, disabledClips: 0, gaps: 0, duration: .zero))
+        let firstClip = report.clips.count
+        for item in track.items {
+            if case .transition = item {} else if case .clip = item {} else if cursor.pending != nil {
+                throw fail(.invalidArgument, "\(trackName): a transition must stand between two clips")
+            }
+            switch item {
+            case .transition(let name, let inOffset, let outOffset):
+                guard cursor.outgoing != nil, cursor.pending == nil else {
+                    throw fail(.invalidArgument, "\(trackName): transition \"\(name)\" must stand between two clips")
+                }
+                cursor.pending = (name, inOffset, outOffset)
+            case .gap(_, let duration):
+                cursor.outgoing = nil
+                try insertEmpty(duration, at: cursor.position, into: target, where: trackName)
+                cursor.used.gaps += 1
+                cursor.position = cursor.position + duration
+            case .clip(let clip):
+                try await place(clip, of: track, named: trackName, on: target, in: composition, cursor: &cursor, layout: &layout, report: &report)
+            }
+        }
+        if cursor.pending != nil { throw fail(.invalidArgument, "\(trackName): the track ends with a transition; it must stand between two clips") }
+        cursor.used.duration = cursor.position
+        layout.clipsOfTrack[target.trackID] = firstClip..<report.clips.count
+        if let second = cursor.secondary { layout.secondaryOf[target.trackID] = second }
+        if let trim = track.trim {
+            layout.trimmedAway.formUnion(try keep(trim, of: target, length: cursor.position, where: trackName, report: &report,
+                                                  clips: firstClip..<report.clips.count))
+            if let second = cursor.secondary { _ = try keep(trim, of: second, length: second.timeRange.end, where: trackName, report: &report, clips: 0..<0) }
+            shift(&layout.dissolves, onTrack: target.trackID, by: trim)
+            cursor.used.duration = trim.duration
+        }
+        report.tracks.append(cursor.used)
+    }
+
+    /// Places one clip at the cursor: its media's range (at its speed), or its time left empty
+    /// when it is disabled; and the dissolve waiting for it, over the track beneath.
+    private func place(_ clip: ParsedTimeline.Clip, of track: ParsedTimeline.Track, named trackName: String,
+                       on target: MutableCompositionTrack, in composition: MutableComposition, cursor: inout TrackCursor,
+                       layout: inout Layout, report: inout TimelineReport) async throws {
+        let place = "clip \"\(clip.name)\" (\(trackName))"
+        if clip.sourceRange?.duration == .zero {
+            report.warnings.append("\(place) lasts no time and is left out")
+            return
+        }
+        if !clip.isEnabled, let duration = (clip.sourceRange ?? clip.availableRange)?.duration {
+            if cursor.pending != nil { throw fail(.invalidArgument, "\(place): a transition leads into this disabled clip") }
+            cursor.outgoing = nil
+            // Disabled: its time stays, empty; its media is not needed.
+            try insertEmpty(duration, at: cursor.position, into: target, where: place)
+            report.clips.append(.init(name: clip.name, trackName: track.name, url: nil, sourceRange: nil,
+                                      targetRange: MediaTimeRange(start: cursor.position, duration: duration), isEnabled: false))
+            cursor.used.disabledClips += 1
+            cursor.position = cursor.position + duration
+            return
+        }
+        let (url, source) = try await sourceTrack(of: clip, kind: track.mediaType, where: place, cache: &layout.tracksByFile)
+        let trimmed = try fileRange(of: clip, in: source, where: place, warnings: &report.warnings)
+        let changesSpeed = clip.speed != (1, 1)
+        // A LinearTimeWarp keeps the clip's length on the track (OTIO leaves time effects
+        // out of its ranges) and plays `speed` times as much media from the same start.
+        let length = trimmed.duration
+        let range = changesSpeed
+            ? playedRange(of: trimmed, at: clip.speed, in: source, where: place, warnings: &report.warnings) : trimmed
+        if changesSpeed && (cursor.pending != nil) {
+            throw fail(.invalidArgument, "\(place): a transition next to a clip with a speed change is not supported")
+        }
+        if clip.isEnabled {
+            do {
+                try target.insertTimeRange(range, of: source, at: cursor.position)
+                if changesSpeed { try target.scaleTimeRange(MediaTimeRange(start: cursor.position, duration: range.duration), toDuration: length) }
+            } catch {
+                throw fail(.invalidArgument, "\(place): cannot place \(Self.seconds(range)) of \(url.lastPathComponent): \(error)", underlying: error)
+            }
+            cursor.used.clips += 1
+        } else {
+            try insertEmpty(length, at: cursor.position, into: target, where: place)
+            cursor.used.disabledClips += 1
+        }
+        report.clips.append(.init(name: clip.name, trackName: track.name, url: url, sourceRange: clip.isEnabled ? range : nil,
+                                  targetRange: MediaTimeRange(start: cursor.position, duration: length), isEnabled: clip.isEnabled))
+        if let transition = cursor.pending, let from = cursor.outgoing {
+            let second = cursor.secondary ?? {
+                guard let made = composition.addMutableTrack(withMediaType: track.mediaType) else {
+                    preconditionFailure("a fresh composition track ID is always free")
+                }
+                return made
+            }()
+            cursor.secondary = second
+            if let dissolve = try dissolve(transition, from: from, to: (source, range), cut: cursor.position, on: target, and: second,
+                                           where: "transition \"\(transition.name)\" (\(trackName))", warnings: &report.warnings) {
+                layout.dissolves.append(Dissolve(mediaType: track.mediaType, over: target.trackID, under: second.trackID, range: dissolve))
+                report.transitions += 1
+            }
+            cursor.pending = nil
+        }
+        // A speed-changed clip has no handle a dissolve could use at speed 1.
+        cursor.outgoing = changesSpeed ? nil : (source, range)
+        cursor.position = cursor.position + length
     }
 
     /// A dissolve placed on the composition: the track fading out over the range, and the one

@@ -96,6 +96,27 @@ enum WriterCodecs {
         guard s.width > 0, s.height > 0 else {
             throw MediaError(.invalidArgument, "video size \(s.width)x\(s.height) is not positive")
         }
+        let format = try pixelFormat(for: s, encoder: name)
+        var c = try commonVideoConfiguration(s, timeBase: timeBase, globalHeader: globalHeader)
+        c.pixelFormat = format
+        c.privateOptions = encoderOptions(s, encoder: name, realTime: realTime, configuration: &c)
+        if let p = s.profile, ["libsvtav1", "libaom-av1", "librav1e", "libvpx-vp9"].contains(name) {
+            let av1Names = ["main": Int32(0), "high": 1, "professional": 2]
+            guard let number = Int32(p) ?? (s.codec == .av1 ? av1Names[p.lowercased()] : nil) else {
+                throw MediaError(.invalidArgument, "profile \(p) is not known for \(name); give its number")
+            }
+            c.profile = number
+        }
+        if s.level != nil && !["libx264", "libx265"].contains(name) {
+            throw MediaError(.unsupported, "setting a level is not supported for \(name)")
+        }
+        return (name, c)
+    }
+
+    /// The pixel format `encoder` is fed for `s`: the settings' own, 10-bit for a 10-bit
+    /// profile, else 4:2:0 (MJPEG: the encoder's first). Throws where the encoder
+    /// refuses it or the size cannot be subsampled.
+    private static func pixelFormat(for s: VideoSettings, encoder name: String) throws(MediaError) -> PixelFormatID {
         let accepted = Encoder.pixelFormats(ofEncoder: name)
         let format: PixelFormatID
         if let wanted = s.pixelFormat {
@@ -117,9 +138,13 @@ enum WriterCodecs {
         if (sub.horizontal && s.width % 2 != 0) || (sub.vertical && s.height % 2 != 0) {
             throw MediaError(.invalidArgument, "\(s.width)x\(s.height) cannot be encoded as \(format): chroma subsampling needs even dimensions")
         }
+        return format
+    }
 
-        var c = try commonVideoConfiguration(s, timeBase: timeBase, globalHeader: globalHeader)
-        c.pixelFormat = format
+    /// The encoder's private options for `s`: its speed preset, constant quality, profile and
+    /// level in its own terms. Where an encoder takes rates its own way, `c` is changed to it.
+    private static func encoderOptions(_ s: VideoSettings, encoder name: String, realTime: Bool,
+                                       configuration c: inout Encoder.Configuration) -> [(name: String, value: String)] {
         let gop = c.keyframeInterval
         let quality = s.averageBitRate == nil ? s.quality.map { min(1, max(0, $0)) } : nil
         // The constant-quality value and the speed setting in this encoder's own terms.
@@ -178,18 +203,7 @@ enum WriterCodecs {
             if let q = quality { c.fixedQuality = Int((2 + 29 * (1 - q)).rounded()) }
         default: break
         }
-        if let p = s.profile, ["libsvtav1", "libaom-av1", "librav1e", "libvpx-vp9"].contains(name) {
-            let av1Names = ["main": Int32(0), "high": 1, "professional": 2]
-            guard let number = Int32(p) ?? (s.codec == .av1 ? av1Names[p.lowercased()] : nil) else {
-                throw MediaError(.invalidArgument, "profile \(p) is not known for \(name); give its number")
-            }
-            c.profile = number
-        }
-        if s.level != nil && !["libx264", "libx265"].contains(name) {
-            throw MediaError(.unsupported, "setting a level is not supported for \(name)")
-        }
-        c.privateOptions = options
-        return (name, c)
+        return options
     }
 
     /// Surfaces a VA encoder's input pool holds: pictures uploaded or scaled for it while it
