@@ -50,7 +50,7 @@ MUTATIONS = [
      "return .take(s.window[cursor - s.firstIndex])", "return .take(s.window[s.window.count - 1])"),
     ("export-writer-window-loose", "export", "PipelineSeamTests", "Sources/VAFoundation/Export/ExportSession+Running.swift",
      "        writer.interleavingWindow = PipelineBounds.laneWindow\n", ""),
-    ("export-limit-ends-at-fastest-track", "export", "FileLengthLimitTests", "Sources/VAFoundation/Export/ExportSession+Running.swift",
+    ("export-limit-ends-at-fastest-track", "export", "theLanesArriveTogetherWhereTheSlowestTrackIs|aReencodeStoppedByItsLengthLimit", "Sources/VAFoundation/Export/ExportSession+Running.swift",
      ".map { ends[$0] ?? start }.min() } ?? start", ".map { ends[$0] ?? start }.max() } ?? start"),
     ("export-failed-ladder-keeps-outputs", "export", "FanOutExportTests", "Sources/VAFoundation/Export/ExportSession+Outputs.swift",
      "                if case .success = result { unlink(outputs[i].url.path) }", "                _ = result"),
