@@ -1,4 +1,5 @@
 internal import CFFmpeg
+import MediaCore
 
 /// One decoded bitmap subtitle (a PGS display set, a VobSub or DVB page): the pictures it
 /// shows, placed on the subtitle canvas, and when. Times are microseconds on the packets' timeline.
@@ -54,9 +55,9 @@ public final class BitmapSubtitleDecoder {
 
     /// The size of the canvas the pictures are placed on (the video size PGS declares, the DVD
     /// frame VobSub's index gives), nil while the stream has not said it.
-    public var canvasSize: (width: Int, height: Int)? {
+    public var canvasSize: Size? {
         let (w, h) = (Int(decoder.pointee.width), Int(decoder.pointee.height))
-        return w > 0 && h > 0 ? (w, h) : nil
+        return w > 0 && h > 0 ? Size(width: w, height: h) : nil
     }
 
     /// The subtitle `packet` completes, nil when it completes none (a PGS display set arrives

@@ -16,8 +16,8 @@ public final class SurfaceScaler {
     /// `mode`, converted to full or limited range when `outputFullRange` says (nil keeps
     /// the source's); timestamps and colour tags carry over. Outside the picture (bars) is black.
     public func scale(_ source: Frame, fit mode: PictureFit.Mode, outputFullRange: Bool? = nil) throws(FFmpegError) -> Frame {
-        let fit = PictureFit(source: (source.width, source.height), pixelAspect: source.pixelAspect,
-                             output: (output.width, output.height), mode: mode)
+        let fit = PictureFit(source: Size(width: source.width, height: source.height), pixelAspect: source.pixelAspect,
+                             output: Size(width: output.width, height: output.height), mode: mode)
         let layer = SurfaceLayer(source: source, sourceRegion: fit.source, outputRegion: fit.output)
         let destination = try compositor.draw([layer], background: 0xff00_0000, outputFullRange: outputFullRange ?? (source.isFullRange == true))
         if outputFullRange == nil { destination.isFullRange = source.isFullRange }

@@ -1,3 +1,5 @@
+import MediaCore
+
 /// A codec family as the probe groups profiles (`h264`, `hevc`, `av1`, …): an open struct, so a
 /// profile family this build does not know still gets a name.
 public struct Codec: RawRepresentable, Hashable, Comparable, Codable, Sendable, CustomStringConvertible {
@@ -111,7 +113,7 @@ public struct DecodeSupport: Codable, Equatable, Sendable {
     /// Chroma subsamplings decodable (`4:2:0`, `4:2:2`, `4:4:4`).
     public var chroma: [String]
     /// The largest picture, from `VAConfigAttribMaxPictureWidth/Height` or the surface limits; `nil` if not reported.
-    public var maxSize: PictureSize?
+    public var maxSize: Size?
 }
 
 /// Hardware encode of one codec, and whether FFmpeg 5.1 can use it.
@@ -127,7 +129,7 @@ public struct EncodeSupport: Codable, Equatable, Sendable {
     /// Bit depths encodable.
     public var bitDepths: [Int]
     /// The largest picture, if reported.
-    public var maxSize: PictureSize?
+    public var maxSize: Size?
     /// The FFmpeg 5.1 encoder that drives it (`h264_vaapi`), or `nil` when FFmpeg 5.1 has none.
     public var ffmpegEncoder: String?
     /// Whether FFmpeg 5.1 can encode this codec on this device at all.
@@ -167,7 +169,7 @@ extension DeviceCapabilities {
         return depths.sorted()
     }
 
-    private func maxSize(_ configs: [ConfigCapabilities]) -> PictureSize? {
+    private func maxSize(_ configs: [ConfigCapabilities]) -> Size? {
         let sizes = configs.compactMap { $0.maxPictureSize ?? surface($0.profile, $0.entrypoint)?.maxSize }
         return sizes.max { ($0.width * $0.height) < ($1.width * $1.height) }
     }

@@ -1,3 +1,5 @@
+import MediaCore
+
 /// What one VA-API device (or one captured `vainfo` output) can do: every profile × entry point with
 /// its config attributes, and, for a live device, surface attributes, image formats and VPP support.
 ///
@@ -73,9 +75,9 @@ public struct ConfigCapabilities: Codable, Equatable, Sendable {
         self[.encMaxRefFrames].map { (Int($0 & 0xffff), Int($0 >> 16)) }
     }
     /// The largest picture the config handles, if the driver reports both dimensions.
-    public var maxPictureSize: PictureSize? {
+    public var maxPictureSize: Size? {
         guard let w = self[.maxPictureWidth], let h = self[.maxPictureHeight] else { return nil }
-        return PictureSize(width: Int(w), height: Int(h))
+        return Size(width: Int(w), height: Int(h))
     }
     /// The number of encode quality levels, if reported.
     public var qualityLevels: Int? { self[.encQualityRange].map(Int.init) }
@@ -92,22 +94,6 @@ public struct ConfigAttribute: Codable, Equatable, Sendable {
         self.type = type
         self.value = value
     }
-}
-
-/// A width × height in pixels.
-public struct PictureSize: Codable, Equatable, Hashable, Sendable, CustomStringConvertible {
-    public var width: Int
-    public var height: Int
-
-    public init(width: Int, height: Int) {
-        self.width = width
-        self.height = height
-    }
-
-    public var description: String { "\(width)x\(height)" }
-
-    /// Whether a picture of `other`'s size fits.
-    public func fits(_ other: PictureSize) -> Bool { other.width <= width && other.height <= height }
 }
 
 /// Surface attributes of one config, from `vaQuerySurfaceAttributes`.
@@ -136,9 +122,9 @@ public struct SurfaceCapabilities: Codable, Equatable, Sendable {
     }
 
     /// The largest surface, if the driver reports both limits.
-    public var maxSize: PictureSize? {
+    public var maxSize: Size? {
         guard let maxWidth, let maxHeight else { return nil }
-        return PictureSize(width: maxWidth, height: maxHeight)
+        return Size(width: maxWidth, height: maxHeight)
     }
 }
 
@@ -177,16 +163,16 @@ public struct VideoProcessingCapabilities: Codable, Equatable, Sendable {
 public struct PipelineCapabilities: Codable, Equatable, Sendable {
     public var inputPixelFormats: [String]
     public var outputPixelFormats: [String]
-    public var minInputSize: PictureSize?
-    public var maxInputSize: PictureSize?
-    public var minOutputSize: PictureSize?
-    public var maxOutputSize: PictureSize?
+    public var minInputSize: Size?
+    public var maxInputSize: Size?
+    public var minOutputSize: Size?
+    public var maxOutputSize: Size?
     public var rotationFlags: UInt32
     public var mirrorFlags: UInt32
     public var blendFlags: UInt32
 
-    public init(inputPixelFormats: [String], outputPixelFormats: [String], minInputSize: PictureSize?,
-                maxInputSize: PictureSize?, minOutputSize: PictureSize?, maxOutputSize: PictureSize?,
+    public init(inputPixelFormats: [String], outputPixelFormats: [String], minInputSize: Size?,
+                maxInputSize: Size?, minOutputSize: Size?, maxOutputSize: Size?,
                 rotationFlags: UInt32, mirrorFlags: UInt32, blendFlags: UInt32) {
         self.inputPixelFormats = inputPixelFormats
         self.outputPixelFormats = outputPixelFormats

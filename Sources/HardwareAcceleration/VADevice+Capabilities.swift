@@ -1,4 +1,5 @@
 internal import CVA
+import MediaCore
 
 extension VADevice {
     /// Everything the device reports: each profile × entry point with its config attributes, surface
@@ -136,8 +137,8 @@ extension VADevice {
                         guard vaQueryVideoProcPipelineCaps(display, context, nil, 0, &caps) == cva_VA_STATUS_SUCCESS() else {
                             return nil
                         }
-                        func size(_ w: UInt32, _ h: UInt32) -> PictureSize? {
-                            w == 0 || h == 0 ? nil : PictureSize(width: Int(w), height: Int(h))
+                        func size(_ w: UInt32, _ h: UInt32) -> Size? {
+                            w == 0 || h == 0 ? nil : Size(width: Int(w), height: Int(h))
                         }
                         // A driver may point the lists at arrays of its own (SoftVA, v4l2-request) or
                         // fill ours, or leave them untouched (our zeroed arrays, our count): zeros are no format.

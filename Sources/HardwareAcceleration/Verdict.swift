@@ -1,3 +1,5 @@
+import MediaCore
+
 /// A common transcoding job the probe judges a device against (`H.264 1080p → HEVC`).
 public struct TranscodeJob: Codable, Equatable, Sendable {
     /// What the report calls it.
@@ -10,9 +12,9 @@ public struct TranscodeJob: Codable, Equatable, Sendable {
     public struct Stream: Codable, Equatable, Sendable {
         public var codec: Codec
         public var bitDepth: Int
-        public var size: PictureSize
+        public var size: Size
 
-        public init(codec: Codec, bitDepth: Int, size: PictureSize) {
+        public init(codec: Codec, bitDepth: Int, size: Size) {
             self.codec = codec
             self.bitDepth = bitDepth
             self.size = size
@@ -25,8 +27,8 @@ public struct TranscodeJob: Codable, Equatable, Sendable {
         self.output = output
     }
 
-    static let p1080 = PictureSize(width: 1920, height: 1080)
-    static let p2160 = PictureSize(width: 3840, height: 2160)
+    static let p1080 = Size(width: 1920, height: 1080)
+    static let p2160 = Size(width: 3840, height: 2160)
 
     /// The jobs `vaf probe` reports on.
     public static let common: [TranscodeJob] = [

@@ -10,6 +10,9 @@ public struct Size: Sendable, Hashable, Codable, CustomStringConvertible {
     public static let zero = Size(width: 0, height: 0)
     public var description: String { "\(Int(width.rounded()))x\(Int(height.rounded()))" }
 
+    /// Whether a picture of `other`'s size fits in one of this size.
+    public func fits(_ other: Size) -> Bool { other.width <= width && other.height <= height }
+
     /// The size after `transform`, as absolute extents (what a player shows).
     public func applying(_ transform: VideoTransform) -> Size {
         Size(width: abs(transform.a * width + transform.c * height),

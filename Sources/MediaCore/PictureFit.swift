@@ -42,13 +42,14 @@ public struct PictureFit: Equatable, Sendable {
 
     /// The placement of a `sourceSize` picture of `pixelAspect`-wide pixels in an `outputSize`
     /// frame. `sourceStep` aligns the source crop, `outputStep` the output rectangle.
-    public init(source sourceSize: (width: Int, height: Int), pixelAspect: Double = 1, output outputSize: (width: Int, height: Int), mode: Mode,
+    public init(source sourceSize: Size, pixelAspect: Double = 1, output outputSize: Size, mode: Mode,
                 sourceStep: (horizontal: Int, vertical: Int) = (2, 2), outputStep: (horizontal: Int, vertical: Int) = (2, 2)) {
-        (outputWidth, outputHeight) = (outputSize.width, outputSize.height)
+        let (sourceWidth, sourceHeight) = (Int(sourceSize.width), Int(sourceSize.height))
+        let (ow, oh) = (Int(outputSize.width), Int(outputSize.height))
+        (outputWidth, outputHeight) = (ow, oh)
         let aspect = pixelAspect.isFinite && pixelAspect > 0 ? pixelAspect : 1
-        let (sw, sh) = (Double(sourceSize.width) * aspect, Double(sourceSize.height))
-        let (ow, oh) = (outputSize.width, outputSize.height)
-        source = Rectangle(x: 0, y: 0, width: sourceSize.width, height: sourceSize.height)
+        let (sw, sh) = (Double(sourceWidth) * aspect, Double(sourceHeight))
+        source = Rectangle(x: 0, y: 0, width: sourceWidth, height: sourceHeight)
         output = Rectangle(x: 0, y: 0, width: ow, height: oh)
         switch mode {
         case .stretch:
@@ -61,10 +62,10 @@ public struct PictureFit: Equatable, Sendable {
             output.y = Self.floored((oh - output.height) / 2, step: outputStep.vertical)
         case .fill:
             let scale = max(Double(ow) / sw, Double(oh) / sh)
-            source.width = min(sourceSize.width, Self.rounded(Double(ow) / scale / aspect, step: sourceStep.horizontal))
-            source.height = min(sourceSize.height, Self.rounded(Double(oh) / scale, step: sourceStep.vertical))
-            source.x = Self.floored((sourceSize.width - source.width) / 2, step: sourceStep.horizontal)
-            source.y = Self.floored((sourceSize.height - source.height) / 2, step: sourceStep.vertical)
+            source.width = min(sourceWidth, Self.rounded(Double(ow) / scale / aspect, step: sourceStep.horizontal))
+            source.height = min(sourceHeight, Self.rounded(Double(oh) / scale, step: sourceStep.vertical))
+            source.x = Self.floored((sourceWidth - source.width) / 2, step: sourceStep.horizontal)
+            source.y = Self.floored((sourceHeight - source.height) / 2, step: sourceStep.vertical)
         }
     }
 

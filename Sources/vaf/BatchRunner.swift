@@ -14,7 +14,7 @@ struct BatchJob: Sendable {
     /// A `--time-range` that counts video frames (`+90f`): resolved into `timeRange` with the
     /// input's frame rate when the job runs.
     var frameCountedRange: TimeRangeArgument?
-    var size: (width: Int, height: Int)?
+    var size: Size?
     var videoCodec: VideoCodec?
     var audioCodec: AudioCodec?
     var videoBitRate: Int?

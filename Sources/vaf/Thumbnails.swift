@@ -130,13 +130,13 @@ extension Vaf {
             return .count(contactSheet ? 16 : 1)
         }
 
-        func box() throws -> (width: Int, height: Int)? {
+        func box() throws -> Size? {
             guard let text = size ?? (sprite != nil ? "160x90" : contactSheet ? "320x180" : nil) else { return nil }
             let parts = text.lowercased().split(separator: "x").compactMap { Int($0) }
             guard parts.count == 2, parts[0] > 0, parts[1] > 0, parts[0] <= 16384, parts[1] <= 16384 else {
                 throw ValidationError("--size takes WxH in pixels, e.g. 320x180.")
             }
-            return (parts[0], parts[1])
+            return Size(width: parts[0], height: parts[1])
         }
 
         func grid() throws -> (columns: Int, rows: Int)? {
@@ -234,7 +234,7 @@ struct ThumbnailReport: Encodable, Sendable {
 /// The thumbnails of one input, with the settings shared by the batch.
 struct ThumbnailJob: Sendable {
     var schedule: Vaf.Thumbnails.Schedule
-    var box: (width: Int, height: Int)?
+    var box: Size?
     var exact: Bool
     var format: Image.Format
     var grid: (columns: Int, rows: Int)?

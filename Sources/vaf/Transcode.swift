@@ -319,7 +319,7 @@ extension Vaf {
         }
 
         private func presetLine(_ p: ExportPreset) -> String {
-            let video = p.videoCodec.map { "\($0)" + (p.box.map { " fit in \($0.width)x\($0.height)" } ?? " at source size") } ?? (p.isPassthrough ? "copy" : "none")
+            let video = p.videoCodec.map { "\($0)" + (p.box.map { " fit in \($0)" } ?? " at source size") } ?? (p.isPassthrough ? "copy" : "none")
             let audio = p.audioCodec.map { "\($0)" } ?? (p.isPassthrough ? "copy" : "none")
             return "\(p.name.padding(toLength: 20, withPad: " ", startingAt: 0)) video \(video.padding(toLength: 26, withPad: " ", startingAt: 0)) audio \(audio.padding(toLength: 5, withPad: " ", startingAt: 0)) files \(p.fileTypes.map(\.rawValue).joined(separator: ","))"
         }
@@ -455,15 +455,15 @@ extension Vaf {
             return range
         }
 
-        func parsedSize() throws -> (width: Int, height: Int)? {
+        func parsedSize() throws -> Size? {
             try size.map(Self.parseSize)
         }
 
         /// `--size WxH` as the export's box; a usage error otherwise (shared with `vaf render`).
-        static func parseSize(_ text: String) throws -> (width: Int, height: Int) {
+        static func parseSize(_ text: String) throws -> Size {
             let parts = text.lowercased().split(separator: "x").compactMap { Int($0) }
             guard parts.count == 2, parts[0] >= 2, parts[1] >= 2 else { throw ValidationError("--size takes WxH, e.g. 1280x720.") }
-            return (parts[0], parts[1])
+            return Size(width: parts[0], height: parts[1])
         }
 
         /// The summary table, fitted to the terminal: on stdout, or on stderr when stdout carries

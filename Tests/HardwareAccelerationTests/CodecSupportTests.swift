@@ -1,4 +1,5 @@
 import HardwareAcceleration
+import MediaCore
 import Testing
 
 @Suite
@@ -76,7 +77,7 @@ struct CodecSupportTests {
         let verdict = caps.verdicts().first { $0.job == "HEVC Main10 2160p → HEVC Main10" }
         #expect(verdict?.path == .software)
         #expect(verdict?.notes == ["HEVC decode limited to 1920x1088", "HEVC encode limited to 1920x1088"])
-        #expect(caps.support(for: .hevc)?.decode?.maxSize == PictureSize(width: 1920, height: 1088))
+        #expect(caps.support(for: .hevc)?.decode?.maxSize == Size(width: 1920, height: 1088))
     }
 
     @Test func noDeviceMeansSoftwareEverywhere() {

@@ -5,35 +5,35 @@ struct PictureFitTests {
     typealias R = PictureFit.Rectangle
 
     @Test func fitLetterboxesAndPillarboxesOnTheDisplayedAspect() {
-        let same = PictureFit(source: (1920, 1080), output: (1280, 720), mode: .fit)
+        let same = PictureFit(source: Size(width: 1920, height: 1080), output: Size(width: 1280, height: 720), mode: .fit)
         #expect(same.output == R(x: 0, y: 0, width: 1280, height: 720) && !same.hasBars)
         // 4:3 into 16:9: bars left and right, centred on an even column.
-        let pillar = PictureFit(source: (640, 480), output: (1280, 720), mode: .fit)
+        let pillar = PictureFit(source: Size(width: 640, height: 480), output: Size(width: 1280, height: 720), mode: .fit)
         #expect(pillar.output == R(x: 160, y: 0, width: 960, height: 720) && pillar.hasBars)
         // 1440x1080 with 4:3 pixels displays as 16:9: no bars, square pixels out.
-        let anamorphic = PictureFit(source: (1440, 1080), pixelAspect: 4.0 / 3, output: (1920, 1080), mode: .fit)
+        let anamorphic = PictureFit(source: Size(width: 1440, height: 1080), pixelAspect: 4.0 / 3, output: Size(width: 1920, height: 1080), mode: .fit)
         #expect(anamorphic.output == R(x: 0, y: 0, width: 1920, height: 1080))
         // PAL 16:9 DVB (720x576, 64:45 pixels) into a 1280x720 box: 1280 x 720, no bars.
-        let pal = PictureFit(source: (720, 576), pixelAspect: 64.0 / 45, output: (1280, 720), mode: .fit)
+        let pal = PictureFit(source: Size(width: 720, height: 576), pixelAspect: 64.0 / 45, output: Size(width: 1280, height: 720), mode: .fit)
         #expect(pal.output == R(x: 0, y: 0, width: 1280, height: 720))
         // Portrait into landscape: 405 wide rounds to an even 406, on an even column.
-        let portrait = PictureFit(source: (1080, 1920), output: (1280, 720), mode: .fit)
+        let portrait = PictureFit(source: Size(width: 1080, height: 1920), output: Size(width: 1280, height: 720), mode: .fit)
         #expect(portrait.output == R(x: 436, y: 0, width: 406, height: 720))
     }
 
     @Test func fillCropsTheSourceCentred() {
-        let crop = PictureFit(source: (1920, 1080), output: (720, 720), mode: .fill)
+        let crop = PictureFit(source: Size(width: 1920, height: 1080), output: Size(width: 720, height: 720), mode: .fill)
         #expect(crop.source == R(x: 420, y: 0, width: 1080, height: 1080))
         #expect(crop.output == R(x: 0, y: 0, width: 720, height: 720) && !crop.hasBars)
     }
 
     @Test func stepsFollowTheChromaSubsampling() {
         // 4:4:4 output (step 1) keeps an odd width; 4:2:0 (step 2) rounds to even.
-        let odd = PictureFit(source: (1080, 1920), output: (1280, 720), mode: .fit, outputStep: (1, 1))
+        let odd = PictureFit(source: Size(width: 1080, height: 1920), output: Size(width: 1280, height: 720), mode: .fit, outputStep: (1, 1))
         #expect(odd.output.width == 405 && odd.output.x == 437)
-        let even = PictureFit(source: (1080, 1920), output: (1280, 720), mode: .fit)
+        let even = PictureFit(source: Size(width: 1080, height: 1920), output: Size(width: 1280, height: 720), mode: .fit)
         #expect(even.output.width % 2 == 0 && even.output.x % 2 == 0)
-        let stretch = PictureFit(source: (333, 111), output: (64, 64), mode: .stretch)
+        let stretch = PictureFit(source: Size(width: 333, height: 111), output: Size(width: 64, height: 64), mode: .stretch)
         #expect(stretch.source == R(x: 0, y: 0, width: 333, height: 111) && stretch.output == R(x: 0, y: 0, width: 64, height: 64))
     }
 }

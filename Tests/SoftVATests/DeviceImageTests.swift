@@ -15,7 +15,7 @@ extension HardwareExportTests {
         let times = [0, 7, 15, 29].map { MediaTime(value: Int64($0), timescale: 30) }
         func images(on device: VideoDevice?) async throws -> [(Image, MediaTime)] {
             let generator = AssetImageGenerator(asset: Asset(url: source))
-            generator.maximumSize = (161, 91)
+            generator.maximumSize = Size(width: 161, height: 91)
             generator.requestedTimeToleranceBefore = .zero
             generator.requestedTimeToleranceAfter = .zero
             generator.hardwareDevice = device

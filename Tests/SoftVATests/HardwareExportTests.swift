@@ -73,7 +73,7 @@ import VATestSupport
     static func exportJPEG(_ source: URL, to output: URL, configure: (ExportSession) -> Void) async throws -> ExportResult {
         let session = ExportSession(asset: Asset(url: source), preset: .preset640x480)
         session.videoCodec = .mjpeg
-        session.outputSize = (320, 240)
+        session.outputSize = Size(width: 320, height: 240)
         configure(session)
         return try await session.export(to: output, as: .mov)
     }
@@ -214,7 +214,7 @@ import VATestSupport
         try await Self.withDevice(SoftVAOptions(profile: Fixtures.path("intel-ihd-tigerlake.profile"), countersPath: counters)) { device in
             let session = ExportSession(asset: Asset(url: source), preset: .preset640x480)
             session.videoCodec = .mjpeg
-            session.outputSize = (320, 240)
+            session.outputSize = Size(width: 320, height: 240)
             session.hardwareDevice = device
             let plan = try await session.plan(fileType: .mov)
             try #require(plan.path == .hardware, "the plan decodes and encodes on the device: \(plan.pathReason)")

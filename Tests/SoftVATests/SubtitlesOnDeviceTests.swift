@@ -47,14 +47,14 @@ extension HardwareExportTests {
             let session = ExportSession(asset: Asset(url: URL(fileURLWithPath: source)), preset: .preset640x480)
             session.subtitlesBurnedIn = .all
             // The source's own size: the video processor draws the subtitles and scales nothing.
-            session.outputSize = (width, height)
+            session.outputSize = Size(width: width, height: height)
             configure(session)
             return try await session.export(to: URL(fileURLWithPath: dir.file(name)), as: .mp4)
         }
         let hardware = try await Self.withDevice(SoftVAOptions(countersPath: counters)) { device in
             let session = ExportSession(asset: Asset(url: URL(fileURLWithPath: source)), preset: .preset640x480)
             session.subtitlesBurnedIn = .all
-            session.outputSize = (width, height)
+            session.outputSize = Size(width: width, height: height)
             session.hardwareDevice = device
             let plan = try await session.plan(fileType: .mp4)
             #expect(plan.hardware?.burningInSubtitles == .device, "\(String(describing: plan.hardware))")

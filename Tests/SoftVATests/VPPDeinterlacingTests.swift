@@ -130,7 +130,7 @@ extension HardwareExportTests {
         func export(_ device: VideoDevice?, to name: String) async throws -> ExportResult {
             let session = ExportSession(asset: Asset(url: URL(fileURLWithPath: clip)), preset: .preset640x480)
             session.videoCodec = .h264
-            session.outputSize = (w, h)
+            session.outputSize = Size(width: w, height: h)
             session.hardwareDevice = device
             if device == nil { session.hardwarePolicy = .off }
             return try await session.export(to: URL(fileURLWithPath: dir.file(name)), as: .mp4)

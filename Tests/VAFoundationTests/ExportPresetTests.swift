@@ -93,7 +93,7 @@ struct ExportPresetTests {
         #expect((w > h) == (sw > sh), "orientation kept")
         #expect(WriterTestSupport.displayRotation(video) == WriterTestSupport.displayRotation(sourceStream), "rotation kept")
         if let box = preset.box {
-            let (long, short) = (max(box.width, box.height), min(box.width, box.height))
+            let (long, short) = (Int(max(box.width, box.height)), Int(min(box.width, box.height)))
             #expect(max(w, h) <= long && min(w, h) <= short, "fits \(box)")
         }
         // The target the export chose, against the reference computed from Apple's table and

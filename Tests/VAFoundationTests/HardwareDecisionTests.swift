@@ -15,8 +15,8 @@ import Testing
     static func job(_ source: String, _ sourceSize: (Int, Int), to target: VideoCodec, _ targetSize: (Int, Int),
                     bitDepth: Int = 8, chroma: String = "4:2:0") -> HardwareJob {
         HardwareJob(sourceCodec: source, sourceBitDepth: bitDepth, sourceChroma: chroma,
-                    sourceSize: PictureSize(width: sourceSize.0, height: sourceSize.1), targetCodec: target, targetBitDepth: bitDepth,
-                    targetSize: PictureSize(width: targetSize.0, height: targetSize.1))
+                    sourceSize: Size(width: sourceSize.0, height: sourceSize.1), targetCodec: target, targetBitDepth: bitDepth,
+                    targetSize: Size(width: targetSize.0, height: targetSize.1))
     }
 
     @Test func tigerLakeRunsH264ToHEVCOnTheDevice() throws {
@@ -92,8 +92,8 @@ import Testing
 
     static func interlacedJob(_ source: String = "h264", bitDepth: Int = 8, toneMapsHDR: Bool = false, interlaced: Bool = true) -> HardwareJob {
         var job = HardwareJob(sourceCodec: source, sourceBitDepth: bitDepth, sourceChroma: "4:2:0",
-                              sourceSize: PictureSize(width: 1920, height: 1080), targetCodec: .h264, targetBitDepth: 8,
-                              targetSize: PictureSize(width: 1280, height: 720))
+                              sourceSize: Size(width: 1920, height: 1080), targetCodec: .h264, targetBitDepth: 8,
+                              targetSize: Size(width: 1280, height: 720))
         job.deinterlaces = interlaced
         job.toneMapsHDR = toneMapsHDR
         return job

@@ -47,10 +47,10 @@ struct ImageGeneratorTests {
 
     @Test func sizesFitTheBoxAndPortraitClipsTurnUpright() async throws {
         let generator = AssetImageGenerator(asset: Asset(url: clip))
-        generator.maximumSize = (160, 160)
+        generator.maximumSize = Size(width: 160, height: 160)
         #expect(try await generator.image(at: .zero).image.width == 160)
         #expect(try await generator.image(at: .zero).image.height == 120)
-        generator.maximumSize = (1000, 1000)
+        generator.maximumSize = Size(width: 1000, height: 1000)
         let full = try await generator.image(at: .zero).image
         #expect(full.width == 320 && full.height == 240, "never upscaled")
 
@@ -58,7 +58,7 @@ struct ImageGeneratorTests {
         let stored = try await phone.image(at: .zero).image
         #expect(stored.width == 568 && stored.height == 320)
         phone.appliesPreferredTrackTransform = true
-        phone.maximumSize = (200, 200)
+        phone.maximumSize = Size(width: 200, height: 200)
         let upright = try await phone.image(at: .zero).image
         #expect(upright.height == 200 && upright.width == 113, "\(upright.width)x\(upright.height)")
     }

@@ -5,7 +5,7 @@ public struct ExportPreset: Hashable, Sendable, CustomStringConvertible {
     /// nil for audio-only and passthrough presets.
     public let videoCodec: VideoCodec?
     /// The box the output fits in (landscape; turned for portrait sources); nil keeps the source size.
-    public let box: (width: Int, height: Int)?
+    public let box: Size?
     /// nil for passthrough.
     public let audioCodec: AudioCodec?
     public let fileTypes: [FileType]
@@ -16,10 +16,10 @@ public struct ExportPreset: Hashable, Sendable, CustomStringConvertible {
     public static func == (a: ExportPreset, b: ExportPreset) -> Bool { a.name == b.name }
     public func hash(into hasher: inout Hasher) { hasher.combine(name) }
 
-    private init(_ name: String, video: VideoCodec?, box: (Int, Int)?, audio: AudioCodec?, fileTypes: [FileType], passthrough: Bool = false) {
+    private init(_ name: String, video: VideoCodec?, box: Size?, audio: AudioCodec?, fileTypes: [FileType], passthrough: Bool = false) {
         self.name = name
         self.videoCodec = video
-        self.box = box.map { (width: $0.0, height: $0.1) }
+        self.box = box
         self.audioCodec = audio
         self.fileTypes = fileTypes
         self.isPassthrough = passthrough
@@ -28,19 +28,19 @@ public struct ExportPreset: Hashable, Sendable, CustomStringConvertible {
     private static let movie: [FileType] = [.mov, .mp4, .m4v, .mkv]
 
     public static let passthrough = ExportPreset("Passthrough", video: nil, box: nil, audio: nil, fileTypes: FileType.all, passthrough: true)
-    public static let lowQuality = ExportPreset("LowQuality", video: .h264, box: (224, 128), audio: .aac, fileTypes: movie)
-    public static let mediumQuality = ExportPreset("MediumQuality", video: .h264, box: (568, 320), audio: .aac, fileTypes: movie)
+    public static let lowQuality = ExportPreset("LowQuality", video: .h264, box: Size(width: 224, height: 128), audio: .aac, fileTypes: movie)
+    public static let mediumQuality = ExportPreset("MediumQuality", video: .h264, box: Size(width: 568, height: 320), audio: .aac, fileTypes: movie)
     public static let highestQuality = ExportPreset("HighestQuality", video: .h264, box: nil, audio: .aac, fileTypes: movie)
-    public static let preset640x480 = ExportPreset("640x480", video: .h264, box: (640, 480), audio: .aac, fileTypes: movie)
-    public static let preset960x540 = ExportPreset("960x540", video: .h264, box: (960, 540), audio: .aac, fileTypes: movie)
-    public static let preset1280x720 = ExportPreset("1280x720", video: .h264, box: (1280, 720), audio: .aac, fileTypes: movie)
-    public static let preset1920x1080 = ExportPreset("1920x1080", video: .h264, box: (1920, 1080), audio: .aac, fileTypes: movie)
-    public static let preset3840x2160 = ExportPreset("3840x2160", video: .h264, box: (3840, 2160), audio: .aac, fileTypes: movie)
+    public static let preset640x480 = ExportPreset("640x480", video: .h264, box: Size(width: 640, height: 480), audio: .aac, fileTypes: movie)
+    public static let preset960x540 = ExportPreset("960x540", video: .h264, box: Size(width: 960, height: 540), audio: .aac, fileTypes: movie)
+    public static let preset1280x720 = ExportPreset("1280x720", video: .h264, box: Size(width: 1280, height: 720), audio: .aac, fileTypes: movie)
+    public static let preset1920x1080 = ExportPreset("1920x1080", video: .h264, box: Size(width: 1920, height: 1080), audio: .aac, fileTypes: movie)
+    public static let preset3840x2160 = ExportPreset("3840x2160", video: .h264, box: Size(width: 3840, height: 2160), audio: .aac, fileTypes: movie)
     public static let hevcHighestQuality = ExportPreset("HEVCHighestQuality", video: .hevc, box: nil, audio: .aac, fileTypes: movie)
     /// HEVC at 720p: a preset Apple lacks.
-    public static let hevc1280x720 = ExportPreset("HEVC1280x720", video: .hevc, box: (1280, 720), audio: .aac, fileTypes: movie)
-    public static let hevc1920x1080 = ExportPreset("HEVC1920x1080", video: .hevc, box: (1920, 1080), audio: .aac, fileTypes: movie)
-    public static let hevc3840x2160 = ExportPreset("HEVC3840x2160", video: .hevc, box: (3840, 2160), audio: .aac, fileTypes: movie)
+    public static let hevc1280x720 = ExportPreset("HEVC1280x720", video: .hevc, box: Size(width: 1280, height: 720), audio: .aac, fileTypes: movie)
+    public static let hevc1920x1080 = ExportPreset("HEVC1920x1080", video: .hevc, box: Size(width: 1920, height: 1080), audio: .aac, fileTypes: movie)
+    public static let hevc3840x2160 = ExportPreset("HEVC3840x2160", video: .hevc, box: Size(width: 3840, height: 2160), audio: .aac, fileTypes: movie)
     /// Audio only, AAC in an .m4a.
     public static let appleM4A = ExportPreset("AppleM4A", video: nil, box: nil, audio: .aac, fileTypes: [.m4a])
 
@@ -60,7 +60,7 @@ public struct ExportPreset: Hashable, Sendable, CustomStringConvertible {
     /// This preset with another video codec (same name, box, audio and containers): what
     /// `ExportSession.videoCodec` exports with.
     func replacingVideoCodec(_ codec: VideoCodec) -> ExportPreset {
-        ExportPreset(name, video: codec, box: box.map { ($0.width, $0.height) }, audio: audioCodec, fileTypes: fileTypes,
+        ExportPreset(name, video: codec, box: box, audio: audioCodec, fileTypes: fileTypes,
                      passthrough: isPassthrough)
     }
 

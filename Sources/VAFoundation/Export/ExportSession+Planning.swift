@@ -450,10 +450,10 @@ extension ExportSession {
         return HardwareJob(
             sourceCodec: track.formatDescription.codec, sourceBitDepth: source?.bitDepth ?? 8,
             sourceChroma: HardwareJob.chroma(ofPixelFormat: source?.pixelFormat),
-            sourceSize: PictureSize(width: source?.width ?? settings.width, height: source?.height ?? settings.height),
+            sourceSize: Size(width: source?.width ?? settings.width, height: source?.height ?? settings.height),
             targetCodec: settings.codec,
             targetBitDepth: settings.pixelFormat == .yuv420p10 || (settings.profile?.contains("10") ?? false) ? 10 : 8,
-            targetSize: PictureSize(width: settings.width, height: settings.height))
+            targetSize: Size(width: settings.width, height: settings.height))
     }
 
     /// True when `track` says it is interlaced: its field order names two fields per frame.

@@ -50,7 +50,7 @@ public final class ExportSession: Sendable {
         var capsBitRatesAtSource = true
         var audioCodec: AudioCodec?
         var audioBitRate: Int?
-        var outputSize: (width: Int, height: Int)?
+        var outputSize: Size?
         var overwritesExistingFile = false
         var hardwarePolicy: HardwarePolicy = .auto
         var hardwareDeviceName: String?
@@ -231,7 +231,7 @@ public final class ExportSession: Sendable {
         set { settings.withLock { $0.audioBitRate = newValue } }
     }
     /// Fit the output into this box instead of the preset's (never upscaled, even).
-    public var outputSize: (width: Int, height: Int)? {
+    public var outputSize: Size? {
         get { settings.withLock { $0.outputSize } }
         set { settings.withLock { $0.outputSize = newValue } }
     }

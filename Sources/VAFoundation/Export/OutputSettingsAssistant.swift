@@ -84,7 +84,7 @@ public struct OutputSettingsAssistant: Sendable {
     /// share of the capped rate.
     public var sourceDuration: MediaTime?
     /// Overrides the fitted size when set (still never larger than the source, still even).
-    public var sizeOverride: (width: Int, height: Int)?
+    public var sizeOverride: Size?
     /// Replaces the preset table's rate (a streaming ladder's rung): still capped at the
     /// source-matched rate while `capsBitRatesAtSource`, unlike `videoBitRateOverride`.
     public var tableVideoBitRate: Int?
@@ -112,36 +112,39 @@ public struct OutputSettingsAssistant: Sendable {
     /// The output picture size, in square pixels: the source's displayed size (anamorphic
     /// pixels widened by their aspect ratio) fitted into the preset box (turned for portrait
     /// pictures), never upscaled, even.
-    public var outputSize: (width: Int, height: Int)? {
+    public var outputSize: Size? {
         guard preset.videoCodec != nil else { return nil }
-        let source = sourceVideoFormat?.video.map { video -> (width: Int, height: Int) in
-            guard let par = video.pixelAspectRatio, par.count == 2, par[0] > 0, par[1] > 0 else { return (video.width, video.height) }
-            return (Int((Double(video.width) * Double(par[0]) / Double(par[1])).rounded()), video.height)
+        let source = sourceVideoFormat?.video.map { video -> Size in
+            guard let par = video.pixelAspectRatio, par.count == 2, par[0] > 0, par[1] > 0 else { return Size(width: video.width, height: video.height) }
+            return Size(width: Int((Double(video.width) * Double(par[0]) / Double(par[1])).rounded()), height: video.height)
         }
-        if let (w, h) = sizeOverride {
-            guard let source else { return (w & ~1, h & ~1) }
-            return fit(source, into: (w, h), turn: false)
+        if let override = sizeOverride {
+            guard let source else { return Size(width: Int(override.width) & ~1, height: Int(override.height) & ~1) }
+            return fit(source, into: override, turn: false)
         }
-        guard let source else { return preset.box ?? (1920, 1080) }
-        guard let box = preset.box else { return (max(2, source.width & ~1), max(2, source.height & ~1)) }
+        guard let source else { return preset.box ?? Size(width: 1920, height: 1080) }
+        guard let box = preset.box else { return Size(width: max(2, Int(source.width) & ~1), height: max(2, Int(source.height) & ~1)) }
         return fit(source, into: box, turn: true)
     }
 
-    private func fit(_ source: (width: Int, height: Int), into box: (width: Int, height: Int), turn: Bool) -> (width: Int, height: Int) {
-        var box = box
+    /// `source` fitted into `box` in whole even pixels, never upscaled.
+    private func fit(_ source: Size, into box: Size, turn: Bool) -> Size {
+        let (sourceWidth, sourceHeight) = (Int(source.width), Int(source.height))
         // A portrait picture fits a portrait box: "720p" bounds the short side.
-        if turn && source.height > source.width { box = (box.height, box.width) }
-        let scale = min(Double(box.width) / Double(source.width), Double(box.height) / Double(source.height), 1)
-        let width = min(evenRounded(Double(source.width) * scale), box.width & ~1, source.width & ~1)
-        let height = min(evenRounded(Double(source.height) * scale), box.height & ~1, source.height & ~1)
-        return (max(2, width), max(2, height))
+        let portrait = turn && sourceHeight > sourceWidth
+        let (boxWidth, boxHeight) = portrait ? (Int(box.height), Int(box.width)) : (Int(box.width), Int(box.height))
+        let scale = min(Double(boxWidth) / Double(sourceWidth), Double(boxHeight) / Double(sourceHeight), 1)
+        let width = min(evenRounded(Double(sourceWidth) * scale), boxWidth & ~1, sourceWidth & ~1)
+        let height = min(evenRounded(Double(sourceHeight) * scale), boxHeight & ~1, sourceHeight & ~1)
+        return Size(width: max(2, width), height: max(2, height))
     }
 
     /// Bits per second for the output video: the override if set; else the preset table at the
     /// output size and rate, capped at `sourceMatchedVideoBitRate` while `capsBitRatesAtSource`.
     public var videoBitRate: Int? {
         if let videoBitRateOverride { return videoBitRateOverride }
-        guard let (width, height) = outputSize else { return nil }
+        guard let size = outputSize else { return nil }
+        let (width, height) = (Int(size.width), Int(size.height))
         let fps = outputFrameRate ?? rate(sourceVideoAverageFrameDuration)
         let table = tableVideoBitRate ?? ExportBitRate.bitsPerSecond(width: width, height: height, frameRate: fps, table: preset.bitRateTable)
         guard capsBitRatesAtSource, let cap = sourceMatchedVideoBitRate else { return table }
@@ -161,10 +164,10 @@ public struct OutputSettingsAssistant: Sendable {
     public var sourceMatchedVideoBitRate: Int? {
         guard let sourceRate = sourceVideoBitRate, sourceRate > 0, let source = sourceVideoFormat,
               let video = source.video, video.width > 0, video.height > 0,
-              let target = preset.videoCodec, let (width, height) = outputSize,
+              let target = preset.videoCodec, let size = outputSize,
               let sourceCost = ExportBitRate.relativeCost(of: source.codec),
               let targetCost = ExportBitRate.relativeCost(of: target.rawValue) else { return nil }
-        let pixels = Double(width * height) / Double(video.width * video.height)
+        let pixels = size.width * size.height / Double(video.width * video.height)
         let sourceFPS = rate(sourceVideoAverageFrameDuration)
         let frames = outputFrameRate.map { min(1, $0 / sourceFPS) } ?? 1
         let codec = min(1, targetCost / sourceCost)
@@ -186,7 +189,8 @@ public struct OutputSettingsAssistant: Sendable {
 
     /// Writer settings for the video, nil for audio-only presets.
     public var videoSettings: VideoSettings? {
-        guard let codec = preset.videoCodec, let (width, height) = outputSize else { return nil }
+        guard let codec = preset.videoCodec, let size = outputSize else { return nil }
+        let (width, height) = (Int(size.width), Int(size.height))
         let source = sourceVideoFormat?.video
         let deep = (source?.bitDepth ?? 8) > 8 && codec == .hevc
         // JPEG has neither profiles nor a 4:2:0 limited-range format: the encoder picks its own.

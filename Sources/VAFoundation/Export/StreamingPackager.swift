@@ -7,7 +7,7 @@ struct RenditionOutput: Sendable {
     var writesVideo: Bool
     /// The audio track it writes (AAC-LC stereo); nil for none.
     var audioTrackID: Int?
-    var outputSize: (width: Int, height: Int)?
+    var outputSize: Size?
     /// The rung's rate, in place of the preset table's (still capped at the source's).
     var tableVideoBitRate: Int?
     var segments: Segments
@@ -330,7 +330,7 @@ public final class StreamingPackager: Sendable {
             let recorder = try RenditionRecorder(folder: folder.appendingPathComponent(name), name: name, mediaType: .video)
             recorders.append(recorder)
             var output = ExportSession.Output(url: recorder.folder, fileType: .mp4)
-            output.rendition = RenditionOutput(writesVideo: true, audioTrackID: nil, outputSize: (rung.width, rung.height),
+            output.rendition = RenditionOutput(writesVideo: true, audioTrackID: nil, outputSize: Size(width: rung.width, height: rung.height),
                                                tableVideoBitRate: rung.bitRate, segments: segments(recorder))
             outputs.append(output)
         }
@@ -413,7 +413,7 @@ final class RenditionRecorder: Sendable {
     let mediaType: MediaType
     private struct State {
         var codec: String?
-        var size: (width: Int, height: Int)?
+        var size: Size?
         var segments: [StreamingRenditionReport.Segment] = []
         var language: String?
         var isDefault = false
@@ -497,7 +497,7 @@ final class RenditionRecorder: Sendable {
             segments[0].start = .zero
         }
         for i in segments.indices.dropLast() { segments[i].duration = segments[i + 1].start - segments[i].start }
-        return StreamingRenditionReport(folder: name, mediaType: mediaType, codec: codec, width: s.size?.width, height: s.size?.height,
+        return StreamingRenditionReport(folder: name, mediaType: mediaType, codec: codec, width: s.size.map { Int($0.width) }, height: s.size.map { Int($0.height) },
                                         language: s.language, isDefault: s.isDefault, channelCount: s.channels, sampleRate: s.sampleRate,
                                         segments: segments)
     }

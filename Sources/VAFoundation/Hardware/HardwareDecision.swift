@@ -58,10 +58,10 @@ struct HardwareJob {
     var sourceBitDepth: Int
     /// "4:2:0", "4:2:2" or "4:4:4".
     var sourceChroma: String
-    var sourceSize: PictureSize
+    var sourceSize: Size
     var targetCodec: VideoCodec
     var targetBitDepth: Int
-    var targetSize: PictureSize
+    var targetSize: Size
     /// The source is interlaced (its field order says two fields per frame) and the output is
     /// progressive: the pictures are deinterlaced.
     var deinterlaces = false

@@ -46,7 +46,7 @@ public final class AssetImageGenerator: Sendable {
 
     private struct Settings {
         var appliesPreferredTrackTransform = false
-        var maximumSize: (width: Int, height: Int)?
+        var maximumSize: Size?
         var apertureMode = ApertureMode.cleanAperture
         var toleranceBefore = MediaTime.positiveInfinity
         var toleranceAfter = MediaTime.positiveInfinity
@@ -75,7 +75,7 @@ public final class AssetImageGenerator: Sendable {
     }
 
     /// The box images are fitted into, keeping their aspect; never upscaled. nil: full size.
-    public var maximumSize: (width: Int, height: Int)? {
+    public var maximumSize: Size? {
         get { settings.withLock { $0.maximumSize } }
         set { settings.withLock { $0.maximumSize = newValue } }
     }
@@ -242,7 +242,7 @@ public final class AssetImageGenerator: Sendable {
     }
 
     /// The video composition's picture at `time`: a reader draws the one frame there.
-    private func composited(_ composition: VideoComposition, at time: MediaTime, box: (width: Int, height: Int)?) throws -> (image: Image, actualTime: MediaTime) {
+    private func composited(_ composition: VideoComposition, at time: MediaTime, box: Size?) throws -> (image: Image, actualTime: MediaTime) {
         let video = try blockingTracks().filter { $0.mediaType == .video && !$0.isAttachedPicture }
         let reader = AssetReader(asset: asset)
         reader.timeRange = MediaTimeRange(start: time, duration: composition.frameDuration)
@@ -445,35 +445,36 @@ private final class RGBConverter {
     }
 
     /// `frame` scaled into RGB, fitted in `box` (never upscaled) on its displayed aspect.
-    func image(from picture: Frame, box: (width: Int, height: Int)?, rotation: Int, squarePixels: Bool, toSDR: Bool) throws -> Image {
+    func image(from picture: Frame, box: Size?, rotation: Int, squarePixels: Bool, toSDR: Bool) throws -> Image {
         let size = Self.size(of: picture, box: box, rotation: rotation, squarePixels: squarePixels)
+        let (width, height) = (Int(size.width), Int(size.height))
         var frame = picture
         if let layout = picture.surfaceSoftwareFormat {
             let hdr = picture.colorTransfer.map { ColorProperties.isHDR(transfer: $0) } ?? false
             do {
                 // Tone mapping runs on the CPU: the whole picture comes down. Else the device fits it first.
-                frame = toSDR && hdr ? try picture.transferToHost() : try fittedOnDevice(picture, layout: layout, width: size.width, height: size.height)
+                frame = toSDR && hdr ? try picture.transferToHost() : try fittedOnDevice(picture, layout: layout, width: width, height: height)
             } catch {
                 throw MediaError(.hardwareFailed, "cannot \(toSDR && hdr ? "download" : "scale") a \(picture.width)x\(picture.height) surface on the device",
                                  path: path, underlying: error)
             }
         }
         if toSDR { frame = try toneMapped(frame) }
-        return try image(from: frame, width: size.width, height: size.height)
+        return try image(from: frame, width: width, height: height)
     }
 
     /// The image's size: the picture on its displayed aspect (when `squarePixels`), fitted in
     /// `box` as shown after `rotation` (a quarter-turn count in degrees), never upscaled.
-    private static func size(of frame: Frame, box: (width: Int, height: Int)?, rotation: Int, squarePixels: Bool) -> (width: Int, height: Int) {
+    private static func size(of frame: Frame, box: Size?, rotation: Int, squarePixels: Bool) -> Size {
         let aspect = squarePixels ? frame.pixelAspect : 1
         var (w, h) = (Double(frame.width) * aspect, Double(frame.height))
         if let box {
             // The box applies to the image as shown, after a quarter turn.
-            let (bw, bh) = rotation % 180 == 0 ? (Double(box.width), Double(box.height)) : (Double(box.height), Double(box.width))
+            let (bw, bh) = rotation % 180 == 0 ? (box.width, box.height) : (box.height, box.width)
             let scale = min(1, bw / w, bh / h)
             (w, h) = (w * scale, h * scale)
         }
-        return (max(1, Int(w.rounded())), max(1, Int(h.rounded())))
+        return Size(width: max(1, Int(w.rounded())), height: max(1, Int(h.rounded())))
     }
 
     /// `surface` scaled by the device's video processor to `width`×`height` at the top left of a

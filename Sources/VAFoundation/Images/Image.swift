@@ -168,10 +168,10 @@ public struct Image: Sendable, Equatable {
 
     /// A black image of `size` fitted in `box` (never upscaled): what an empty stretch of a
     /// composition shows.
-    static func black(fitting size: Size, in box: (width: Int, height: Int)?) throws(MediaError) -> Image {
+    static func black(fitting size: Size, in box: Size?) throws(MediaError) -> Image {
         var (w, h) = (max(size.width, 2), max(size.height, 2))
         if let box {
-            let scale = min(1, Double(box.width) / w, Double(box.height) / h)
+            let scale = min(1, box.width / w, box.height / h)
             (w, h) = (w * scale, h * scale)
         }
         let (width, height) = (max(1, Int(w.rounded())), max(1, Int(h.rounded())))

@@ -5,7 +5,7 @@ import HardwareAcceleration
 /// pipeline takes in (Intel's takes 16x16 and up): a smaller cue is uploaded padded.
 struct SubtitleLayerDevice {
     let hardware: HardwareDevice
-    let minimumInput: PictureSize?
+    let minimumInput: Size?
 }
 
 /// Draws a bitmap subtitle track (PGS, VobSub, DVB) into a video track's 4:2:0 pictures, each
@@ -226,8 +226,8 @@ final class BitmapSubtitleBurner {
     /// The canvas region a subtitle's surface covers: its pictures' `box`, grown to hold a
     /// window of the pipeline's `minimum` input size that lies on the picture, so that what the
     /// video processor reads is never smaller than it takes.
-    static func layerRegion(of box: PictureFit.Rectangle, pictureWidth: Int, pictureHeight: Int, minimum: PictureSize?) -> PictureFit.Rectangle {
-        let width = min(minimum?.width ?? 1, pictureWidth), height = min(minimum?.height ?? 1, pictureHeight)
+    static func layerRegion(of box: PictureFit.Rectangle, pictureWidth: Int, pictureHeight: Int, minimum: Size?) -> PictureFit.Rectangle {
+        let width = min(minimum.map { Int($0.width) } ?? 1, pictureWidth), height = min(minimum.map { Int($0.height) } ?? 1, pictureHeight)
         let x = min(max(box.x, 0), max(pictureWidth - width, 0)), y = min(max(box.y, 0), max(pictureHeight - height, 0))
         let left = min(box.x, x), top = min(box.y, y)
         let right = max(box.x + box.width, x + width), bottom = max(box.y + box.height, y + height)

@@ -495,8 +495,8 @@ final class VideoDecodePipeline: TrackPipeline {
         observations?.scaled(on: .host)
         do {
             let output = try outputFrame(width: width, height: height)
-            let fit = PictureFit(source: (frame.width, frame.height), pixelAspect: frame.pixelAspect,
-                                 output: (width, height), mode: attributes.scalingMode.pictureFit)
+            let fit = PictureFit(source: Size(width: frame.width, height: frame.height), pixelAspect: frame.pixelAspect,
+                                 output: Size(width: width, height: height), mode: attributes.scalingMode.pictureFit)
             if fit.hasBars { try output.fillBlack() }
             let source = try frame.cropped(to: fit.source)
             let (x, y, w, h) = (fit.output.x, fit.output.y, fit.output.width, fit.output.height)

@@ -226,7 +226,7 @@ extension SegmentBoxes {
     }
 
     /// The coded width and height of the first track's visual sample entry.
-    static func pictureSize(initialization data: Data) -> (width: Int, height: Int)? {
+    static func pictureSize(initialization data: Data) -> Size? {
         let bytes = [UInt8](data)
         guard let stsd = find(["moov", "trak", "mdia", "minf", "stbl", "stsd"], in: bytes) else { return nil }
         // The first sample entry: 8 bytes of header, 6 reserved, 2 index, 16 pre-defined, then size.
@@ -234,6 +234,6 @@ extension SegmentBoxes {
         guard entry + 36 <= stsd.end else { return nil }
         let width = Int(bytes[entry + 32]) << 8 | Int(bytes[entry + 33])
         let height = Int(bytes[entry + 34]) << 8 | Int(bytes[entry + 35])
-        return width > 0 && height > 0 ? (width, height) : nil
+        return width > 0 && height > 0 ? Size(width: width, height: height) : nil
     }
 }

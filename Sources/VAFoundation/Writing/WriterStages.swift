@@ -96,7 +96,7 @@ final class WriterVideoStage {
         }
         // One rule for every scaler (PictureFit), aligned to the formats' chroma subsampling.
         let outputSub = WriterCodecs.subsampling(hostFormat), sourceSub = WriterCodecs.subsampling(source.pixelFormat)
-        let fit = PictureFit(source: (source.width, source.height), pixelAspect: source.pixelAspect, output: (W, H),
+        let fit = PictureFit(source: Size(width: source.width, height: source.height), pixelAspect: source.pixelAspect, output: Size(width: W, height: H),
                              mode: scalingMode.pictureFit,
                              sourceStep: (sourceSub.horizontal ? 2 : 1, sourceSub.vertical ? 2 : 1),
                              outputStep: (outputSub.horizontal ? 2 : 1, outputSub.vertical ? 2 : 1))
