@@ -52,6 +52,8 @@ MUTATIONS = [
      "        writer.interleavingWindow = PipelineBounds.laneWindow\n", ""),
     ("export-limit-ends-at-fastest-track", "export", "theLanesArriveTogetherWhereTheSlowestTrackIs|aReencodeStoppedByItsLengthLimit", "Sources/VAFoundation/Export/ExportSession+Running.swift",
      ".map { ends[$0] ?? start }.min() } ?? start", ".map { ends[$0] ?? start }.max() } ?? start"),
+    ("export-subtitles-alone-exported", "export", "subtitlesAloneAreNoExportOfAFileWhosePicturesAreUnreadable", "Sources/VAFoundation/Export/ExportSession+Graph.swift",
+     "!sourceTracks.contains(where: { $0.mediaType == .video || $0.mediaType == .audio })", "!tracks.contains(where: { $0.mediaType == .video || $0.mediaType == .audio })"),
     ("export-failed-ladder-keeps-outputs", "export", "FanOutExportTests", "Sources/VAFoundation/Export/ExportSession+Outputs.swift",
      "                if case .success = result { unlink(outputs[i].url.path) }", "                _ = result"),
     ("export-dv-loss-silent", "export", "LossWarningTests", "Sources/VAFoundation/Export/ExportSession+Planning.swift",

@@ -93,6 +93,29 @@ import Testing
         #expect(tracks.map(\.mediaType) == [.audio])
     }
 
+    /// Subtitles alone are no export of a file whose pictures could not be kept: once its only
+    /// video track is found unreadable, the export fails, and leaves nothing behind.
+    @Test(.disabled(if: ffmpegPath == nil, "ffmpeg makes the damaged file (Hardware/setup.sh installs it)"))
+    func subtitlesAloneAreNoExportOfAFileWhosePicturesAreUnreadable() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let subtitles = dir.appendingPathComponent("cues.srt")
+        try Data("1\n00:00:00,100 --> 00:00:00,900\nHello\n".utf8).write(to: subtitles)
+        let source = dir.appendingPathComponent("noisy.mp4")
+        let made = try run(try #require(ffmpegPath), ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30:duration=1",
+                                                      "-i", subtitles.path, "-map", "0", "-map", "1", "-c:v", "libx264", "-bsf:v", "noise=amount=1",
+                                                      "-c:s", "mov_text", source.path])
+        try #require(made.status == 0)
+        let output = dir.appendingPathComponent("out.mp4")
+        await #expect {
+            _ = try await ExportSession(asset: Asset(url: source), preset: .preset640x480).export(to: output, as: .mp4)
+        } throws: { error in
+            // Its index lists samples, so the first attempt reads it and finds none decodes.
+            (error as? MediaError)?.code == .noTracks && (error as? MediaError)?.message.contains("no sample of it could be read") == true
+        }
+        #expect(!FileManager.default.fileExists(atPath: output.path))
+    }
+
     /// A fuzzed transport stream one of whose packets is decoded after it is shown (a corrupt
     /// DTS) is copied as ffmpeg copies it: the packet takes the median of its two times and the
     /// next decode time, instead of the muxer refusing it (Tests/vafTests/Corpus).

@@ -66,10 +66,12 @@ extension ExportSession {
         var isSparse: Bool { track.mediaType == .subtitle }
     }
 
-    /// Builds `plan`'s graph on `reader` and `writer`: outputs that a multi-output export
-    /// decodes once read `shares`, the rest decode on their own. A loudness target measures
-    /// each audio output first, noting what it found in `result`.
-    func buildGraph(of plan: ExportPlan, tracks: [AssetTrack], shares: [FanOutBranch.Share], settings s: Settings, span: ExportSpan,
+    /// Builds `plan`'s graph on `reader` and `writer` from the kept `tracks` (those of
+    /// `sourceTracks` not found unreadable): outputs that a multi-output export decodes once
+    /// read `shares`, the rest decode on their own. A loudness target measures each audio
+    /// output first, noting what it found in `result`.
+    func buildGraph(of plan: ExportPlan, tracks: [AssetTrack], sourceTracks: [AssetTrack], shares: [FanOutBranch.Share],
+                    settings s: Settings, span: ExportSpan,
                     reader: AssetReader, writer: AssetWriter, fileType: FileType, url: URL,
                     result: inout ExportResult) async throws -> ExportGraph {
         // The shared decodes this plan reads; the others are let go at once.
@@ -85,8 +87,9 @@ extension ExportSession {
         lanes += try audioLanes(of: plan, gains: gains, shares: used, settings: s, fileType: fileType)
         lanes += try Self.subtitleLanes(of: plan, besideMediaOf: lanes, fileType: fileType)
         Self.markDefaultTracks(lanes)
-        // Subtitles alone are no export of a file with pictures or sound that could not be kept.
-        guard lanes.contains(where: { !$0.isSparse }) || !tracks.contains(where: { $0.mediaType == .video || $0.mediaType == .audio }) else {
+        // Subtitles alone are no export of a file with pictures or sound that could not be kept
+        // (left out by the plan, or found unreadable by an earlier attempt).
+        guard lanes.contains(where: { !$0.isSparse }) || !sourceTracks.contains(where: { $0.mediaType == .video || $0.mediaType == .audio }) else {
             throw MediaError(.noTracks, "nothing to export with \(preset.name): \(result.droppedTracks.map { "track \($0.trackID) (\($0.reason))" }.joined(separator: ", "))", path: asset.displayPath)
         }
         let subtitleReader = try connect(lanes, reader: reader, writer: writer, fileType: fileType, url: url)

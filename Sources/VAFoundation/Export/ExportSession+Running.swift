@@ -194,7 +194,7 @@ extension ExportSession {
         var plan = try await makePlan(tracks: tracks, fileType: fileType, softwareOnly: softwareOnly)
         plan.droppedTracks += unreadable
         var result = try await startingResult(of: plan, url: url, fileType: fileType)
-        let graph = try await buildGraph(of: plan, tracks: tracks, shares: shares, settings: s, span: span,
+        let graph = try await buildGraph(of: plan, tracks: tracks, sourceTracks: allTracks, shares: shares, settings: s, span: span,
                                          reader: reader, writer: writer, fileType: fileType, url: url, result: &result)
         // Exports sharing a device wait for one of its session slots. The release task holds
         // the slots only, not the device, so the device closes when its last user is done.
