@@ -389,11 +389,9 @@ extension ExportSession {
             let adding = batch.reduce(Int64(0)) { $0 + Int64($1.totalSampleSize) }
             let (handed, samples) = (tally.bytes.withLock { $0.reduce(0, +) }, tally.counts.withLock { $0.reduce(0, +) })
             if handed + adding + Self.indexBytes(samples: samples + batch.count, tracks: context.laneCount) > limit {
-                context.tally.reached(i, batch[0].presentationTimeStamp)
-                let reached = context.tally.arrivedByAll(from: context.span.start)
-                if reached > context.span.start { try? context.writer.endSession(atSourceTime: reached) }
+                tally.reached(i, batch[0].presentationTimeStamp)
                 tally.limitReached.withLock { $0 = true }
-                context.reader.cancelReading()
+                stopAtLengthLimit(context)
                 return nil
             }
         }
@@ -465,10 +463,16 @@ extension ExportSession {
         let batchEnd = batch.map { $0.presentationTimeStamp + $0.duration }.filter(\.isNumeric).max() ?? last.presentationTimeStamp
         context.tally.reached(i, batchEnd)
         guard let limit = context.limit, max(context.writer.bytesWritten, handed) >= limit else { return false }
+        stopAtLengthLimit(context)
+        return true
+    }
+
+    /// The file has reached its length limit: it ends where every track has arrived, and the
+    /// source is read no further.
+    private func stopAtLengthLimit(_ context: LaneContext) {
         let reached = context.tally.arrivedByAll(from: context.span.start)
         if reached > context.span.start { try? context.writer.endSession(atSourceTime: reached) }
         context.reader.cancelReading()
-        return true
     }
 
     /// The failure of a lane whose track yielded no sample although it lists some.

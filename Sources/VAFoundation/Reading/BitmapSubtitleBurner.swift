@@ -196,7 +196,6 @@ final class BitmapSubtitleBurner {
         let right = subtitle.rects.map { $0.x + $0.width }.max()!, bottom = subtitle.rects.map { $0.y + $0.height }.max()!
         let region = Self.layerRegion(of: PictureFit.Rectangle(x: left, y: top, width: right - left, height: bottom - top),
                                       pictureWidth: pictureWidth, pictureHeight: pictureHeight, minimum: device.minimumInput)
-        let (left0, top0) = (region.x, region.y)
         let host = try Frame(width: region.width, height: region.height, pixelFormat: .rgba)
         host.isFullRange = true
         guard let base = host.baseAddress(plane: 0)?.assumingMemoryBound(to: UInt8.self) else {
@@ -206,7 +205,7 @@ final class BitmapSubtitleBurner {
         for row in 0..<region.height { (base + row * stride).initialize(repeating: 0, count: region.width * 4) }
         for rect in subtitle.rects {
             for y in 0..<rect.height {
-                let line = base + (rect.y - top0 + y) * stride + (rect.x - left0) * 4
+                let line = base + (rect.y - region.y + y) * stride + (rect.x - region.x) * 4
                 for x in 0..<rect.width {
                     let i = (y * rect.width + x) * 4
                     let alpha = UInt32(rect.rgba[i + 3])
