@@ -218,7 +218,7 @@ MUTATIONS = [
     ("package-subtitle-text-unescaped", "package", "webVTTCueTextEscapesWhatIsNoTag", "Sources/VAFoundation/Export/StreamingSubtitles.swift",
      "let body = escaped(cue.text).replacingOccurrences", "let body = cue.text.replacingOccurrences"),
     ("hardware-subtitle-layer-below-minimum", "hardware", "subtitleLayersAreGrownToThePipelinesMinimum", "Sources/VAFoundation/Reading/BitmapSubtitleBurner.swift",
-     "let width = min(minimum.map { Int($0.width) } ?? 1, pictureWidth), height = min(minimum.map { Int($0.height) } ?? 1, pictureHeight)", "let width = 1, height = 1"),
+     "let width = min(minimum?.pixelWidth ?? 1, pictureWidth), height = min(minimum?.pixelHeight ?? 1, pictureHeight)", "let width = 1, height = 1"),
     ("hardware-subtitles-always-downloaded", "hardware", "SubtitlesOnDevice|bitmapSubtitlesAreDrawnByTheVideoProcessor", "Sources/VAFoundation/Reading/ReaderPipelines.swift",
      "                                          wantsSurfaces && HardwareJob.drawsSubtitlesOnVPP(device.capabilities)", "                                          wantsSurfaces && false"),
     ("hardware-subtitle-layer-replaces", "hardware", "bitmapSubtitlesAreDrawnByTheVideoProcessor", "Sources/VAFoundation/Reading/BitmapSubtitleBurner.swift",

@@ -10,6 +10,16 @@ public struct Size: Sendable, Hashable, Codable, CustomStringConvertible {
     public static let zero = Size(width: 0, height: 0)
     public var description: String { "\(Int(width.rounded()))x\(Int(height.rounded()))" }
 
+    /// The sides in whole pixels, rounded toward zero, for code that counts pixels: a side that
+    /// is negative or not a number counts as 0, one beyond `Int32.max` as `Int32.max`, so a
+    /// caller's odd size cannot trap the conversion.
+    public var pixelWidth: Int { Self.pixels(width) }
+    public var pixelHeight: Int { Self.pixels(height) }
+
+    private static func pixels(_ side: Double) -> Int {
+        side.isNaN ? 0 : Int(min(max(side, 0), Double(Int32.max)))
+    }
+
     /// Whether a picture of `other`'s size fits in one of this size.
     public func fits(_ other: Size) -> Bool { other.width <= width && other.height <= height }
 

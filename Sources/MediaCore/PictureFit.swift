@@ -44,8 +44,8 @@ public struct PictureFit: Equatable, Sendable {
     /// frame. `sourceStep` aligns the source crop, `outputStep` the output rectangle.
     public init(source sourceSize: Size, pixelAspect: Double = 1, output outputSize: Size, mode: Mode,
                 sourceStep: (horizontal: Int, vertical: Int) = (2, 2), outputStep: (horizontal: Int, vertical: Int) = (2, 2)) {
-        let (sourceWidth, sourceHeight) = (Int(sourceSize.width), Int(sourceSize.height))
-        let (ow, oh) = (Int(outputSize.width), Int(outputSize.height))
+        let (sourceWidth, sourceHeight) = (sourceSize.pixelWidth, sourceSize.pixelHeight)
+        let (ow, oh) = (outputSize.pixelWidth, outputSize.pixelHeight)
         (outputWidth, outputHeight) = (ow, oh)
         let aspect = pixelAspect.isFinite && pixelAspect > 0 ? pixelAspect : 1
         let (sw, sh) = (Double(sourceWidth) * aspect, Double(sourceHeight))

@@ -36,4 +36,13 @@ struct PictureFitTests {
         let stretch = PictureFit(source: Size(width: 333, height: 111), output: Size(width: 64, height: 64), mode: .stretch)
         #expect(stretch.source == R(x: 0, y: 0, width: 333, height: 111) && stretch.output == R(x: 0, y: 0, width: 64, height: 64))
     }
+
+    /// A size is a caller's Double: counted in pixels, an odd one cannot trap the conversion.
+    @Test func oddSizesCountAsWholePixelsWithoutTrapping() {
+        #expect(Size(width: 1279.9, height: 720).pixelWidth == 1279)
+        #expect(Size(width: -3, height: .nan).pixelWidth == 0 && Size(width: -3, height: .nan).pixelHeight == 0)
+        #expect(Size(width: .infinity, height: 1e300).pixelWidth == Int(Int32.max))
+        let fit = PictureFit(source: Size(width: 1920, height: 1080), output: Size(width: .nan, height: 1e300), mode: .fit)
+        #expect(fit.outputWidth == 0 && fit.outputHeight == Int(Int32.max))
+    }
 }

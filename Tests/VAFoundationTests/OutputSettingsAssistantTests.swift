@@ -22,6 +22,17 @@ import Testing
         #expect(settings.scalingMode == .resizeAspect)
     }
 
+    /// A size override is a caller's Double: one that is not a number, or far too large, is
+    /// fitted like any other (never upscaled, even), not a crash.
+    @Test func anOddSizeOverrideIsFittedWithoutTrapping() throws {
+        var a = assistant(.preset1280x720, video(1920, 1080))
+        a.sizeOverride = Size(width: .nan, height: 1e300)
+        let odd = try #require(a.outputSize)
+        #expect(odd.pixelWidth >= 2 && odd.pixelWidth <= 1920 && odd.pixelHeight <= 1080, "\(odd)")
+        a.sizeOverride = Size(width: 640.7, height: 360.2)
+        #expect(a.outputSize == Size(width: 640, height: 360))
+    }
+
     @Test func sixtyFramesPerSecondGetsHalfAgainTheRate() throws {
         let settings = try #require(assistant(.preset1280x720, video(1920, 1080), fps: 60).videoSettings)
         #expect(settings.averageBitRate == 15_750_000)

@@ -119,20 +119,20 @@ public struct OutputSettingsAssistant: Sendable {
             return Size(width: Int((Double(video.width) * Double(par[0]) / Double(par[1])).rounded()), height: video.height)
         }
         if let override = sizeOverride {
-            guard let source else { return Size(width: Int(override.width) & ~1, height: Int(override.height) & ~1) }
+            guard let source else { return Size(width: override.pixelWidth & ~1, height: override.pixelHeight & ~1) }
             return fit(source, into: override, turn: false)
         }
         guard let source else { return preset.box ?? Size(width: 1920, height: 1080) }
-        guard let box = preset.box else { return Size(width: max(2, Int(source.width) & ~1), height: max(2, Int(source.height) & ~1)) }
+        guard let box = preset.box else { return Size(width: max(2, source.pixelWidth & ~1), height: max(2, source.pixelHeight & ~1)) }
         return fit(source, into: box, turn: true)
     }
 
     /// `source` fitted into `box` in whole even pixels, never upscaled.
     private func fit(_ source: Size, into box: Size, turn: Bool) -> Size {
-        let (sourceWidth, sourceHeight) = (Int(source.width), Int(source.height))
+        let (sourceWidth, sourceHeight) = (source.pixelWidth, source.pixelHeight)
         // A portrait picture fits a portrait box: "720p" bounds the short side.
         let portrait = turn && sourceHeight > sourceWidth
-        let (boxWidth, boxHeight) = portrait ? (Int(box.height), Int(box.width)) : (Int(box.width), Int(box.height))
+        let (boxWidth, boxHeight) = portrait ? (box.pixelHeight, box.pixelWidth) : (box.pixelWidth, box.pixelHeight)
         let scale = min(Double(boxWidth) / Double(sourceWidth), Double(boxHeight) / Double(sourceHeight), 1)
         let width = min(evenRounded(Double(sourceWidth) * scale), boxWidth & ~1, sourceWidth & ~1)
         let height = min(evenRounded(Double(sourceHeight) * scale), boxHeight & ~1, sourceHeight & ~1)
@@ -144,7 +144,7 @@ public struct OutputSettingsAssistant: Sendable {
     public var videoBitRate: Int? {
         if let videoBitRateOverride { return videoBitRateOverride }
         guard let size = outputSize else { return nil }
-        let (width, height) = (Int(size.width), Int(size.height))
+        let (width, height) = (size.pixelWidth, size.pixelHeight)
         let fps = outputFrameRate ?? rate(sourceVideoAverageFrameDuration)
         let table = tableVideoBitRate ?? ExportBitRate.bitsPerSecond(width: width, height: height, frameRate: fps, table: preset.bitRateTable)
         guard capsBitRatesAtSource, let cap = sourceMatchedVideoBitRate else { return table }
@@ -190,7 +190,7 @@ public struct OutputSettingsAssistant: Sendable {
     /// Writer settings for the video, nil for audio-only presets.
     public var videoSettings: VideoSettings? {
         guard let codec = preset.videoCodec, let size = outputSize else { return nil }
-        let (width, height) = (Int(size.width), Int(size.height))
+        let (width, height) = (size.pixelWidth, size.pixelHeight)
         let source = sourceVideoFormat?.video
         let deep = (source?.bitDepth ?? 8) > 8 && codec == .hevc
         // JPEG has neither profiles nor a 4:2:0 limited-range format: the encoder picks its own.

@@ -497,7 +497,7 @@ final class RenditionRecorder: Sendable {
             segments[0].start = .zero
         }
         for i in segments.indices.dropLast() { segments[i].duration = segments[i + 1].start - segments[i].start }
-        return StreamingRenditionReport(folder: name, mediaType: mediaType, codec: codec, width: s.size.map { Int($0.width) }, height: s.size.map { Int($0.height) },
+        return StreamingRenditionReport(folder: name, mediaType: mediaType, codec: codec, width: s.size?.pixelWidth, height: s.size?.pixelHeight,
                                         language: s.language, isDefault: s.isDefault, channelCount: s.channels, sampleRate: s.sampleRate,
                                         segments: segments)
     }

@@ -447,7 +447,7 @@ private final class RGBConverter {
     /// `frame` scaled into RGB, fitted in `box` (never upscaled) on its displayed aspect.
     func image(from picture: Frame, box: Size?, rotation: Int, squarePixels: Bool, toSDR: Bool) throws -> Image {
         let size = Self.size(of: picture, box: box, rotation: rotation, squarePixels: squarePixels)
-        let (width, height) = (Int(size.width), Int(size.height))
+        let (width, height) = (size.pixelWidth, size.pixelHeight)
         var frame = picture
         if let layout = picture.surfaceSoftwareFormat {
             let hdr = picture.colorTransfer.map { ColorProperties.isHDR(transfer: $0) } ?? false

@@ -226,7 +226,7 @@ final class BitmapSubtitleBurner {
     /// window of the pipeline's `minimum` input size that lies on the picture, so that what the
     /// video processor reads is never smaller than it takes.
     static func layerRegion(of box: PictureFit.Rectangle, pictureWidth: Int, pictureHeight: Int, minimum: Size?) -> PictureFit.Rectangle {
-        let width = min(minimum.map { Int($0.width) } ?? 1, pictureWidth), height = min(minimum.map { Int($0.height) } ?? 1, pictureHeight)
+        let width = min(minimum?.pixelWidth ?? 1, pictureWidth), height = min(minimum?.pixelHeight ?? 1, pictureHeight)
         let x = min(max(box.x, 0), max(pictureWidth - width, 0)), y = min(max(box.y, 0), max(pictureHeight - height, 0))
         let left = min(box.x, x), top = min(box.y, y)
         let right = max(box.x + box.width, x + width), bottom = max(box.y + box.height, y + height)
