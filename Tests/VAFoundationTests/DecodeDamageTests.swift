@@ -93,6 +93,32 @@ import Testing
         #expect(tracks.map(\.mediaType) == [.audio])
     }
 
+    /// An export works from its settings as it began: a time range changed while its first
+    /// attempt runs (which finds the video unreadable) does not reach the retry without it.
+    @Test(.disabled(if: ffmpegPath == nil, "ffmpeg makes the damaged file (Hardware/setup.sh installs it)"))
+    func aSettingChangedWhileExportingLeavesTheRetryAlone() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = dir.appendingPathComponent("noisy.mp4")
+        let made = try run(try #require(ffmpegPath), ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30:duration=2",
+                                                      "-f", "lavfi", "-i", "sine=duration=2", "-c:v", "libx264", "-bsf:v", "noise=amount=1",
+                                                      "-c:a", "aac", "-shortest", source.path])
+        try #require(made.status == 0)
+        let session = ExportSession(asset: Asset(url: source), preset: .preset640x480)
+        let opened = Locked(0)
+        session.stageProbe = StageProbe { step throws(MediaError) in
+            guard case .sourceOpened = step, opened.withLock({ $0 += 1; return $0 == 1 }) else { return }
+            session.timeRange = MediaTimeRange(start: .zero, duration: MediaTime(value: 1, timescale: 2))
+        }
+        let output = dir.appendingPathComponent("out.mp4")
+        let result = try await session.export(to: output, as: .mp4)
+        #expect(opened.withLock { $0 } == 2, "the retry opened the source again")
+        #expect(result.droppedTracks.map(\.trackID) == [1], "\(result.droppedTracks)")
+        let tracks = try await Asset(url: output).load(.tracks)
+        let audio = try #require(tracks.first { $0.mediaType == .audio })
+        #expect(audio.timeRange.duration.seconds > 1.9, "the whole 2 s, not the half second set mid-export: \(audio.timeRange.duration.seconds)")
+    }
+
     /// Subtitles alone are no export of a file whose pictures could not be kept: once its only
     /// video track is found unreadable, the export fails, and leaves nothing behind.
     @Test(.disabled(if: ffmpegPath == nil, "ffmpeg makes the damaged file (Hardware/setup.sh installs it)"))

@@ -53,6 +53,7 @@ extension ExportSession {
 
     /// Runs one session per output over the shared decodes; see `export(to:)`.
     private func exportBranches(_ outputs: [Output]) async throws -> [Result<ExportResult, MediaError>] {
+        // Every output, and the shared decodes, work from the settings as the export began.
         let common = settings.withLock { $0 }
         let branches = outputs.map { output -> ExportSession in
             let branch = ExportSession(asset: asset, preset: output.preset ?? preset)
@@ -75,7 +76,7 @@ extension ExportSession {
         for branch in branches {
             branch.run.withLock { $0.progressObserver = { [weak self] in self?.followSlowestBranch() } }
         }
-        let (reader, device) = try await shareDecodes(among: branches, writing: outputs)
+        let (reader, device) = try await shareDecodes(among: branches, writing: outputs, settings: common)
         run.withLock { $0.reader = reader }
         defer { reader?.cancelReading() }
         // One session slot of the device for every output: they are one job.
@@ -128,15 +129,16 @@ extension ExportSession {
     /// gives each of those outputs its branch of it; no reader when no decode is shared. The
     /// outputs are planned here as their sessions will plan them; one whose plan differs when
     /// it runs (or fails here) decodes on its own. Also returns the device the outputs' plans use.
-    private func shareDecodes(among branches: [ExportSession], writing outputs: [Output]) async throws -> (AssetReader?, VideoDevice?) {
-        let s = settings.withLock { $0 }
+    private func shareDecodes(among branches: [ExportSession], writing outputs: [Output],
+                              settings s: Settings) async throws -> (AssetReader?, VideoDevice?) {
         let tracks = try await asset.load(.tracks)
         var wanted: [SharedDecodeRequest: [Int]] = [:]
         var order: [SharedDecodeRequest] = []
         var device: VideoDevice?
         for (i, branch) in branches.enumerated() {
             guard branch.canWrite(outputs[i].fileType),
-                  let plan = try? await branch.makePlan(tracks: tracks, fileType: outputs[i].fileType, softwareOnly: false) else { continue }
+                  let plan = try? await branch.makePlan(tracks: tracks, fileType: outputs[i].fileType, softwareOnly: false,
+                                                        settings: branch.settings.withLock { $0 }) else { continue }
             device = device ?? plan.device
             for request in Self.shareableDecodes(of: plan, settings: s) {
                 if wanted[request] == nil { order.append(request) }

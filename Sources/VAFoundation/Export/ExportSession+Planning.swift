@@ -55,7 +55,7 @@ extension ExportSession {
                 let rate = tracks.reduce(0.0) { $0 + Double($1.estimatedDataRate) }
                 return Int64(rate * seconds / 8)
             }
-            let plan = try await makeAssistant(tracks: tracks)
+            let plan = try await makeAssistant(tracks: tracks, settings: settings.withLock { $0 })
             let video = plan.videoSettings.flatMap { $0.averageBitRate ?? $0.maxBitRate } ?? 0
             let bits = Double(video) + Double(plan.audioSettings?.bitRate ?? 0)
             return Int64(bits * seconds / 8)
@@ -81,8 +81,8 @@ extension ExportSession {
     }
 
     /// The settings assistant for this export, fed with the source's formats and the overrides.
-    func makeAssistant(tracks: [AssetTrack], fileType: FileType? = nil, audioTrack: AssetTrack? = nil) async throws -> OutputSettingsAssistant {
-        let s = settings.withLock { $0 }
+    func makeAssistant(tracks: [AssetTrack], fileType: FileType? = nil, audioTrack: AssetTrack? = nil,
+                       settings s: Settings) async throws -> OutputSettingsAssistant {
         var effectivePreset = preset
         if let codec = Self.codecs(s, preset: preset, fileType: fileType).video, codec != preset.videoCodec, preset.videoCodec != nil {
             effectivePreset = preset.replacingVideoCodec(codec)
@@ -163,7 +163,7 @@ extension ExportSession {
         guard canWrite(fileType) else {
             throw MediaError(.invalidArgument, "the \(preset.name) preset cannot write \(fileType) files", path: asset.displayPath)
         }
-        return try await makePlan(tracks: try await asset.load(.tracks), fileType: fileType, softwareOnly: false)
+        return try await makePlan(tracks: try await asset.load(.tracks), fileType: fileType, softwareOnly: false, settings: settings.withLock { $0 })
     }
 
     /// The video codecs a WebM file holds.
@@ -190,8 +190,8 @@ extension ExportSession {
         do { return (try VideoDevice.shared(s.hardwareDeviceName), nil) } catch { return (nil, error.message) }
     }
 
-    func makePlan(tracks allTracks: [AssetTrack], fileType: FileType, softwareOnly: Bool) async throws -> ExportPlan {
-        let s = settings.withLock { $0 }
+    /// The plan for the tracks and the settings `s` (the export's snapshot), from them alone.
+    func makePlan(tracks allTracks: [AssetTrack], fileType: FileType, softwareOnly: Bool, settings s: Settings) async throws -> ExportPlan {
         // A rendition of a streaming package writes its video, or one audio track, alone.
         let tracks = s.rendition.map { rendition in
             allTracks.filter { ($0.mediaType == .video && rendition.writesVideo) || ($0.mediaType == .audio && $0.trackID == rendition.audioTrackID) }
@@ -202,7 +202,7 @@ extension ExportSession {
             throw MediaError(.unsupported, "passthrough copies one file's packets and cannot export a composition; use an encoding preset", path: asset.displayPath)
         }
         // A streaming rendition's tracks leave the subtitles out: the video renditions burn them in all the same.
-        let burned = try s.subtitlesBurnedIn.map { selection throws(MediaError) in try burnIn(selection, tracks: allTracks, isComposition: isComposition) }
+        let burned = try s.subtitlesBurnedIn.map { selection throws(MediaError) in try burnIn(selection, tracks: allTracks, isComposition: isComposition, settings: s) }
         plan.burnedSubtitles = burned?.burnIn
         if !isComposition && s.rendition == nil {
             let soft = tracks.filter { $0.mediaType == .subtitle && $0 !== burned?.track }
@@ -243,7 +243,7 @@ extension ExportSession {
     private func planEncoding(_ tracks: [AssetTrack], settings s: Settings, fileType: FileType, softwareOnly: Bool,
                               into plan: inout ExportPlan) async throws {
         let isComposition = asset is Composition
-        let assistant = try await makeAssistant(tracks: tracks, fileType: fileType)
+        let assistant = try await makeAssistant(tracks: tracks, fileType: fileType, settings: s)
         let codecs = Self.codecs(s, preset: preset, fileType: fileType)
         if fileType == .webm { try checkWebM(s, codecs: codecs, into: &plan) }
         let video = preset.videoCodec == nil ? nil : Self.primaryVideoTrack(tracks)
@@ -340,7 +340,7 @@ extension ExportSession {
         let primary = Self.primaryAudioTrack(tracks)
         for group in groups {
             // The assistant's audio settings are the primary track's: another track gets its own.
-            let own = group[0] === primary || selection == nil ? assistant : try await makeAssistant(tracks: tracks, fileType: fileType, audioTrack: group[0])
+            let own = group[0] === primary || selection == nil ? assistant : try await makeAssistant(tracks: tracks, fileType: fileType, audioTrack: group[0], settings: s)
             guard var audioSettings = own.audioSettings else { continue }
             if let monoPair {
                 // Camera and broadcast files record one microphone per mono track: the first two are left and right.
@@ -482,13 +482,14 @@ extension ExportSession {
     /// The subtitle track `selection` names first, to draw into the picture, checked: a track of
     /// this file that this libavfilter (text, through libass) or libavcodec (bitmaps) can draw,
     /// exported by an encoding preset.
-    private func burnIn(_ selection: TrackSelection, tracks: [AssetTrack], isComposition: Bool) throws(MediaError) -> (track: AssetTrack, burnIn: SubtitleBurnIn) {
+    private func burnIn(_ selection: TrackSelection, tracks: [AssetTrack], isComposition: Bool,
+                        settings s: Settings) throws(MediaError) -> (track: AssetTrack, burnIn: SubtitleBurnIn) {
         let path = asset.displayPath
         if preset.isPassthrough {
             throw MediaError(.invalidArgument, "passthrough copies the pictures as they are and cannot burn subtitles into them; use an encoding preset", path: path)
         }
         if isComposition { throw MediaError(.unsupported, "subtitles are burnt into one file's pictures, not a composition's", path: path) }
-        if settings.withLock({ $0.videoComposition != nil }) {
+        if s.videoComposition != nil {
             throw MediaError(.unsupported, "subtitles are burnt into decoded pictures, not into a video composition's; burn them in a first export", path: path)
         }
         let subtitles = tracks.filter { $0.mediaType == .subtitle }

@@ -32,7 +32,10 @@ extension ExportSession {
     func exportHoldingSlot(to url: URL, as fileType: FileType) async throws -> ExportResult {
         try await runningPhase(path: url.path) {
             let started = ContinuousClock.now
-            var result = try await performWithFallback(to: url, as: fileType)
+            // Every attempt works from the settings as the export began: a setting changed
+            // while it runs applies to the next export, never to a retry of this one.
+            let settings = settings.withLock { $0 }
+            var result = try await performWithFallback(to: url, as: fileType, settings: settings)
             let elapsed = ContinuousClock.now - started
             result.elapsedSeconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             return result
@@ -72,18 +75,18 @@ extension ExportSession {
 
     /// Runs the export; when the device fails under a hardware or hybrid path, abandons that
     /// attempt (its partial file is deleted) and restarts the output from the beginning in software.
-    private func performWithFallback(to url: URL, as fileType: FileType) async throws -> ExportResult {
+    private func performWithFallback(to url: URL, as fileType: FileType, settings s: Settings) async throws -> ExportResult {
         do {
-            return try await performDroppingEmptyTracks(to: url, as: fileType, softwareOnly: false)
+            return try await performDroppingEmptyTracks(to: url, as: fileType, softwareOnly: false, settings: s)
         } catch {
             let (usedDevice, cancelled) = run.withLock { ($0.usesDevice, $0.cancelled) }
-            guard usedDevice, !cancelled, !Task.isCancelled, hardwarePolicy != .off else { throw error }
+            guard usedDevice, !cancelled, !Task.isCancelled, s.hardwarePolicy != .off else { throw error }
             let cause = (error as? MediaError).map { e in e.message + (e.underlying.map { " (\($0))" } ?? "") } ?? "\(error)"
-            guard hardwarePolicy != .require else {
+            guard s.hardwarePolicy != .require else {
                 throw MediaError(.hardwareFailed, "the device failed mid-export and the hardware policy 'require' rules out redoing it in software: \(cause)",
                                  path: asset.displayPath, underlying: (error as? MediaError)?.underlying)
             }
-            var result = try await performDroppingEmptyTracks(to: url, as: fileType, softwareOnly: true)
+            var result = try await performDroppingEmptyTracks(to: url, as: fileType, softwareOnly: true, settings: s)
             result.fallbackReason = cause
             result.pathReason = "software after the device failed mid-export (\(cause)); restarted from the beginning"
             return result
@@ -93,11 +96,12 @@ extension ExportSession {
     /// Runs the export; when a track's data turns out unreadable (its index lists samples, but
     /// not one can be read), redoes the export without that track and says so, as long as
     /// another track is left to export. ffmpeg likewise writes what it can read.
-    private func performDroppingEmptyTracks(to url: URL, as fileType: FileType, softwareOnly: Bool) async throws -> ExportResult {
+    private func performDroppingEmptyTracks(to url: URL, as fileType: FileType, softwareOnly: Bool,
+                                            settings s: Settings) async throws -> ExportResult {
         var unreadable: [ExportResult.DroppedTrack] = []
         while true {
             do {
-                var result = try await perform(to: url, as: fileType, softwareOnly: softwareOnly, leavingOut: unreadable)
+                var result = try await perform(to: url, as: fileType, softwareOnly: softwareOnly, leavingOut: unreadable, settings: s)
                 result.warnings += unreadable.map { "track \($0.trackID) (\($0.mediaType)): \($0.reason); exported without it" }
                 return result
             } catch let empty as TrackYieldedNothing {
@@ -105,8 +109,7 @@ extension ExportSession {
                 // A seek can land where nothing decodes (FFmpeg 5.1's Ogg Opus): read from the
                 // file's start and drop what lies before the range, as ffmpeg's output-side trim
                 // does, before deciding the track is unreadable.
-                let seeked = settings.withLock { $0.timeRange.start > .zero }
-                if seeked, run.withLock({ r in defer { r.readsFromFileStart = true }; return !r.readsFromFileStart }) { continue }
+                if s.timeRange.start > .zero, run.withLock({ r in defer { r.readsFromFileStart = true }; return !r.readsFromFileStart }) { continue }
                 guard empty.otherLanes > 0 else { throw empty.error }
                 unreadable.append(.init(trackID: empty.trackID, mediaType: empty.mediaType.rawValue,
                                         reason: "no sample of it could be read (the file is damaged)"))
@@ -157,7 +160,7 @@ extension ExportSession {
     /// One attempt at the export. However it fails, its reader and writer are stopped and its
     /// temporary file is deleted before it returns.
     private func perform(to url: URL, as fileType: FileType, softwareOnly: Bool,
-                         leavingOut unreadable: [ExportResult.DroppedTrack]) async throws -> ExportResult {
+                         leavingOut unreadable: [ExportResult.DroppedTrack], settings s: Settings) async throws -> ExportResult {
         defer {
             // What the demuxer held queued at most, for the test seam.
             if let probe = stageProbe, let queued = run.withLock({ $0.reader })?.demuxSession?.peakQueuedPackets {
@@ -165,7 +168,7 @@ extension ExportSession {
             }
         }
         do {
-            return try await attempt(to: url, as: fileType, softwareOnly: softwareOnly, leavingOut: unreadable)
+            return try await attempt(to: url, as: fileType, softwareOnly: softwareOnly, leavingOut: unreadable, settings: s)
         } catch {
             let (reader, writer) = run.withLock { ($0.reader, $0.writer) }
             reader?.cancelReading()
@@ -176,22 +179,21 @@ extension ExportSession {
 
     /// One attempt: plan, build the graph, run it, finish the file, and say what was written.
     private func attempt(to url: URL, as fileType: FileType, softwareOnly: Bool,
-                         leavingOut unreadable: [ExportResult.DroppedTrack]) async throws -> ExportResult {
+                         leavingOut unreadable: [ExportResult.DroppedTrack], settings s: Settings) async throws -> ExportResult {
         // An output of a multi-output export reads the shared decodes in its first attempt
         // (a retry decodes on its own), and lets go of them as the attempt ends, whatever the
         // end, so it never holds the other outputs back.
-        let shares = settings.withLock { $0.fanOut }?.claim() ?? []
+        let shares = s.fanOut?.claim() ?? []
         defer { for share in shares { share.detach() } }
         guard canWrite(fileType) else {
             throw MediaError(.invalidArgument, "the \(preset.name) preset cannot write \(fileType) files (it writes \(preset.fileTypes.map(\.rawValue).joined(separator: ", ")))", path: url.path)
         }
         let (allTracks, duration) = try await asset.load(.tracks, .duration)
-        let s = settings.withLock { $0 }
         let span = try ExportSpan(range: s.timeRange, duration: duration, path: asset.displayPath)
         let unreadableIDs = Set(unreadable.map(\.trackID))
         let tracks = allTracks.filter { !unreadableIDs.contains($0.trackID) }
         let (reader, writer) = try await makeReaderAndWriter(url: url, fileType: fileType, settings: s, span: span)
-        var plan = try await makePlan(tracks: tracks, fileType: fileType, softwareOnly: softwareOnly)
+        var plan = try await makePlan(tracks: tracks, fileType: fileType, softwareOnly: softwareOnly, settings: s)
         plan.droppedTracks += unreadable
         var result = try await startingResult(of: plan, url: url, fileType: fileType)
         let graph = try await buildGraph(of: plan, tracks: tracks, sourceTracks: allTracks, shares: shares, settings: s, span: span,

@@ -29,6 +29,8 @@ public final class ExportSession: Sendable {
     private let probe = Locked<StageProbe?>(nil)
     public var presetName: String { preset.name }
 
+    /// What the public properties set. An export reads them once, as it begins: the planner,
+    /// the graph builder, the runner and every retry work from that snapshot.
     struct Settings {
         var timeRange = MediaTimeRange(start: .zero, duration: .positiveInfinity)
         var fileLengthLimit: Int64?
