@@ -17,8 +17,8 @@ public struct SurfaceLayer {
     }
 
     public var source: Frame
-    public var sourceRegion: PictureFit.Rectangle
-    public var outputRegion: PictureFit.Rectangle
+    public var sourceRegion: Rect
+    public var outputRegion: Rect
     public var rotation: Rotation
     public var mirror: Mirror
     /// 1 replaces what lies below; less blends with VA-API's global alpha.
@@ -28,7 +28,7 @@ public struct SurfaceLayer {
     /// The matrix the source's samples are in, where its tag is missing or not to be trusted; nil takes its tag.
     public var sourceMatrix: String?
 
-    public init(source: Frame, sourceRegion: PictureFit.Rectangle, outputRegion: PictureFit.Rectangle,
+    public init(source: Frame, sourceRegion: Rect, outputRegion: Rect,
                 rotation: Rotation = .none, mirror: Mirror = [], opacity: Double = 1,
                 blendsByPremultipliedAlpha: Bool = false, sourceMatrix: String? = nil) {
         self.source = source
@@ -139,8 +139,9 @@ public final class SurfaceCompositor {
         return destination
     }
 
-    private static func rectangle(_ r: PictureFit.Rectangle) -> VARectangle {
-        VARectangle(x: Int16(clamping: r.x), y: Int16(clamping: r.y), width: UInt16(clamping: r.width), height: UInt16(clamping: r.height))
+    private static func rectangle(_ r: Rect) -> VARectangle {
+        VARectangle(x: Int16(clamping: r.pixelX), y: Int16(clamping: r.pixelY),
+                    width: UInt16(clamping: r.pixelWidth), height: UInt16(clamping: r.pixelHeight))
     }
 
     /// The VA colour standard for FFmpeg's matrix name: BT.709 for HD tags, BT.601 otherwise.

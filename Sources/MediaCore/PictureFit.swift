@@ -15,30 +15,16 @@ public struct PictureFit: Equatable, Sendable {
         case fill
     }
 
-    public struct Rectangle: Equatable, Sendable {
-        public var x: Int
-        public var y: Int
-        public var width: Int
-        public var height: Int
-
-        public init(x: Int, y: Int, width: Int, height: Int) {
-            self.x = x
-            self.y = y
-            self.width = width
-            self.height = height
-        }
-    }
-
-    /// The part of the source read.
-    public var source: Rectangle
-    /// Where it is written in the output.
-    public var output: Rectangle
+    /// The part of the source read, in whole pixels.
+    public var source: Rect
+    /// Where it is written in the output, in whole pixels.
+    public var output: Rect
     /// The output's whole size: where `output` is smaller, the rest is bars.
     public let outputWidth: Int
     public let outputHeight: Int
 
     /// True when the output has bars around the picture (paint them first).
-    public var hasBars: Bool { output.width != outputWidth || output.height != outputHeight }
+    public var hasBars: Bool { output.pixelWidth != outputWidth || output.pixelHeight != outputHeight }
 
     /// The placement of a `sourceSize` picture of `pixelAspect`-wide pixels in an `outputSize`
     /// frame. `sourceStep` aligns the source crop, `outputStep` the output rectangle.
@@ -49,23 +35,23 @@ public struct PictureFit: Equatable, Sendable {
         (outputWidth, outputHeight) = (ow, oh)
         let aspect = pixelAspect.isFinite && pixelAspect > 0 ? pixelAspect : 1
         let (sw, sh) = (Double(sourceWidth) * aspect, Double(sourceHeight))
-        source = Rectangle(x: 0, y: 0, width: sourceWidth, height: sourceHeight)
-        output = Rectangle(x: 0, y: 0, width: ow, height: oh)
+        source = Rect(x: 0, y: 0, width: sourceWidth, height: sourceHeight)
+        output = Rect(x: 0, y: 0, width: ow, height: oh)
         switch mode {
         case .stretch:
             break
         case .fit:
             let scale = min(Double(ow) / sw, Double(oh) / sh)
-            output.width = min(ow, Self.rounded(sw * scale, step: outputStep.horizontal))
-            output.height = min(oh, Self.rounded(sh * scale, step: outputStep.vertical))
-            output.x = Self.floored((ow - output.width) / 2, step: outputStep.horizontal)
-            output.y = Self.floored((oh - output.height) / 2, step: outputStep.vertical)
+            let width = min(ow, Self.rounded(sw * scale, step: outputStep.horizontal))
+            let height = min(oh, Self.rounded(sh * scale, step: outputStep.vertical))
+            output = Rect(x: Self.floored((ow - width) / 2, step: outputStep.horizontal),
+                          y: Self.floored((oh - height) / 2, step: outputStep.vertical), width: width, height: height)
         case .fill:
             let scale = max(Double(ow) / sw, Double(oh) / sh)
-            source.width = min(sourceWidth, Self.rounded(Double(ow) / scale / aspect, step: sourceStep.horizontal))
-            source.height = min(sourceHeight, Self.rounded(Double(oh) / scale, step: sourceStep.vertical))
-            source.x = Self.floored((sourceWidth - source.width) / 2, step: sourceStep.horizontal)
-            source.y = Self.floored((sourceHeight - source.height) / 2, step: sourceStep.vertical)
+            let width = min(sourceWidth, Self.rounded(Double(ow) / scale / aspect, step: sourceStep.horizontal))
+            let height = min(sourceHeight, Self.rounded(Double(oh) / scale, step: sourceStep.vertical))
+            source = Rect(x: Self.floored((sourceWidth - width) / 2, step: sourceStep.horizontal),
+                          y: Self.floored((sourceHeight - height) / 2, step: sourceStep.vertical), width: width, height: height)
         }
     }
 

@@ -2,7 +2,7 @@ import MediaCore
 import Testing
 
 struct PictureFitTests {
-    typealias R = PictureFit.Rectangle
+    typealias R = Rect
 
     @Test func fitLetterboxesAndPillarboxesOnTheDisplayedAspect() {
         let same = PictureFit(source: Size(width: 1920, height: 1080), output: Size(width: 1280, height: 720), mode: .fit)
@@ -32,7 +32,7 @@ struct PictureFitTests {
         let odd = PictureFit(source: Size(width: 1080, height: 1920), output: Size(width: 1280, height: 720), mode: .fit, outputStep: (1, 1))
         #expect(odd.output.width == 405 && odd.output.x == 437)
         let even = PictureFit(source: Size(width: 1080, height: 1920), output: Size(width: 1280, height: 720), mode: .fit)
-        #expect(even.output.width % 2 == 0 && even.output.x % 2 == 0)
+        #expect(even.output.pixelWidth % 2 == 0 && even.output.pixelX % 2 == 0)
         let stretch = PictureFit(source: Size(width: 333, height: 111), output: Size(width: 64, height: 64), mode: .stretch)
         #expect(stretch.source == R(x: 0, y: 0, width: 333, height: 111) && stretch.output == R(x: 0, y: 0, width: 64, height: 64))
     }
@@ -44,5 +44,10 @@ struct PictureFitTests {
         #expect(Size(width: .infinity, height: 1e300).pixelWidth == Int(Int32.max))
         let fit = PictureFit(source: Size(width: 1920, height: 1080), output: Size(width: .nan, height: 1e300), mode: .fit)
         #expect(fit.outputWidth == 0 && fit.outputHeight == Int(Int32.max))
+        // A rectangle's origin may lie left of or above the picture; its sides count as a size's.
+        let odd = Rect(x: -3.7, y: .nan, width: 10.9, height: -1)
+        #expect(odd.pixelX == -3 && odd.pixelY == 0 && odd.pixelWidth == 10 && odd.pixelHeight == 0)
+        #expect(Rect(x: -1e300, y: .infinity, width: 0, height: 0).pixelX == Int(Int32.min))
+        #expect(Rect(x: -1e300, y: .infinity, width: 0, height: 0).pixelY == Int(Int32.max))
     }
 }

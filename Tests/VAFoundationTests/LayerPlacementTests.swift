@@ -12,7 +12,7 @@ import Testing
                              renderWidth: render.0, renderHeight: render.1)
     }
 
-    private func rect(_ x: Int, _ y: Int, _ w: Int, _ h: Int) -> PictureFit.Rectangle { .init(x: x, y: y, width: w, height: h) }
+    private func rect(_ x: Int, _ y: Int, _ w: Int, _ h: Int) -> Rect { .init(x: x, y: y, width: w, height: h) }
 
     @Test func theIdentityDrawsTheWholePictureInPlace() {
         #expect(place(.identity) == .placed(.init(sourceRegion: rect(0, 0, 320, 240), outputRegion: rect(0, 0, 320, 240),

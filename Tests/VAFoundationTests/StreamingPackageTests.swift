@@ -171,7 +171,7 @@ import HardwareAcceleration
 
     /// A subtitle surface is never smaller than the video processor takes, and still covers the cue.
     @Test func subtitleLayersAreGrownToThePipelinesMinimum() {
-        typealias R = PictureFit.Rectangle
+        typealias R = Rect
         let minimum = Size(width: 16, height: 16)
         #expect(BitmapSubtitleBurner.layerRegion(of: R(x: 300, y: 160, width: 4, height: 4), pictureWidth: 320, pictureHeight: 180, minimum: minimum)
                 == R(x: 300, y: 160, width: 16, height: 16))

@@ -108,7 +108,7 @@ final class DeviceCompositor {
     /// background: a VPP picture needs one input, and the background fills under it.
     private func invisibleLayer() throws -> [SurfaceLayer] {
         let any = try compositor.output.waitForSurface()
-        let whole = PictureFit.Rectangle(x: 0, y: 0, width: width, height: height)
+        let whole = Rect(x: 0, y: 0, width: width, height: height)
         return [SurfaceLayer(source: any, sourceRegion: whole, outputRegion: whole, opacity: 0)]
     }
 
@@ -123,8 +123,8 @@ final class DeviceCompositor {
 /// Where the video processor draws one layer: the source region, its quarter turns and
 /// mirroring, and the output region, in whole pixels and clipped to the render picture.
 struct LayerPlacement: Equatable {
-    var sourceRegion: PictureFit.Rectangle
-    var outputRegion: PictureFit.Rectangle
+    var sourceRegion: Rect
+    var outputRegion: Rect
     var rotation: SurfaceLayer.Rotation
     var mirror: SurfaceLayer.Mirror
 
@@ -187,10 +187,10 @@ struct LayerPlacement: Equatable {
     }
 
     /// `rect` with its edges rounded to whole pixels; nil when nothing is left.
-    private static func pixels(_ rect: Rect) -> PictureFit.Rectangle? {
-        let x0 = Int(rect.x.rounded()), y0 = Int(rect.y.rounded())
-        let x1 = Int(rect.maxX.rounded()), y1 = Int(rect.maxY.rounded())
+    private static func pixels(_ rect: Rect) -> Rect? {
+        let x0 = rect.x.rounded(), y0 = rect.y.rounded()
+        let x1 = rect.maxX.rounded(), y1 = rect.maxY.rounded()
         guard x1 > x0, y1 > y0 else { return nil }
-        return PictureFit.Rectangle(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
+        return Rect(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
     }
 }

@@ -487,11 +487,11 @@ private final class RGBConverter {
             // Two surfaces: the one downloading and the next being drawn.
             surfaceCompositor = try SurfaceCompositor(output: try SurfacePool(device: device.hardware, width: w, height: h, softwareFormat: layout, capacity: 2))
         }
-        let layer = SurfaceLayer(source: surface, sourceRegion: PictureFit.Rectangle(x: 0, y: 0, width: surface.width, height: surface.height),
-                                 outputRegion: PictureFit.Rectangle(x: 0, y: 0, width: width, height: height))
+        let layer = SurfaceLayer(source: surface, sourceRegion: Rect(x: 0, y: 0, width: surface.width, height: surface.height),
+                                 outputRegion: Rect(x: 0, y: 0, width: width, height: height))
         let scaled = try surfaceCompositor!.draw([layer], background: 0xff00_0000, outputFullRange: surface.isFullRange == true)
         scaled.isFullRange = surface.isFullRange
-        return try scaled.transferToHost().cropped(to: PictureFit.Rectangle(x: 0, y: 0, width: width, height: height))
+        return try scaled.transferToHost().cropped(to: Rect(x: 0, y: 0, width: width, height: height))
     }
 
     /// A host `frame` converted to RGB at `width`×`height`.

@@ -35,7 +35,7 @@ final class BitmapSubtitleBurner {
     /// `current`'s pictures rasterised for the pictures' depth, made on first use.
     private var rasters: (tenBit: Bool, matrix: OverlayRaster.LumaCoefficients, layers: [(x: Int, y: Int, raster: OverlayRaster)])?
     /// `current`'s pictures on the device, made on first use: the surface and where it goes on the canvas.
-    private var uploaded: (surface: Frame, region: PictureFit.Rectangle, pictureWidth: Int, pictureHeight: Int)?
+    private var uploaded: (surface: Frame, region: Rect, pictureWidth: Int, pictureHeight: Int)?
     /// The RGBA surfaces subtitles are uploaded into, kept while they are of one size.
     private var uploadPool: SurfacePool?
     /// Draws the subtitle layer over surfaces, into surfaces of the pictures' size and layout.
@@ -172,7 +172,7 @@ final class BitmapSubtitleBurner {
                                            capacity: PipelineBounds.readerSurfaces)
                 compositor = try SurfaceCompositor(output: pool)
             }
-            let whole = PictureFit.Rectangle(x: 0, y: 0, width: width, height: height)
+            let whole = Rect(x: 0, y: 0, width: width, height: height)
             // The picture is taken in the matrix its subtitles are converted with, so that it is copied unchanged.
             let drawn = try compositor!.draw([
                 SurfaceLayer(source: surface, sourceRegion: whole, outputRegion: whole, sourceMatrix: matrix),
@@ -191,21 +191,22 @@ final class BitmapSubtitleBurner {
     /// with transparent pixels to what the pipeline takes on a `pictureWidth`×`pictureHeight`
     /// picture), colours premultiplied by their alpha, as the video processor blends them.
     private func upload(_ subtitle: BitmapSubtitle, on device: SubtitleLayerDevice, pictureWidth: Int,
-                        pictureHeight: Int) throws(FFmpegError) -> (surface: Frame, region: PictureFit.Rectangle, pictureWidth: Int, pictureHeight: Int) {
+                        pictureHeight: Int) throws(FFmpegError) -> (surface: Frame, region: Rect, pictureWidth: Int, pictureHeight: Int) {
         let left = subtitle.rects.map(\.x).min()!, top = subtitle.rects.map(\.y).min()!
         let right = subtitle.rects.map { $0.x + $0.width }.max()!, bottom = subtitle.rects.map { $0.y + $0.height }.max()!
-        let region = Self.layerRegion(of: PictureFit.Rectangle(x: left, y: top, width: right - left, height: bottom - top),
+        let region = Self.layerRegion(of: Rect(x: left, y: top, width: right - left, height: bottom - top),
                                       pictureWidth: pictureWidth, pictureHeight: pictureHeight, minimum: device.minimumInput)
-        let host = try Frame(width: region.width, height: region.height, pixelFormat: .rgba)
+        let (regionX, regionY, regionWidth, regionHeight) = (region.pixelX, region.pixelY, region.pixelWidth, region.pixelHeight)
+        let host = try Frame(width: regionWidth, height: regionHeight, pixelFormat: .rgba)
         host.isFullRange = true
         guard let base = host.baseAddress(plane: 0)?.assumingMemoryBound(to: UInt8.self) else {
             throw FFmpegError(code: .outOfMemory, function: "BitmapSubtitleBurner.upload (no picture memory)")
         }
         let stride = host.bytesPerRow(plane: 0)
-        for row in 0..<region.height { (base + row * stride).initialize(repeating: 0, count: region.width * 4) }
+        for row in 0..<regionHeight { (base + row * stride).initialize(repeating: 0, count: regionWidth * 4) }
         for rect in subtitle.rects {
             for y in 0..<rect.height {
-                let line = base + (rect.y - region.y + y) * stride + (rect.x - region.x) * 4
+                let line = base + (rect.y - regionY + y) * stride + (rect.x - regionX) * 4
                 for x in 0..<rect.width {
                     let i = (y * rect.width + x) * 4
                     let alpha = UInt32(rect.rgba[i + 3])
@@ -216,8 +217,8 @@ final class BitmapSubtitleBurner {
                 }
             }
         }
-        if let pool = uploadPool, pool.width == region.width, pool.height == region.height {} else {
-            uploadPool = try SurfacePool(device: device.hardware, width: region.width, height: region.height, softwareFormat: .rgba, capacity: 2)
+        if let pool = uploadPool, pool.width == regionWidth, pool.height == regionHeight {} else {
+            uploadPool = try SurfacePool(device: device.hardware, width: regionWidth, height: regionHeight, softwareFormat: .rgba, capacity: 2)
         }
         return (try uploadPool!.upload(host), region, pictureWidth, pictureHeight)
     }
@@ -225,22 +226,23 @@ final class BitmapSubtitleBurner {
     /// The canvas region a subtitle's surface covers: its pictures' `box`, grown to hold a
     /// window of the pipeline's `minimum` input size that lies on the picture, so that what the
     /// video processor reads is never smaller than it takes.
-    static func layerRegion(of box: PictureFit.Rectangle, pictureWidth: Int, pictureHeight: Int, minimum: Size?) -> PictureFit.Rectangle {
+    static func layerRegion(of box: Rect, pictureWidth: Int, pictureHeight: Int, minimum: Size?) -> Rect {
+        let (boxX, boxY, boxWidth, boxHeight) = (box.pixelX, box.pixelY, box.pixelWidth, box.pixelHeight)
         let width = min(minimum?.pixelWidth ?? 1, pictureWidth), height = min(minimum?.pixelHeight ?? 1, pictureHeight)
-        let x = min(max(box.x, 0), max(pictureWidth - width, 0)), y = min(max(box.y, 0), max(pictureHeight - height, 0))
-        let left = min(box.x, x), top = min(box.y, y)
-        let right = max(box.x + box.width, x + width), bottom = max(box.y + box.height, y + height)
-        return PictureFit.Rectangle(x: left, y: top, width: right - left, height: bottom - top)
+        let x = min(max(boxX, 0), max(pictureWidth - width, 0)), y = min(max(boxY, 0), max(pictureHeight - height, 0))
+        let left = min(boxX, x), top = min(boxY, y)
+        let right = max(boxX + boxWidth, x + width), bottom = max(boxY + boxHeight, y + height)
+        return Rect(x: left, y: top, width: right - left, height: bottom - top)
     }
 
     /// Where `region` of the canvas falls on a `width`×`height` picture: the part of the
     /// uploaded surface shown, and where it goes, unscaled; nil when none of it falls there.
-    static func placement(of region: PictureFit.Rectangle, width: Int, height: Int) -> (source: PictureFit.Rectangle, output: PictureFit.Rectangle)? {
-        let x0 = max(region.x, 0), y0 = max(region.y, 0)
-        let x1 = min(region.x + region.width, width), y1 = min(region.y + region.height, height)
+    static func placement(of region: Rect, width: Int, height: Int) -> (source: Rect, output: Rect)? {
+        let (x, y) = (region.pixelX, region.pixelY)
+        let x0 = max(x, 0), y0 = max(y, 0)
+        let x1 = min(x + region.pixelWidth, width), y1 = min(y + region.pixelHeight, height)
         guard x1 > x0, y1 > y0 else { return nil }
-        return (PictureFit.Rectangle(x: x0 - region.x, y: y0 - region.y, width: x1 - x0, height: y1 - y0),
-                PictureFit.Rectangle(x: x0, y: y0, width: x1 - x0, height: y1 - y0))
+        return (Rect(x: x0 - x, y: y0 - y, width: x1 - x0, height: y1 - y0), Rect(x: x0, y: y0, width: x1 - x0, height: y1 - y0))
     }
 
     /// The matrix a picture's subtitles are converted with: its own, as its decoder states it

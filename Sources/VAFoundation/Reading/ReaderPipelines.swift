@@ -499,7 +499,7 @@ final class VideoDecodePipeline: TrackPipeline {
                                  output: Size(width: width, height: height), mode: attributes.scalingMode.pictureFit)
             if fit.hasBars { try output.fillBlack() }
             let source = try frame.cropped(to: fit.source)
-            let (x, y, w, h) = (fit.output.x, fit.output.y, fit.output.width, fit.output.height)
+            let (x, y, w, h) = (fit.output.pixelX, fit.output.pixelY, fit.output.pixelWidth, fit.output.pixelHeight)
             // A downloaded surface says its range only in its tag (NV12 has no "j" variant).
             let sourceFull = source.isFullRange ?? source.pixelFormat.impliesFullRange
             if scaler == nil || scaler!.sourceWidth != source.width || scaler!.sourceHeight != source.height
@@ -556,11 +556,11 @@ extension ScalingMode {
 
 extension Frame {
     /// The frame itself, or a reference to it cropped to `rectangle` (no pixels copied).
-    func cropped(to rectangle: PictureFit.Rectangle) throws(FFmpegError) -> Frame {
-        guard rectangle.width != width || rectangle.height != height else { return self }
+    func cropped(to rectangle: Rect) throws(FFmpegError) -> Frame {
+        let (x, y, w, h) = (rectangle.pixelX, rectangle.pixelY, rectangle.pixelWidth, rectangle.pixelHeight)
+        guard w != width || h != height else { return self }
         let cropped = try reference()
-        try cropped.crop(left: rectangle.x, top: rectangle.y, right: width - rectangle.width - rectangle.x,
-                         bottom: height - rectangle.height - rectangle.y)
+        try cropped.crop(left: x, top: y, right: width - w - x, bottom: height - h - y)
         return cropped
     }
 }

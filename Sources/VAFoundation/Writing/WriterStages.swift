@@ -101,8 +101,8 @@ final class WriterVideoStage {
                              sourceStep: (sourceSub.horizontal ? 2 : 1, sourceSub.vertical ? 2 : 1),
                              outputStep: (outputSub.horizontal ? 2 : 1, outputSub.vertical ? 2 : 1))
         if fit.hasBars { try destination.fillBlack() }
-        try scale(source.cropped(to: fit.source), into: destination, width: fit.output.width, height: fit.output.height,
-                  x: fit.output.x, y: fit.output.y)
+        try scale(source.cropped(to: fit.source), into: destination, width: fit.output.pixelWidth, height: fit.output.pixelHeight,
+                  x: fit.output.pixelX, y: fit.output.pixelY)
         return destination
     }
 
