@@ -215,6 +215,8 @@ MUTATIONS = [
      "            if abs(widening - 1) > 0.001 {", "            if abs(widening - 1) > 0.001, Bool(false) {"),
     ("tracks-burn-in-lost-in-composition", "tracks", "aVideoCompositionRefusesBurntInSubtitles", "Sources/VAFoundation/Export/ExportSession+Planning.swift",
      "        if s.videoComposition != nil {", "        if s.videoComposition != nil, Bool(false) {"),
+    ("package-subtitles-read-past-cancel", "package", "aCancelledPackageStopsReadingSubtitles", "Sources/VAFoundation/Export/StreamingSubtitles.swift",
+     "                if isCancelled() { throw", "                if Bool(false) { throw"),
     ("package-subtitle-defaults-not-unique", "package", "PackageSubtitleTests", "Sources/VAFoundation/Export/StreamingPackager.swift",
      "isDefault: track.trackID == defaultSubtitles,", "isDefault: track.isMarkedDefault,"),
     ("package-subtitle-text-unescaped", "package", "webVTTCueTextEscapesWhatIsNoTag", "Sources/VAFoundation/Export/StreamingSubtitles.swift",
@@ -228,7 +230,7 @@ MUTATIONS = [
     ("hardware-subtitle-colours-not-premultiplied", "hardware", "bitmapSubtitlesAreDrawnByTheVideoProcessor", "Sources/VAFoundation/Reading/BitmapSubtitleBurner.swift",
      "line[x * 4 + c] = UInt8((UInt32(rect.rgba[i + c]) * alpha + 127) / 255)", "line[x * 4 + c] = rect.rgba[i + c]"),
     ("hardware-subtitle-layer-misplaced", "hardware", "bitmapSubtitlesAreDrawnByTheVideoProcessor", "Sources/VAFoundation/Reading/BitmapSubtitleBurner.swift",
-     "                PictureFit.Rectangle(x: x0, y: y0, width: x1 - x0, height: y1 - y0))", "                PictureFit.Rectangle(x: 0, y: 0, width: x1 - x0, height: y1 - y0))"),
+     "Rect(x: x0, y: y0, width: x1 - x0, height: y1 - y0))\n", "Rect(x: 0, y: 0, width: x1 - x0, height: y1 - y0))\n"),
     ("hardware-probe-reads-own-vpp-list", "hardware", "theVideoProcessorsFormatsAreTheDriversOwnList|bitmapSubtitlesAreDrawnByTheVideoProcessor", "Sources/HardwareAcceleration/VADevice+Capabilities.swift",
      "let listed = list == ours.baseAddress ? min(Int(count), ours.count) : Int(count)\n                            return UnsafeBufferPointer(start: list, count: listed)",
      "return UnsafeBufferPointer(start: ours.baseAddress!, count: min(Int(count), ours.count))"),
@@ -266,6 +268,14 @@ for name in filter(None, listed):
         continue
     os.makedirs(os.path.dirname(copy), exist_ok=True)
     shutil.copy2(source, copy)
+# A source file the checkout no longer has is removed from the copy, or it would still build.
+kept = set(filter(None, listed))
+for folder in ("Sources", "Tests"):
+    for directory, _, files in os.walk(os.path.join(scratch, folder)):
+        for file in files:
+            path = os.path.join(directory, file)
+            if os.path.relpath(path, scratch) not in kept:
+                os.remove(path)
 # Tests read the shared corpus beside the checkout (../shared): the scratch copy gets it too.
 shared = os.path.join(os.path.dirname(os.path.abspath(root)), "shared")
 beside_scratch = os.path.join(os.path.dirname(os.path.abspath(scratch)), "shared")

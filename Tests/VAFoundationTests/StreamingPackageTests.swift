@@ -169,6 +169,33 @@ import HardwareAcceleration
         #expect(StreamingSubtitles.escaped("<i>so</i> &amp; <b>on</b> <c.red>x</c> <00:01.000>") == "<i>so</i> &amp; <b>on</b> <c.red>x</c> <00:01.000>")
     }
 
+    /// Reading a subtitle track for WebVTT may read the whole file: a cancelled package stops
+    /// at the next cue, with a cancel, instead of reading on to the end.
+    @Test(.disabled(if: ffmpegPath == nil, "ffmpeg makes the subtitled file (Hardware/setup.sh installs it)"))
+    func aCancelledPackageStopsReadingSubtitles() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let cues = dir.appendingPathComponent("cues.srt"), source = dir.appendingPathComponent("subtitled.mkv")
+        try Data("1\n00:00:00,100 --> 00:00:00,900\nOne\n\n2\n00:00:01,100 --> 00:00:01,900\nTwo\n".utf8).write(to: cues)
+        try #require(try run(try #require(ffmpegPath), ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=25:duration=2",
+                                                        "-i", cues.path, "-c:v", "libx264", "-preset", "ultrafast", "-c:s", "srt", source.path]).status == 0)
+        let asset = Asset(url: source)
+        let tracks = try await asset.load(.tracks)
+        let track = try #require(tracks.first { $0.mediaType == .subtitle })
+        let whole = MediaTimeRange(start: .zero, duration: .positiveInfinity), end = MediaTime(value: 2, timescale: 1)
+        #expect(try StreamingSubtitles.cues(of: track, in: asset, range: whole, end: end).cues.map(\.text) == ["One", "Two"])
+        let cancelled = Task { () throws -> Int in
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try StreamingSubtitles.cues(of: track, in: asset, range: whole, end: end).cues.count
+        }
+        do {
+            let count = try await cancelled.value
+            Issue.record("read \(count) cues on after the cancel")
+        } catch {
+            #expect((error as? MediaError)?.code == .cancelled, "\(error)")
+        }
+    }
+
     /// A subtitle surface is never smaller than the video processor takes, and still covers the cue.
     @Test func subtitleLayersAreGrownToThePipelinesMinimum() {
         typealias R = Rect

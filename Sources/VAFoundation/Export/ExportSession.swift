@@ -340,6 +340,9 @@ public final class ExportSession: Sendable {
         set { probe.withLock { $0 = newValue } }
     }
 
+    /// The export was cancelled (a package built on it stops its own steps too).
+    var isCancelled: Bool { run.withLock { $0.cancelled } }
+
     /// Stops the export; `export` throws a `.cancelled` error and leaves no file.
     public func cancelExport() {
         let (writer, branches) = markCancelled()

@@ -363,7 +363,12 @@ public final class StreamingPackager: Sendable {
         let defaultSubtitles = subtitleTracks.first(where: \.isMarkedDefault)?.trackID
         for (track, name) in zip(subtitleTracks, Self.folderNames(subtitleTracks, kind: "subtitles")) {
             let read: (cues: [WebVTTCue], refused: Int)
-            do { read = try StreamingSubtitles.cues(of: track, in: asset, range: exportSession.timeRange, end: end) } catch {
+            do {
+                read = try StreamingSubtitles.cues(of: track, in: asset, range: exportSession.timeRange, end: end) {
+                    Task.isCancelled || self.exportSession.isCancelled
+                }
+            } catch {
+                if error.code == .cancelled { throw error }
                 // A subtitle track that cannot be read costs the package that track, not its pictures and sound.
                 warnings.append("subtitle track \(track.trackID) is left out of the package: \(error.message)")
                 continue

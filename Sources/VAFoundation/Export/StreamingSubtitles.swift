@@ -18,8 +18,10 @@ enum StreamingSubtitles {
     /// `track`'s cues from `asset`, moved to a package starting at `range.start`, cut to the
     /// range and to `end` (where the package's picture and sound end), and how many cues could
     /// not be converted (passed over, as ffmpeg does). A cue with no duration lasts until the
-    /// next one, or that end.
-    static func cues(of track: AssetTrack, in asset: Asset, range: MediaTimeRange, end: MediaTime) throws(MediaError) -> (cues: [WebVTTCue], refused: Int) {
+    /// next one, or that end. Reading a track may read the whole file: `isCancelled` is asked
+    /// at every cue, and a cancel ends it with a `.cancelled` error.
+    static func cues(of track: AssetTrack, in asset: Asset, range: MediaTimeRange, end: MediaTime,
+                     isCancelled: () -> Bool = { Task.isCancelled }) throws(MediaError) -> (cues: [WebVTTCue], refused: Int) {
         let reader = AssetReader(asset: asset)
         var timed: [(start: MediaTime, duration: MediaTime, text: String)] = []
         var refused = 0
@@ -29,6 +31,7 @@ enum StreamingSubtitles {
             try reader.startReading()
             var converter: SubtitleConverter?
             while let sample = try output.copyNextSampleBuffer() {
+                if isCancelled() { throw MediaError(.cancelled, "packaging cancelled while reading subtitle track \(track.trackID)", path: asset.displayPath) }
                 guard let packet = sample.packet, let parameters = sample.codecParameters, sample.presentationTimeStamp.isNumeric else { continue }
                 if converter == nil { converter = try SubtitleConverter(source: parameters, target: "webvtt") }
                 let converted: Packet?
