@@ -1,4 +1,5 @@
 internal import CFFmpeg
+import MediaCore
 
 /// An FFmpeg pixel format (`AVPixelFormat`), open so formats from newer releases round-trip.
 public struct PixelFormatID: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
@@ -80,4 +81,25 @@ public struct SampleFormatID: RawRepresentable, Sendable, Hashable, CustomString
     public var description: String { name ?? "none" }
     public var isPlanar: Bool { av_sample_fmt_is_planar(avValue) != 0 }
     public var bytesPerSample: Int { Int(av_get_bytes_per_sample(avValue)) }
+}
+
+/// The one bridge between the engine's format names (MediaCore's `PixelFormat` and
+/// `AudioSampleFormat`, named as FFmpeg names them) and libavutil's numbers: the engine
+/// converts through these, never through the names itself.
+extension PixelFormatID {
+    /// nil when this libavutil knows no such format.
+    public init?(_ format: PixelFormat) { self.init(name: format.rawValue) }
+}
+
+extension PixelFormat {
+    public init(_ id: PixelFormatID) { self.init(rawValue: id.name ?? "none") }
+}
+
+extension SampleFormatID {
+    /// nil when this libavutil knows no such format.
+    public init?(_ format: AudioSampleFormat) { self.init(name: format.rawValue) }
+}
+
+extension AudioSampleFormat {
+    public init(_ id: SampleFormatID) { self.init(rawValue: id.name ?? "none") }
 }

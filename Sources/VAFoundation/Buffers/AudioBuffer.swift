@@ -14,7 +14,7 @@ public final class AudioBuffer: @unchecked Sendable {
     /// FFmpeg's text ("stereo", "5.1(side)"); nil takes the default for `channelCount`.
     public convenience init(sampleCount: Int, format: AudioSampleFormat, sampleRate: Int, channelCount: Int,
                             channelLayout: String? = nil) throws {
-        guard let id = SampleFormatID(name: format.rawValue) else {
+        guard let id = SampleFormatID(format) else {
             throw MediaError(.unsupported, "audio sample format \(format) is unknown to FFmpeg")
         }
         guard sampleCount > 0, sampleRate > 0, channelCount > 0 else {
@@ -37,7 +37,7 @@ public final class AudioBuffer: @unchecked Sendable {
     public var channelCount: Int { frame.channelCount }
     /// FFmpeg's text for the layout ("stereo"), nil when unknown.
     public var channelLayout: String? { frame.channelLayout }
-    public var format: AudioSampleFormat { AudioSampleFormat(rawValue: frame.sampleFormat.name ?? "none") }
+    public var format: AudioSampleFormat { AudioSampleFormat(frame.sampleFormat) }
 
     /// Calls `body` with one buffer per channel for planar formats, or one interleaved buffer.
     public func withUnsafeChannels<R>(_ body: ([UnsafeRawBufferPointer]) throws -> R) rethrows -> R {

@@ -15,7 +15,7 @@ public final class PixelBuffer: @unchecked Sendable {
 
     /// A new host-memory picture with uninitialised pixels.
     public convenience init(width: Int, height: Int, pixelFormat: PixelFormat) throws {
-        guard let id = PixelFormatID(name: pixelFormat.rawValue), !id.isHardware else {
+        guard let id = PixelFormatID(pixelFormat), !id.isHardware else {
             throw MediaError(.unsupported, "pixel format \(pixelFormat) cannot be allocated in host memory")
         }
         guard width > 0, height > 0 else {
@@ -30,7 +30,7 @@ public final class PixelBuffer: @unchecked Sendable {
 
     public var width: Int { frame.width }
     public var height: Int { frame.height }
-    public var pixelFormat: PixelFormat { PixelFormat(rawValue: frame.pixelFormat.name ?? "none") }
+    public var pixelFormat: PixelFormat { PixelFormat(frame.pixelFormat) }
     /// True when the pixels live in a GPU surface and must be transferred to be read.
     public var isSurfaceBacked: Bool { frame.pixelFormat.isHardware }
     /// Number of planes (2 for nv12 and p010, 3 for yuv420p, 1 for packed RGB).

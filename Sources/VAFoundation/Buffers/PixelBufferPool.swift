@@ -36,7 +36,7 @@ public final class PixelBufferPool: Sendable {
             throw MediaError(.invalidArgument, "pixel buffer pool needs room for at least one buffer")
         }
         if case .hostMemory = backing {
-            guard let id = PixelFormatID(name: pixelFormat.rawValue), !id.isHardware else {
+            guard let id = PixelFormatID(pixelFormat), !id.isHardware else {
                 throw MediaError(.unsupported, "pixel format \(pixelFormat) cannot be allocated in host memory")
             }
             do { frames = try FramePool(width: width, height: height, pixelFormat: id, capacity: maximumBufferCount) } catch {

@@ -42,7 +42,7 @@ public final class AssetReaderVideoCompositionOutput: AssetReaderOutput, VideoDe
             throw MediaError(.invalidArgument, "a video composition output needs one or more video tracks")
         }
         if let settings = videoSettings {
-            guard settings.pixelFormat != .vaapiSurface, PixelFormatID(name: settings.pixelFormat.rawValue) != nil else {
+            guard settings.pixelFormat != .vaapiSurface, PixelFormatID(settings.pixelFormat) != nil else {
                 throw MediaError(.invalidArgument, "a video composition output cannot vend \(settings.pixelFormat) pictures")
             }
             guard settings.scalingMode == .resize else {
@@ -117,7 +117,7 @@ public final class AssetReaderVideoCompositionOutput: AssetReaderOutput, VideoDe
         guard picture.pixelFormat != settings.pixelFormat || width != picture.width || height != picture.height else { return picture }
         do {
             let host = try picture.transferredToHost()
-            guard let from = PixelFormatID(name: host.pixelFormat.rawValue), let to = PixelFormatID(name: settings.pixelFormat.rawValue) else {
+            guard let from = PixelFormatID(host.pixelFormat), let to = PixelFormatID(settings.pixelFormat) else {
                 throw MediaError(.unsupported, "no conversion from \(host.pixelFormat) to \(settings.pixelFormat)")
             }
             let reusable = scaler.map { s in

@@ -184,7 +184,7 @@ final class CompositionTrackPipeline: TrackPipeline {
         let size = track.naturalSize
         let width = attributes.width ?? lastPicture?.width ?? Int(size.width)
         let height = attributes.height ?? lastPicture?.height ?? Int(size.height)
-        let format = PixelFormatID(name: attributes.pixelFormat.rawValue) ?? lastPicture?.format ?? .yuv420p
+        let format = PixelFormatID(attributes.pixelFormat) ?? lastPicture?.format ?? .yuv420p
         guard width > 0, height > 0 else {
             throw MediaError(.invalidArgument, "composition track \(track.trackID) starts with an empty segment and has no picture size; give the output a width and height", path: "composition")
         }

@@ -122,7 +122,7 @@ public struct SoftwareCompositor: VideoCompositing {
     private func workingCopy(of frame: PixelBuffer) throws -> PixelBuffer {
         let host = try frame.transferredToHost()
         guard host.pixelFormat != outputPixelFormat else { return host }
-        guard let from = PixelFormatID(name: host.pixelFormat.rawValue), let to = PixelFormatID(name: outputPixelFormat.rawValue) else {
+        guard let from = PixelFormatID(host.pixelFormat), let to = PixelFormatID(outputPixelFormat) else {
             throw MediaError(.unsupported, "the software compositor cannot read \(host.pixelFormat) pictures")
         }
         let converted = try PixelBuffer(width: host.width, height: host.height, pixelFormat: outputPixelFormat)

@@ -24,7 +24,7 @@ final class TimeStretch {
         let rate = pcm.sampleRate ?? 48000
         let layout = pcm.channelLayout ?? ChannelLayouts.defaultName(channelCount: pcm.channelCount ?? 2)
         let description = Self.filter(speed: speed, sampleRate: rate, algorithm: algorithm)
-        guard let format = SampleFormatID(name: pcm.sampleFormat.rawValue) else {
+        guard let format = SampleFormatID(pcm.sampleFormat) else {
             throw MediaError(.unsupported, "PCM format \(pcm.sampleFormat) is unknown to FFmpeg", path: path)
         }
         do {

@@ -472,7 +472,7 @@ extension ExportSession {
         if let dolbyVision = video?.dolbyVision, dolbyVision.hasRPU {
             warnings.append("track \(track.trackID) (video): its Dolby Vision metadata (profile \(dolbyVision.profile), RPU) is dropped; the output keeps the base layer's picture")
         }
-        let output = PixelFormatID(name: (settings.pixelFormat ?? .yuv420p).rawValue)
+        let output = PixelFormatID(settings.pixelFormat ?? .yuv420p)
         if let source = video?.pixelFormat.flatMap(PixelFormatID.init(name:)), source.hasAlpha, output?.hasAlpha != true {
             warnings.append("track \(track.trackID) (video): its alpha channel (\(source)) is dropped; \(output.map { "\($0)" } ?? "the output format") has none")
         }

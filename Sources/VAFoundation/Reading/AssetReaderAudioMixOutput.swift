@@ -194,7 +194,7 @@ public final class AssetReaderAudioMixOutput: AssetReaderOutput, @unchecked Send
                     if converter == nil {
                         converter = try Resampler(
                             sourceSampleRate: sampleRate, sourceFormat: .floatPlanar, sourceChannelCount: channelCount, sourceLayout: mixed.channelLayout,
-                            outputSampleRate: sampleRate, outputFormat: SampleFormatID(name: output.sampleFormat.rawValue) ?? .s16,
+                            outputSampleRate: sampleRate, outputFormat: SampleFormatID(output.sampleFormat) ?? .s16,
                             outputChannelCount: channelCount, outputLayout: mixed.channelLayout)
                     }
                     guard let converted = try converter!.convert(mixed.frame) else {

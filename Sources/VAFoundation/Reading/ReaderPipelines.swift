@@ -359,7 +359,7 @@ final class VideoDecodePipeline: TrackPipeline {
             }
             format = deep ? .p010 : .nv12
         } else {
-            guard let id = PixelFormatID(name: attributes.pixelFormat.rawValue), !id.isHardware else {
+            guard let id = PixelFormatID(attributes.pixelFormat), !id.isHardware else {
                 throw MediaError(.unsupported, "pixel format \(attributes.pixelFormat) cannot be produced in host memory", path: session.path)
             }
             format = id
@@ -599,7 +599,7 @@ final class AudioDecodePipeline: TrackPipeline {
     private var outputShape: (rate: Int, channels: Int, layout: String?)?
 
     init(session: DemuxSession, track: AssetTrack, pcm: LinearPCMSettings, timeRange: MediaTimeRange) throws(MediaError) {
-        guard let format = SampleFormatID(name: pcm.sampleFormat.rawValue) else {
+        guard let format = SampleFormatID(pcm.sampleFormat) else {
             throw MediaError(.unsupported, "PCM format \(pcm.sampleFormat) is unknown to FFmpeg", path: session.path)
         }
         self.loop = try DecodeLoop(session: session, stream: track.streamIndex)
@@ -693,7 +693,7 @@ final class AudioDecodePipeline: TrackPipeline {
         guard gap > Int64(rate / 500) else { return nil }
         let count = Int(min(gap, Int64(skipped * max(previous.samples, 1))))
         do {
-            let format = AudioSampleFormat(rawValue: decoded.sampleFormat.name ?? "none")
+            let format = AudioSampleFormat(decoded.sampleFormat)
             return try AudioBuffer(sampleCount: count, format: format, sampleRate: decoded.sampleRate,
                                    channelCount: decoded.channelCount, channelLayout: decoded.channelLayout).frame
         } catch {

@@ -120,7 +120,7 @@ enum WriterCodecs {
         let accepted = Encoder.pixelFormats(ofEncoder: name)
         let format: PixelFormatID
         if let wanted = s.pixelFormat {
-            guard let id = PixelFormatID(name: wanted.rawValue) else {
+            guard let id = PixelFormatID(wanted) else {
                 throw MediaError(.invalidArgument, "pixel format \(wanted) is unknown to FFmpeg")
             }
             format = id
