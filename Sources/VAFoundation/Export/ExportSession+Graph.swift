@@ -243,11 +243,11 @@ extension ExportSession {
     private func measureLoudness(of audio: AudioOutputPlan, settings s: Settings, beside reader: AssetReader, url: URL) async throws -> Loudness? {
         let measuring = sideReader(like: reader)
         defer { run.withLock { $0.sideReaders.removeAll { $0 === measuring } } }
-        if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
+        try throwIfCancelled(path: url.path)
         let output = try audioOutput(for: audio, gain: nil, settings: s)
         output.weighsDamageAcrossTracks = true
         let measured = try await LoudnessMeter.measure(output, of: measuring, path: asset.displayPath)
-        if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
+        try throwIfCancelled(path: url.path)
         return measured
     }
 

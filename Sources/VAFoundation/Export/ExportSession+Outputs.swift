@@ -82,7 +82,7 @@ extension ExportSession {
         // One session slot of the device for every output: they are one job.
         if let device { try await device.sessions.acquire() }
         defer { if let device { Task { await device.sessions.release() } } }
-        if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: asset.displayPath) }
+        try throwIfCancelled(path: asset.displayPath)
         try reader?.startReading()
 
         var results = [Result<ExportResult, MediaError>?](repeating: nil, count: outputs.count)

@@ -248,7 +248,7 @@ extension ExportSession {
             $0.sideReaders = []
             $0.resumption = nil
         }
-        if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
+        try throwIfCancelled(path: url.path)
         return (reader, writer)
     }
 
@@ -263,10 +263,11 @@ extension ExportSession {
         if graph.lanes.allSatisfy(\.copiesPackets) {
             try await copyPackets(graph.lanes, reader: graph.reader, writer: graph.writer, start: span.start, limit: limit, tally: tally)
         } else {
-            try await runLanes(graph.lanes, reader: graph.reader, writer: graph.writer, span: span, limit: limit, tally: tally)
+            try await runLanes(graph.lanes, LaneContext(reader: graph.reader, writer: graph.writer, span: span, limit: limit, tally: tally,
+                                                        laneCount: graph.lanes.count))
         }
         if let error = graph.reader.error ?? graph.subtitleReader?.error { throw error }
-        if run.withLock({ $0.cancelled }) { throw MediaError(.cancelled, "export cancelled", path: url.path) }
+        try throwIfCancelled(path: url.path)
         return tally
     }
 
@@ -295,9 +296,14 @@ extension ExportSession {
 
     /// Throws a cancel when the export was cancelled, once the file written is gone.
     func removeFileIfCancelled(_ url: URL) throws {
-        guard run.withLock({ $0.cancelled }) else { return }
+        guard isCancelled else { return }
         unlink(url.path)
-        throw MediaError(.cancelled, "export cancelled", path: url.path)
+        try throwIfCancelled(path: url.path)
+    }
+
+    /// Throws the export's cancel, about `path`, once it was cancelled.
+    func throwIfCancelled(path: String) throws(MediaError) {
+        if isCancelled { throw MediaError(.cancelled, "export cancelled", path: path) }
     }
 
     /// What every lane task of one attempt shares.
@@ -314,9 +320,7 @@ extension ExportSession {
     /// input. The writer's inputs are the one flow-control rule: an input is not ready while
     /// it holds its bound of samples or bytes, or runs more than `PipelineBounds.laneWindow`
     /// ahead of another, and the lane appending to it suspends until it is.
-    private func runLanes(_ lanes: [Lane], reader: AssetReader, writer: AssetWriter, span: ExportSpan,
-                          limit: Int64?, tally: LaneTally) async throws {
-        let context = LaneContext(reader: reader, writer: writer, span: span, limit: limit, tally: tally, laneCount: lanes.count)
+    private func runLanes(_ lanes: [Lane], _ context: LaneContext) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (i, lane) in lanes.enumerated() {
                 group.addTask { try await self.runLane(i, lane, context) }
