@@ -54,6 +54,8 @@ MUTATIONS = [
      ".map { ends[$0] ?? start }.min() } ?? start", ".map { ends[$0] ?? start }.max() } ?? start"),
     ("export-subtitles-alone-exported", "export", "subtitlesAloneAreNoExportOfAFileWhosePicturesAreUnreadable", "Sources/VAFoundation/Export/ExportSession+Graph.swift",
      "!sourceTracks.contains(where: { $0.mediaType == .video || $0.mediaType == .audio })", "!tracks.contains(where: { $0.mediaType == .video || $0.mediaType == .audio })"),
+    ("batch-starts-after-signal", "batch", "BatchRunnerTests|sigtermStopsTheBatchCleanlyWith143", "Sources/vaf/BatchRunner.swift",
+     "                if !Task.isCancelled { startNext() }", "                startNext()"),
     ("export-retry-rereads-settings", "export", "aSettingChangedWhileExportingLeavesTheRetryAlone", "Sources/VAFoundation/Export/ExportSession+Running.swift",
      "        let (allTracks, duration) = try await asset.load(.tracks, .duration)\n", "        let (allTracks, duration) = try await asset.load(.tracks, .duration)\n        let s = settings.withLock { $0 }\n"),
     ("export-failed-ladder-keeps-outputs", "export", "FanOutExportTests", "Sources/VAFoundation/Export/ExportSession+Outputs.swift",

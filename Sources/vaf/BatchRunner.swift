@@ -384,6 +384,14 @@ struct JobReport: Encodable, Sendable {
 
     /// This report failed with `message`, of kind `code` (nil: a cause in the input or the
     /// command's settings, where retrying cannot help).
+    /// This report for a job a stopping signal kept from starting.
+    var interruptedBeforeItStarted: JobReport {
+        var report = self
+        report.status = .cancelled
+        report.error = "interrupted before it started"
+        return report
+    }
+
     func failing(_ message: String, code: MediaError.Code? = nil) -> JobReport {
         var copy = self
         copy.status = .failed
@@ -599,40 +607,53 @@ struct BatchRunner {
     /// Every job's report, and the first stopping signal received, if any. `onReport` is given
     /// each report as its job ends (jobs a signal kept from starting, at the end), one at a time.
     func run(onReport: @escaping @Sendable (JobReport) -> Void = { _ in }) async -> (reports: [JobReport], signal: Int32?) {
+        let (units, progress) = (self.units, self.progress)
         let batch = Task { () -> [JobReport] in
-            await withTaskGroup(of: (Int, [JobReport]).self) { group in
-                var reports = [[JobReport]?](repeating: nil, count: units.count)
-                var next = 0
-                func startNext() {
-                    guard next < units.count else { return }
-                    let (index, unit) = (next, units[next])
-                    next += 1
-                    group.addTask { (index, await BatchJob.run(unit, display: progress)) }
+            await Self.runEach(units, concurrency: concurrency) { unit in
+                await BatchJob.run(unit, display: progress)
+            } ended: { unitReports in
+                for report in unitReports {
+                    await progress.record(report.status)
+                    onReport(report)
                 }
-                for _ in 0..<min(concurrency, units.count) { startNext() }
-                while let (index, unitReports) = await group.next() {
-                    reports[index] = unitReports
-                    for report in unitReports {
-                        await progress.record(report.status)
-                        onReport(report)
-                    }
-                    if !Task.isCancelled { startNext() }
+            } unstarted: { unit in
+                unit.map { job in
+                    let report = job.baseReport.interruptedBeforeItStarted
+                    onReport(report)
+                    return report
                 }
-                // Jobs never started because of an interrupt are reported as cancelled.
-                return reports.enumerated().flatMap { i, r in
-                    r ?? units[i].map { job in
-                        var report = job.baseReport
-                        report.status = .cancelled
-                        report.error = "interrupted before it started"
-                        onReport(report)
-                        return report
-                    }
-                }
-            }
+            }.flatMap { $0 }
         }
         let (reports, signal) = await Self.cancellingOnSignals(batch)
         await progress.finish()
         return (reports, signal)
+    }
+
+    /// Runs `work` on each item, `concurrency` at a time, starting them in order, and gives
+    /// `ended` each result as its item ends, one at a time. Once the calling task is cancelled
+    /// (a stopping signal) no item starts: each one left gets `unstarted`'s result instead,
+    /// once the running ones have ended. Returns the results in the items' order.
+    static func runEach<Item: Sendable, Output: Sendable>(_ items: [Item], concurrency: Int,
+                                                          _ work: @escaping @Sendable (Item) async -> Output,
+                                                          ended: (Output) async -> Void,
+                                                          unstarted: (Item) -> Output) async -> [Output] {
+        var results = [Output?](repeating: nil, count: items.count)
+        await withTaskGroup(of: (Int, Output).self) { group in
+            var next = 0
+            func startNext() {
+                guard next < items.count else { return }
+                let (index, item) = (next, items[next])
+                next += 1
+                group.addTask { (index, await work(item)) }
+            }
+            for _ in 0..<min(max(1, concurrency), items.count) { startNext() }
+            while let (index, output) = await group.next() {
+                results[index] = output
+                await ended(output)
+                if !Task.isCancelled { startNext() }
+            }
+        }
+        return results.enumerated().map { i, output in output ?? unstarted(items[i]) }
     }
 
     /// Removes the partial files of `outputs` that writers killed outright (SIGKILL, the OOM

@@ -237,31 +237,15 @@ extension Vaf {
         /// Runs `jobs`, `concurrency` at a time, in input order; each report is written as it
         /// ends. A job a signal kept from starting is reported cancelled.
         private static func runJobs(_ jobs: [PackageJob], concurrency: Int, display: ProgressDisplay, lines: JSONLines) async -> [JobReport] {
-            await withTaskGroup(of: (Int, JobReport).self) { group in
-                var reports = [JobReport?](repeating: nil, count: jobs.count)
-                var next = 0
-                func startNext() {
-                    guard next < jobs.count else { return }
-                    let (index, job) = (next, jobs[next])
-                    next += 1
-                    group.addTask { (index, await job.run(display: display)) }
-                }
-                for _ in 0..<min(concurrency, jobs.count) { startNext() }
-                while let (index, report) = await group.next() {
-                    reports[index] = report
-                    await display.record(report.status)
-                    lines.write(report)
-                    if !Task.isCancelled { startNext() }
-                }
-                return reports.enumerated().map { i, r in
-                    r ?? {
-                        var report = jobs[i].baseReport
-                        report.status = .cancelled
-                        report.error = "interrupted before it started"
-                        lines.write(report)
-                        return report
-                    }()
-                }
+            await BatchRunner.runEach(jobs, concurrency: concurrency) { job in
+                await job.run(display: display)
+            } ended: { report in
+                await display.record(report.status)
+                lines.write(report)
+            } unstarted: { job in
+                let report = job.baseReport.interruptedBeforeItStarted
+                lines.write(report)
+                return report
             }
         }
     }

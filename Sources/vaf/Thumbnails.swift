@@ -167,27 +167,14 @@ extension Vaf {
             // SIGINT, SIGTERM, SIGHUP and a closed stdout cancel the batch: the input in hand stops
             // between images, the rest are not started, and each still gets its report.
             let (reports, signal) = await BatchRunner.cancellingOnSignals(Task { [jobs, json] in
-                await withTaskGroup(of: ThumbnailReport.self) { group in
-                    var next = 0
-                    var reports: [ThumbnailReport] = []
-                    func startNext() {
-                        guard next < files.count else { return }
-                        let (input, index) = (files[next], next)
-                        next += 1
-                        group.addTask { await job.run(input, index: index, among: files) }
-                    }
-                    for _ in 0..<min(jobs, files.count) { startNext() }
-                    for await report in group {
-                        report.print(json: json)
-                        reports.append(report)
-                        if !Task.isCancelled { startNext() }
-                    }
-                    for input in files[next...] {
-                        let report = ThumbnailReport(input: input.path, status: "cancelled", error: "interrupted before it started")
-                        report.print(json: json)
-                        reports.append(report)
-                    }
-                    return reports
+                await BatchRunner.runEach(Array(files.enumerated()), concurrency: jobs) { numbered in
+                    await job.run(numbered.element, index: numbered.offset, among: files)
+                } ended: { report in
+                    report.print(json: json)
+                } unstarted: { numbered in
+                    let report = ThumbnailReport(input: numbered.element.path, status: "cancelled", error: "interrupted before it started")
+                    report.print(json: json)
+                    return report
                 }
             })
             // 128 + the signal, as `vaf transcode` exits: 130 SIGINT, 143 SIGTERM, 129 SIGHUP, 141 SIGPIPE.

@@ -93,28 +93,15 @@ extension Vaf {
             let lines = JSONLines(enabled: json)
             let quiet = logging.quiet
             let (reports, signal) = await BatchRunner.cancellingOnSignals(Task { [jobs] in
-                await withTaskGroup(of: VerifyReport.self) { group in
-                    var next = 0
-                    var reports: [VerifyReport] = []
-                    func startNext() {
-                        guard next < files.count else { return }
-                        let input = files[next].path
-                        next += 1
-                        group.addTask { await job.run(input) }
-                    }
-                    for _ in 0..<min(jobs, files.count) { startNext() }
-                    for await report in group {
-                        report.print(lines, quiet: quiet)
-                        reports.append(report)
-                        if !Task.isCancelled { startNext() }
-                    }
-                    for input in files[next...] {
-                        var report = VerifyReport(input: input.path, status: .cancelled)
-                        report.error = "interrupted before it started"
-                        report.print(lines, quiet: quiet)
-                        reports.append(report)
-                    }
-                    return reports
+                await BatchRunner.runEach(files, concurrency: jobs) { input in
+                    await job.run(input.path)
+                } ended: { report in
+                    report.print(lines, quiet: quiet)
+                } unstarted: { input in
+                    var report = VerifyReport(input: input.path, status: .cancelled)
+                    report.error = "interrupted before it started"
+                    report.print(lines, quiet: quiet)
+                    return report
                 }
             })
             if !quiet { FileHandle.standardError.write(Data((VerifyReport.summary(reports) + "\n").utf8)) }
