@@ -88,6 +88,12 @@ public final class Muxer {
     /// i.e. open them with `Encoder.Configuration.globalHeader`.
     public var needsGlobalHeader: Bool { context.pointee.oformat.pointee.flags & AVFMT_GLOBALHEADER != 0 }
 
+    /// `needsGlobalHeader` for the container FFmpeg names `formatName`, before one is opened.
+    public static func needsGlobalHeader(formatName: String) -> Bool {
+        guard let format = av_guess_format(formatName, nil, nil) else { return false }
+        return format.pointee.flags & AVFMT_GLOBALHEADER != 0
+    }
+
     /// Whether the container can hold `codec`: true, false, or nil when FFmpeg cannot tell.
     /// The corresponding C function is `avformat_query_codec`.
     public static func canHold(_ codec: CodecID, formatName: String) -> Bool? {

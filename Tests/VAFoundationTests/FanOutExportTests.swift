@@ -93,6 +93,47 @@ import Testing
         #expect(left.isEmpty, "no hidden partial file: \(left)")
     }
 
+    /// The audio packets of `url` as ffmpeg's framemd5 lists them: time, duration, size and a hash of each.
+    static func audioPackets(_ url: URL) throws -> [String] {
+        let ffmpeg = try #require(which("ffmpeg"))
+        let result = try run(ffmpeg, ["-v", "error", "-i", url.path, "-map", "0:a", "-c", "copy", "-f", "framemd5", "-"])
+        return String(decoding: result.stdout, as: UTF8.self).split(separator: "\n").filter { !$0.hasPrefix("#") }.map(String.init)
+    }
+
+    /// Audio written alike by every output is encoded once: one audio encoder for the ladder
+    /// (the seam counts the encoders opened), and each output holds exactly the packets an
+    /// export of that output alone encodes, priming, session start and the cut at the end
+    /// included, over the whole file and over a time range.
+    @Test(arguments: [false, true])
+    func audioWrittenAlikeIsEncodedOnceForEveryOutput(trimmed: Bool) async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = try Self.source(in: dir)
+        let range = trimmed ? MediaTimeRange(start: MediaTime(value: 1, timescale: 3), end: MediaTime(value: 23, timescale: 10)) : nil
+        let encoders = Locked<[MediaType: Int]>([:])
+        let session = ExportSession(asset: Asset(url: source), preset: .preset1280x720)
+        if let range { session.timeRange = range }
+        session.stageProbe = StageProbe { step in
+            if case .encoderOpened(let type) = step { encoders.withLock { $0[type, default: 0] += 1 } }
+        }
+        let outputs = Self.ladder.map { rung in
+            ExportSession.Output(url: dir.appendingPathComponent("out-\(rung.preset.name).mp4"), fileType: .mp4, preset: rung.preset)
+        }
+        _ = try await session.export(to: outputs).map { try $0.get() }
+        #expect(encoders.withLock { $0 } == [.video: 3, .audio: 1], "encoders opened: \(encoders.withLock { $0 })")
+
+        let alone = ExportSession(asset: Asset(url: source), preset: .preset640x480)
+        if let range { alone.timeRange = range }
+        let single = dir.appendingPathComponent("alone.mp4")
+        _ = try await alone.export(to: single, as: .mp4)
+        let expected = try Self.audioPackets(single)
+        #expect(expected.count > (trimmed ? 80 : 140), "\(expected.count) packets")
+        for output in outputs {
+            let packets = try Self.audioPackets(output.url)
+            #expect(packets == expected, "\(output.url.lastPathComponent): \(packets.count) packets, \(zip(packets, expected).first { $0 != $1 }.map { "\($0) against \($1)" } ?? "")")
+        }
+    }
+
     @Test func anOutputThatDecodesNothingBesideOnesThatShareRunsToo() async throws {
         let dir = try TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -57,6 +57,8 @@ extension ExportSession {
         var bitRate = 0
         /// The lane copies compressed packets (passthrough): they cross threads in batches.
         var copiesPackets = false
+        /// The packets copied are a shared encode's, not the source's (a multi-output export's audio).
+        var copiesSharedEncode = false
         /// A video lane on a device that goes on in software, from its open group's keyframe,
         /// when the device fails: its output settings for that.
         var resumesWith: VideoSettings?
@@ -75,7 +77,7 @@ extension ExportSession {
                     reader: AssetReader, writer: AssetWriter, fileType: FileType, url: URL,
                     result: inout ExportResult) async throws -> ExportGraph {
         // The shared decodes this plan reads; the others are let go at once.
-        let shareable = Self.shareableDecodes(of: plan, settings: s)
+        let shareable = Self.shareableDecodes(of: plan, settings: s, fileType: fileType)
         let used = shares.filter { shareable.contains($0.request) }
         for share in shares where !shareable.contains(share.request) { share.detach() }
         let observations = StageObservations()
@@ -95,7 +97,7 @@ extension ExportSession {
         let subtitleReader = try connect(lanes, reader: reader, writer: writer, fileType: fileType, url: url)
         // A remux writes at most the source's samples, known from its index: enough for the
         // writer to reserve the index's room instead of rewriting the file to put it first.
-        if lanes.allSatisfy(\.copiesPackets), s.fileLengthLimit == nil,
+        if lanes.allSatisfy({ $0.copiesPackets && !$0.copiesSharedEncode }), s.fileLengthLimit == nil,
            lanes.allSatisfy({ $0.track.sampleCount > 0 && $0.track.totalSampleDataLength > 0 }) {
             writer.expectedContent = .init(sampleCount: lanes.reduce(0) { $0 + $1.track.sampleCount },
                                            mediaBytes: lanes.reduce(0) { $0 + $1.track.totalSampleDataLength })
@@ -255,6 +257,16 @@ extension ExportSession {
                             fileType: FileType) throws -> [Lane] {
         try plan.audioOutputs.enumerated().map { i, audio in
             let (first, audioSettings) = (audio.tracks[0], audio.settings)
+            if audio.tracks.count == 1, let share = shares.first(where: { $0.request.trackID == first.trackID }),
+               let encoded = share.source.source as? SharedAudioEncodingOutput {
+                // Encoded once for every output that writes it alike: its packets are copied here.
+                let input = try AssetWriterInput(mediaType: .audio, outputSettings: nil)
+                input.sourceParameters = encoded.parameters
+                input.mediaTimeScale = Int32(audioSettings.sampleRate)
+                Self.carryTrackTraits(of: first, to: input, fileType: fileType)
+                return Lane(track: first, output: FanOutBranchOutput(share.source, branch: share.branch), input: input, converter: nil,
+                            bitRate: audioSettings.bitRate ?? 128_000, copiesPackets: true, copiesSharedEncode: true)
+            }
             let shared = audio.tracks.count == 1 ? Self.sharedOutput(for: first, in: shares) : nil
             let output = try shared ?? audioOutput(for: audio, gain: gains[i], settings: s)
             output.audioTimePitchAlgorithm = s.audioTimePitchAlgorithm

@@ -1,3 +1,4 @@
+import FFmpegSupport
 import Foundation
 
 /// Several outputs from one read of the source: a ladder's renditions decoded once, each
@@ -140,7 +141,7 @@ extension ExportSession {
                   let plan = try? await branch.makePlan(tracks: tracks, fileType: outputs[i].fileType, softwareOnly: false,
                                                         settings: branch.settings.withLock { $0 }) else { continue }
             device = device ?? plan.device
-            for request in Self.shareableDecodes(of: plan, settings: s) {
+            for request in Self.shareableDecodes(of: plan, settings: s, fileType: outputs[i].fileType) {
                 if wanted[request] == nil { order.append(request) }
                 wanted[request, default: []].append(i)
             }
@@ -149,6 +150,8 @@ extension ExportSession {
         guard !shared.isEmpty else { return (nil, device) }
         let reader = AssetReader(asset: asset)
         reader.timeRange = s.timeRange
+        // Where every output's writer session starts, for the audio encoded once.
+        let sessionStart = s.timeRange.start.isNumeric ? s.timeRange.start : .zero
         var shares = [[FanOutBranch.Share]](repeating: [], count: branches.count)
         for request in shared {
             guard let track = tracks.first(where: { $0.trackID == request.trackID }) else { continue }
@@ -175,10 +178,17 @@ extension ExportSession {
                 output.decoderThreadCount = PipelineBounds.decoderThreads(besideHostEncoderOf: codec)
             }
             output.audioTimePitchAlgorithm = s.audioTimePitchAlgorithm
+            let source: AssetReaderOutput = if let encoding = request.encoding {
+                try SharedAudioEncodingOutput(decoding: output, settings: encoding.settings, globalHeader: encoding.globalHeader,
+                                              sessionStart: sessionStart, path: asset.displayPath,
+                                              probe: stageProbe)
+            } else {
+                output
+            }
             // A track past the damage rate ends its branches alone: each export weighs it.
-            output.weighsDamageAcrossTracks = true
-            try reader.add(output)
-            let fanOut = FanOutSource(source: output, branches: users.count, capacity: PipelineBounds.fanOutWindow(for: track.mediaType),
+            source.weighsDamageAcrossTracks = true
+            try reader.add(source)
+            let fanOut = FanOutSource(source: source, branches: users.count, capacity: PipelineBounds.fanOutWindow(for: track.mediaType),
                                       probe: stageProbe)
             for (branch, user) in users.enumerated() {
                 shares[user].append(FanOutBranch.Share(request: request, source: fanOut, branch: branch))
@@ -197,7 +207,7 @@ extension ExportSession {
     /// its render size (every output has the export's one composition); and a single audio
     /// track played without a mix, as PCM in the plan's layout. None where the plan decodes
     /// otherwise: partly on a device, a composition on a device, or mixing tracks.
-    static func shareableDecodes(of plan: ExportPlan, settings s: Settings) -> [SharedDecodeRequest] {
+    static func shareableDecodes(of plan: ExportPlan, settings s: Settings, fileType: FileType) -> [SharedDecodeRequest] {
         var requests: [SharedDecodeRequest] = []
         let onDevice = plan.device != nil && plan.hardware?.scalesOnDevice == true
         if s.videoComposition != nil, plan.device == nil, let video = plan.videoTrack, let videoSettings = plan.videoSettings {
@@ -213,7 +223,10 @@ extension ExportSession {
         }
         // A loudness target's gain is applied where the audio is read: each output reads its own.
         for output in plan.audioOutputs where s.audioMix == nil && s.loudnessTarget == nil && !output.mergesMonoTracks && output.tracks.count == 1 {
-            requests.append(SharedDecodeRequest(trackID: output.tracks[0].trackID, settings: .audio(decodedPCM(for: output.settings)), encoderCodec: nil))
+            let encoding = SharedDecodeRequest.AudioEncoding(settings: output.settings,
+                                                             globalHeader: Muxer.needsGlobalHeader(formatName: fileType.muxerName))
+            requests.append(SharedDecodeRequest(trackID: output.tracks[0].trackID, settings: .audio(decodedPCM(for: output.settings)), encoderCodec: nil,
+                                                encoding: encoding))
         }
         return requests
     }
@@ -238,14 +251,24 @@ struct SharedDecodeRequest: Hashable, Sendable {
     var device: VideoDevice?
     /// The export's video composition is drawn (from every video track), not the track decoded.
     var composited = false
+    /// Audio encoded once too, with these settings, for muxers that do (or do not) want the
+    /// codec's header apart; its packets are copied into each output.
+    var encoding: AudioEncoding?
+
+    struct AudioEncoding: Hashable, Sendable {
+        var settings: AudioSettings
+        var globalHeader: Bool
+    }
 
     static func == (a: SharedDecodeRequest, b: SharedDecodeRequest) -> Bool {
         a.trackID == b.trackID && a.settings == b.settings && a.device === b.device && a.composited == b.composited
+            && a.encoding == b.encoding
     }
     func hash(into hasher: inout Hasher) {
         hasher.combine(trackID)
         hasher.combine(settings)
         hasher.combine(composited)
+        hasher.combine(encoding)
     }
 }
 

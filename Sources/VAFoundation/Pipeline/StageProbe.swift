@@ -18,6 +18,9 @@ final class StageProbe: Sendable {
         /// The writer's engine took its `index`th sample of an input, to encode or copy, on
         /// the writer's thread.
         case sampleWritten(MediaType, index: Int, time: MediaTime)
+        /// An encoder opened for `MediaType` media: a writer's, on its thread, or the one a
+        /// multi-output export shares, on the export's task.
+        case encoderOpened(MediaType)
         /// The writer is about to write the trailer and move the file into place.
         case finishing
     }

@@ -282,6 +282,7 @@ final class WriterEngine: @unchecked Sendable {
     }
 
     private func openEncoder(_ name: String, _ c: Encoder.Configuration, input: Int) throws(MediaError) -> Encoder {
+        try configuration.probe?.step(.encoderOpened(pipelines[input].configuration.mediaType))
         do { return try Encoder(name: name, configuration: c) } catch {
             let code: MediaError.Code = error.code == .invalidArgument ? .invalidArgument : .encodeFailed
             throw MediaError(code, "\(subject(input)): \(name) refused the output settings", path: errorPath(input), underlying: error)
