@@ -18,15 +18,16 @@ struct PackageRendition: Encodable, Sendable {
     var samples: Int
     var seconds: Double
 
-    /// A rung as planned, before anything is measured: its box and its rate.
-    init(planned rung: StreamingRung, codec: VideoCodec) {
-        folder = "\(min(rung.width, rung.height))p"
-        mediaType = MediaType.video.rawValue
-        codecs = codec.rawValue
-        width = rung.width
-        height = rung.height
-        bandwidth = rung.bitRate
-        averageBandwidth = rung.bitRate
+    /// A rendition as planned, before anything is measured: its folder, codec, box, language and target rate.
+    init(planned p: StreamingPackager.PlannedRendition) {
+        folder = p.folder
+        mediaType = p.mediaType.rawValue
+        codecs = p.codec
+        width = p.size?.pixelWidth
+        height = p.size?.pixelHeight
+        language = p.language
+        bandwidth = p.bitRate
+        averageBandwidth = p.bitRate
         segments = 0
         samples = 0
         seconds = 0
@@ -113,7 +114,7 @@ extension Vaf {
         @Flag(help: "Replace existing packages instead of skipping them.")
         var overwrite = false
 
-        @Flag(help: "Print each input's ladder and package folder without packaging.")
+        @Flag(help: "Print each input's package folder and renditions (ladder, audio, subtitles) without packaging.")
         var dryRun = false
 
         @Flag(help: "Print a JSON report, one object per input, on stdout.")
@@ -333,21 +334,28 @@ struct PackageJob: Sendable {
         let asset = Asset(url: URL(fileURLWithPath: input))
         do {
             let packager = makePackager(asset)
-            let rungs = try await packager.plannedLadder()
+            let (renditions, leftOut) = try await packager.plannedRenditions()
             _ = try await asset.load(.duration)
             report.status = .planned
-            report.renditions = rungs.map { PackageRendition(planned: $0, codec: codec) }
+            report.renditions = renditions.map(PackageRendition.init(planned:))
+            report.warnings = leftOut
         } catch {
             report = report.failing(error)
         }
         return report
     }
 
-    /// One line of the dry run's plan: the package folder and its rungs.
+    /// One line of the dry run's plan: the package folder and its renditions.
     func planLine(_ report: JobReport) -> String {
         guard report.status == .planned else { return "\(JobReport.oneLine(input)): \(report.status.rawValue): \(report.error ?? "")" }
-        let rungs = (report.renditions ?? []).map { "\($0.width ?? 0)x\($0.height ?? 0)@\($0.bandwidth / 1000)k" }
-        return "\(JobReport.oneLine(input)) → \(JobReport.oneLine(folder))/: \(rungs.joined(separator: ", "))"
+        let renditions = (report.renditions ?? []).map { r in
+            switch r.mediaType {
+            case MediaType.video.rawValue: "\(r.width ?? 0)x\(r.height ?? 0)@\(r.bandwidth / 1000)k"
+            case MediaType.audio.rawValue: "\(r.folder) \(r.codecs)@\(r.bandwidth / 1000)k"
+            default: "\(r.folder) \(r.codecs)"
+            }
+        }
+        return "\(JobReport.oneLine(input)) → \(JobReport.oneLine(folder))/: \(renditions.joined(separator: ", "))"
     }
 
     /// Packages the input; never throws: a failure becomes the report's status.

@@ -323,8 +323,14 @@ actor PackageFixture {
         #expect(row["status"] as? String == "planned")
         #expect(try JSONLinesTests.schema("vaf-package.schema.json").violations(of: row).isEmpty)
         // auto for a 640x360 30 fps source: Apple's H.264 rows at or below it.
-        let rungs = (row["renditions"] as? [[String: Any]] ?? []).map { "\($0["width"] ?? 0)x\($0["height"] ?? 0)@\($0["bandwidth"] ?? 0)" }
+        let renditions = row["renditions"] as? [[String: Any]] ?? []
+        let rungs = renditions.filter { $0["mediaType"] as? String == "video" }.map { "\($0["width"] ?? 0)x\($0["height"] ?? 0)@\($0["bandwidth"] ?? 0)" }
         #expect(rungs == ["640x360@365000", "416x234@145000"], "\(rungs)")
+        // The sound as its exports plan it: an AAC rendition per language, at most 64 kb/s a
+        // channel and capped at the source's rate (the clip's two tracks carry about 62 kb/s).
+        let audio = renditions.filter { $0["mediaType"] as? String == "audio" }
+        #expect(audio.map { "\($0["folder"] ?? "")/\($0["codecs"] ?? "")" } == ["audio-eng/aac", "audio-fra/aac"], "\(audio)")
+        #expect(audio.allSatisfy { ($0["bandwidth"] as? Int).map { $0 > 32_000 && $0 <= 128_000 } == true }, "\(audio)")
         #expect(!FileManager.default.fileExists(atPath: out.appendingPathComponent("talk").path))
     }
 

@@ -130,6 +130,28 @@ import VATestSupport
         }
     }
 
+    /// A dry run lists the renditions the package will have, subtitles and sound included, and
+    /// says which subtitle track is left out, writing nothing.
+    @Test(.disabled(if: !FileManager.default.fileExists(atPath: PackageCommandTests.ffmpeg), "ffmpeg is not installed (Hardware/setup.sh installs it)"))
+    func aDryRunListsTheSubtitleAndAudioRenditions() throws {
+        let dir = try ResumeCommandTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = try Self.source(in: dir)
+        let out = dir.appendingPathComponent("out")
+        let run = try Vaf.run(["package", source.path, "--output-dir", out.path, "--dry-run", "--json"])
+        try #require(run.status == 0, "vaf package --dry-run: \(run.stderr)")
+        let report = try #require(try Vaf.jsonLines(run.stdout).first)
+        #expect(try JSONLinesTests.schema("vaf-package.schema.json").violations(of: report).isEmpty)
+        let renditions = report["renditions"] as? [[String: Any]] ?? []
+        let listed = renditions.map { "\($0["mediaType"] ?? "")/\($0["folder"] ?? "")/\($0["language"] as? String ?? "-")" }
+        #expect(listed == ["video/180p/-", "audio/audio/-", "subtitle/subtitles-eng/eng", "subtitle/subtitles-fra/fra"], "\(listed)")
+        let warnings = report["warnings"] as? [String] ?? []
+        #expect(warnings.contains { $0.hasPrefix("subtitle track 5 (hdmv_pgs_subtitle) is left out") }, "\(warnings)")
+        let human = try Vaf.run(["package", source.path, "--output-dir", out.path, "--dry-run"])
+        #expect(human.stdout.contains("320x180@") && human.stdout.contains("audio aac@") && human.stdout.contains("subtitles-eng webvtt"), "\(human.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: out.path), "a dry run writes nothing")
+    }
+
     @Test(.disabled(if: !FileManager.default.fileExists(atPath: PackageCommandTests.ffmpeg), "ffmpeg is not installed (Hardware/setup.sh installs it)"))
     func subtitlesChoosesTheRenditions() throws {
         let dir = try ResumeCommandTests.temporaryDirectory()

@@ -126,6 +126,49 @@ public final class StreamingPackager: Sendable {
                                        frameRate: Double(video.nominalFrameRate), codec: videoCodec)
     }
 
+    /// A rendition as planned, before anything is written (`vaf package --dry-run`).
+    public struct PlannedRendition: Sendable, Equatable {
+        public var folder: String
+        public var mediaType: MediaType
+        /// FFmpeg's name for the codec it is written in ("h264", "aac", "webvtt").
+        public var codec: String
+        public var size: Size?
+        public var language: String?
+        /// The target rate, bits per second (the rung's, or the audio encoder's); 0 for subtitles.
+        public var bitRate: Int
+    }
+
+    /// Every rendition this package will have, in the order the manifests list them: the
+    /// ladder's rungs, an AAC stereo rendition per audio language, and a WebVTT rendition per
+    /// text subtitle track kept; with why each subtitle track left out is.
+    public func plannedRenditions() async throws -> (renditions: [PlannedRendition], leftOut: [String]) {
+        let video = try await videoTrack()
+        let rungs = video == nil ? [] : try await plannedLadder()
+        let codec = videoCodec
+        var planned = zip(rungs, StreamingRung.folderNames(rungs)).map { rung, name in
+            PlannedRendition(folder: name, mediaType: .video, codec: codec.rawValue, size: Size(width: rung.width, height: rung.height),
+                             language: nil, bitRate: rung.bitRate)
+        }
+        let audio = try await audioTracks()
+        let tracks = try await asset.load(.tracks)
+        for (track, name) in zip(audio, Self.folderNames(audio, kind: "audio")) {
+            // Planned as its export will plan it: AAC-LC stereo at the rate the source needs.
+            var settings = exportSession.settings.withLock { $0 }
+            settings.rendition = RenditionOutput(writesVideo: false, audioTrackID: track.trackID, outputSize: nil, tableVideoBitRate: nil,
+                                                 segments: .init(profile: .mpeg4CMAFCompliant, interval: segmentDuration,
+                                                                 keyframeInterval: keyframeInterval, handler: { _, _, _ in }))
+            let plan = try await exportSession.makePlan(tracks: tracks, fileType: .mp4, softwareOnly: true, settings: settings)
+            guard let output = plan.audioOutputs.first else { continue }
+            planned.append(PlannedRendition(folder: name, mediaType: .audio, codec: output.settings.codec.rawValue, size: nil,
+                                            language: track.languageCode, bitRate: output.settings.bitRate ?? 0))
+        }
+        let (subtitles, leftOut) = try await subtitleTracks()
+        for (track, name) in zip(subtitles, Self.folderNames(subtitles, kind: "subtitles")) {
+            planned.append(PlannedRendition(folder: name, mediaType: .subtitle, codec: "webvtt", size: nil, language: track.languageCode, bitRate: 0))
+        }
+        return (planned, leftOut)
+    }
+
     /// The audio tracks that become renditions: one per language (the first track of each),
     /// the enabled one first; one track when none names its language.
     func audioTracks() async throws -> [AssetTrack] {
