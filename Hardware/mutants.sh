@@ -223,6 +223,8 @@ MUTATIONS = [
      "        if s.videoComposition != nil {", "        if s.videoComposition != nil, Bool(false) {"),
     ("package-subtitles-read-past-cancel", "package", "aCancelledPackageStopsReadingSubtitles", "Sources/VAFoundation/Export/StreamingSubtitles.swift",
      "                if isCancelled() { throw", "                if Bool(false) { throw"),
+    ("package-dry-run-hides-subtitles", "package", "aDryRunListsTheSubtitleAndAudioRenditions", "Sources/VAFoundation/Export/StreamingPackager.swift",
+     "        for (track, name) in zip(subtitles, Self.folderNames(subtitles, kind: \"subtitles\")) {\n            planned.append(", "        for (track, name) in zip(subtitles, Self.folderNames(subtitles, kind: \"subtitles\")) where Bool(false) {\n            planned.append("),
     ("package-subtitle-defaults-not-unique", "package", "PackageSubtitleTests", "Sources/VAFoundation/Export/StreamingPackager.swift",
      "isDefault: track.trackID == defaultSubtitles,", "isDefault: track.isMarkedDefault,"),
     ("package-subtitle-text-unescaped", "package", "webVTTCueTextEscapesWhatIsNoTag", "Sources/VAFoundation/Export/StreamingSubtitles.swift",
