@@ -162,7 +162,7 @@ MUTATIONS = [
      "            if WriterCodecs.incompatibility(of: codec, in: fileType, mediaType: .subtitle) == nil || !codec.isTextSubtitle {"),
     ("tracks-cue-across-start-dropped", "tracks", "SubtitleAndAudioTrackTests", "Sources/VAFoundation/Writing/WriterEngine.swift",
      "                guard duration.isNumeric, end > sessionStart else { return }", "                return"),
-    ("tracks-sparse-holds-the-writer", "tracks", "TrackOptionsCommandTests", "Sources/VAFoundation/Writing/WriterCore.swift",
+    ("tracks-sparse-holds-the-writer", "tracks", "TrackOptionsCommandTests|aSubtitleInputHoldsNoOtherInputBack", "Sources/VAFoundation/Writing/WriterCore.swift",
      "where j != i && !other.finished && other.mediaType != .subtitle {", "where j != i && !other.finished {"),
     ("tracks-every-track-default", "tracks", "SubtitleAndAudioTrackTests", "Sources/VAFoundation/Export/ExportSession+Graph.swift",
      "for lane in kept { lane.input.marksOutputTrackAsEnabled = lane.input === chosen?.input }",

@@ -268,6 +268,28 @@ import FFmpegSupport
         }
     }
 
+    /// A subtitle input is sparse: with no cue yet (its next may be minutes away) it holds no
+    /// other input back, so a caller appending in file order never waits on it.
+    @Test func aSubtitleInputHoldsNoOtherInputBack() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let writer = try AssetWriter(url: dir.appendingPathComponent("sparse.mkv"), fileType: .mkv)
+        let video = try AssetWriterInput(videoSettings: VideoSettings(codec: .h264, width: 64, height: 64))
+        let subtitles = try AssetWriterInput(mediaType: .subtitle, outputSettings: nil,
+                                             sourceFormatHint: FormatDescription(mediaType: .subtitle, codec: "subrip"))
+        try writer.add(video)
+        try writer.add(subtitles)
+        try writer.startWriting()
+        try writer.startSession(atSourceTime: .zero)
+        for index in 0...90 {
+            try await video.append(SampleBuffer(pixelBuffer: try WriterTestSupport.pattern(width: 64, height: 64, index: index),
+                                                presentationTimeStamp: MediaTime(value: Int64(index), timescale: 30)))
+        }
+        try await waitUntilDrained(writer, video)
+        #expect(video.isReadyForMoreMediaData, "3 s of video past a subtitle track with no cue yet, and still ready")
+        writer.cancelWriting()
+    }
+
     /// Video more than the two-second window ahead of the audio waits for it, whatever the
     /// machine's speed: every wait is on the writer's events, and the order of what the
     /// writer's engine took comes from the StageProbe, not from clocks.

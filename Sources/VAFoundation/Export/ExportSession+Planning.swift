@@ -48,34 +48,38 @@ extension ExportSession {
     /// Expected output size in bytes: target rates × duration for re-encodes (a constant-quality
     /// encode counts its ceiling), sample bytes for passthrough.
     public var estimatedOutputFileLength: Int64 {
-        get async throws {
-            let (tracks, duration) = try await asset.load(.tracks, .duration)
-            let seconds = exportDuration(assetDuration: duration)
-            if preset.isPassthrough {
-                let rate = tracks.reduce(0.0) { $0 + Double($1.estimatedDataRate) }
-                return Int64(rate * seconds / 8)
-            }
-            let plan = try await makeAssistant(tracks: tracks, settings: settings.withLock { $0 })
-            let video = plan.videoSettings.flatMap { $0.averageBitRate ?? $0.maxBitRate } ?? 0
-            let bits = Double(video) + Double(plan.audioSettings?.bitRate ?? 0)
-            return Int64(bits * seconds / 8)
-        }
+        get async throws { try await estimatedLength(settings: settings.withLock { $0 }) }
     }
 
     /// How much of the asset fits in `fileLengthLimit` (the whole range when there is no limit).
     public var estimatedMaximumDuration: MediaTime {
         get async throws {
+            let s = settings.withLock { $0 }
             let duration = try await asset.load(.duration)
-            let seconds = exportDuration(assetDuration: duration)
-            guard let limit = fileLengthLimit else { return MediaTime(seconds: seconds, preferredTimescale: 600) }
-            let length = try await estimatedOutputFileLength
+            let seconds = Self.exportDuration(of: s.timeRange, assetDuration: duration)
+            guard let limit = s.fileLengthLimit else { return MediaTime(seconds: seconds, preferredTimescale: 600) }
+            let length = try await estimatedLength(settings: s)
             guard length > 0 else { return MediaTime(seconds: seconds, preferredTimescale: 600) }
             return MediaTime(seconds: min(seconds, seconds * Double(limit) / Double(length)), preferredTimescale: 600)
         }
     }
 
-    private func exportDuration(assetDuration: MediaTime) -> Double {
-        let range = timeRange
+    /// `estimatedOutputFileLength` for the settings `s`, read once by the caller.
+    private func estimatedLength(settings s: Settings) async throws -> Int64 {
+        let (tracks, duration) = try await asset.load(.tracks, .duration)
+        let seconds = Self.exportDuration(of: s.timeRange, assetDuration: duration)
+        if preset.isPassthrough {
+            let rate = tracks.reduce(0.0) { $0 + Double($1.estimatedDataRate) }
+            return Int64(rate * seconds / 8)
+        }
+        let plan = try await makeAssistant(tracks: tracks, settings: s)
+        let video = plan.videoSettings.flatMap { $0.averageBitRate ?? $0.maxBitRate } ?? 0
+        let bits = Double(video) + Double(plan.audioSettings?.bitRate ?? 0)
+        return Int64(bits * seconds / 8)
+    }
+
+    /// Seconds of the asset `range` covers; estimates are figures for people, in seconds.
+    private static func exportDuration(of range: MediaTimeRange, assetDuration: MediaTime) -> Double {
         let end = min(range.end.isNumeric ? range.end.seconds : .infinity, assetDuration.seconds)
         return max(0, end - (range.start.isNumeric ? range.start.seconds : 0))
     }
