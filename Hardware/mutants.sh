@@ -60,6 +60,8 @@ MUTATIONS = [
      "        let (allTracks, duration) = try await asset.load(.tracks, .duration)\n", "        let (allTracks, duration) = try await asset.load(.tracks, .duration)\n        let s = settings.withLock { $0 }\n"),
     ("fanout-audio-encoded-per-output", "export", "audioWrittenAlikeIsEncodedOnceForEveryOutput", "Sources/VAFoundation/Export/ExportSession+Outputs.swift",
      "            let source: AssetReaderOutput = if let encoding = request.encoding {", "            let source: AssetReaderOutput = if let encoding = request.encoding, Bool(false) {"),
+    ("fanout-audio-shared-under-length-limit", "export", "underAFileLengthLimitEachOutputEncodesAndEndsItsOwnAudio", "Sources/VAFoundation/Export/ExportSession+Outputs.swift",
+     "            let encoding = s.fileLengthLimit != nil ? nil", "            let encoding = Bool(false) ? nil"),
     ("fanout-audio-session-start-ignored", "export", "audioWrittenAlikeIsEncodedOnceForEveryOutput", "Sources/VAFoundation/Pipeline/SharedAudioEncoding.swift",
      "            let start = timeBase.ticks(of: sample.presentationTimeStamp - sessionStart) ?? 0", "            let start = timeBase.ticks(of: sample.presentationTimeStamp) ?? 0"),
     ("export-failed-ladder-keeps-outputs", "export", "FanOutExportTests", "Sources/VAFoundation/Export/ExportSession+Outputs.swift",

@@ -134,6 +134,33 @@ import Testing
         }
     }
 
+    /// Under a file-length limit each output ends where its own tracks arrived, and its writer
+    /// trims the audio it encodes there: the outputs encode their audio themselves, and none
+    /// has sound past its pictures.
+    @Test func underAFileLengthLimitEachOutputEncodesAndEndsItsOwnAudio() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = try Self.source(in: dir)
+        let encoders = Locked<[MediaType: Int]>([:])
+        let session = ExportSession(asset: Asset(url: source), preset: .preset1280x720)
+        session.fileLengthLimit = 200_000
+        session.stageProbe = StageProbe { step in
+            if case .encoderOpened(let type) = step { encoders.withLock { $0[type, default: 0] += 1 } }
+        }
+        let outputs = Self.ladder.prefix(2).map { rung in
+            ExportSession.Output(url: dir.appendingPathComponent("out-\(rung.preset.name).mp4"), fileType: .mp4, preset: rung.preset)
+        }
+        _ = try await session.export(to: outputs).map { try $0.get() }
+        #expect(encoders.withLock { $0 } == [.video: 2, .audio: 2], "encoders opened: \(encoders.withLock { $0 })")
+        for output in outputs {
+            let tracks = try await Asset(url: output.url).load(.tracks)
+            let video = try #require(tracks.first { $0.mediaType == .video }), audio = try #require(tracks.first { $0.mediaType == .audio })
+            #expect(video.timeRange.end.seconds < 2.9, "\(output.url.lastPathComponent) was cut by the limit: \(video.timeRange.end.seconds) s")
+            #expect(audio.timeRange.end.seconds <= video.timeRange.end.seconds + 0.05,
+                    "\(output.url.lastPathComponent): sound to \(audio.timeRange.end.seconds) s, pictures to \(video.timeRange.end.seconds) s")
+        }
+    }
+
     @Test func anOutputThatDecodesNothingBesideOnesThatShareRunsToo() async throws {
         let dir = try TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -223,8 +223,10 @@ extension ExportSession {
         }
         // A loudness target's gain is applied where the audio is read: each output reads its own.
         for output in plan.audioOutputs where s.audioMix == nil && s.loudnessTarget == nil && !output.mergesMonoTracks && output.tracks.count == 1 {
-            let encoding = SharedDecodeRequest.AudioEncoding(settings: output.settings,
-                                                             globalHeader: Muxer.needsGlobalHeader(formatName: fileType.muxerName))
+            // A file-length limit ends each output where its own tracks arrived, and its writer
+            // trims the audio it encodes there: copied packets it could not trim.
+            let encoding = s.fileLengthLimit != nil ? nil
+                : SharedDecodeRequest.AudioEncoding(settings: output.settings, globalHeader: Muxer.needsGlobalHeader(formatName: fileType.muxerName))
             requests.append(SharedDecodeRequest(trackID: output.tracks[0].trackID, settings: .audio(decodedPCM(for: output.settings)), encoderCodec: nil,
                                                 encoding: encoding))
         }
