@@ -165,19 +165,29 @@ public class AssetReaderOutput: @unchecked Sendable {
     /// samples, which are many and small. The span keeps a sparse track from making the
     /// shared demuxer queue far ahead for the others.
     func nextBatchAsync(maximumCount: Int, maximumSpan: MediaTime) async throws -> [SampleBuffer] {
+        try await onOwnThread {
+            var batch: [SampleBuffer] = []
+            batch.reserveCapacity(maximumCount)
+            while batch.count < maximumCount, let sample = try self.copyNextSampleBuffer() {
+                batch.append(sample)
+                let first = batch[0].decodeTimeStamp.isNumeric ? batch[0].decodeTimeStamp : batch[0].presentationTimeStamp
+                let last = sample.decodeTimeStamp.isNumeric ? sample.decodeTimeStamp : sample.presentationTimeStamp
+                if first.isNumeric && last.isNumeric && last - first >= maximumSpan { break }
+            }
+            return batch
+        }
+    }
+
+    /// `work`'s result, run on the output's thread. The caller goes on once the job, and the
+    /// output it holds, are let go there: an export that ends with its last read leaves no
+    /// decoder or demuxer alive on the output's thread behind it.
+    private func onOwnThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withLockedThrowingContinuation { continuation in
+            let outcome = Locked<Result<T, any Error>?>(nil)
             stage.async {
-                continuation.resume(with: Result {
-                    var batch: [SampleBuffer] = []
-                    batch.reserveCapacity(maximumCount)
-                    while batch.count < maximumCount, let sample = try self.copyNextSampleBuffer() {
-                        batch.append(sample)
-                        let first = batch[0].decodeTimeStamp.isNumeric ? batch[0].decodeTimeStamp : batch[0].presentationTimeStamp
-                        let last = sample.decodeTimeStamp.isNumeric ? sample.decodeTimeStamp : sample.presentationTimeStamp
-                        if first.isNumeric && last.isNumeric && last - first >= maximumSpan { break }
-                    }
-                    return batch
-                })
+                outcome.withLock { $0 = Result { try work() } }
+            } then: {
+                continuation.resume(with: outcome.withLock { $0.take() }!)
             }
         }
     }
@@ -190,9 +200,7 @@ public class AssetReaderOutput: @unchecked Sendable {
 
     /// Runs `copyNextSampleBuffer` on the output's thread, off the cooperative pool.
     func nextAsync() async throws -> SampleBuffer? {
-        try await withLockedThrowingContinuation { continuation in
-            stage.async { continuation.resume(with: Result { try self.copyNextSampleBuffer() }) }
-        }
+        try await onOwnThread { try self.copyNextSampleBuffer() }
     }
 }
 
