@@ -19,7 +19,7 @@ extension ExportSession {
         init(range: MediaTimeRange, duration: MediaTime, path: String) throws(MediaError) {
             self.range = range
             self.duration = duration
-            start = range.start.isNumeric ? range.start : .zero
+            start = Self.start(of: range)
             stop = range.end.isNumeric ? min(range.end, duration) : duration
             guard stop > start else {
                 guard duration > .zero else {
@@ -28,6 +28,9 @@ extension ExportSession {
                 throw MediaError(.invalidArgument, "the time range \(start.seconds)–\(stop.seconds) s holds no media", path: path)
             }
         }
+
+        /// Where a writer's session for `range` starts: its start, or 0 for an open one.
+        static func start(of range: MediaTimeRange) -> MediaTime { range.start.isNumeric ? range.start : .zero }
 
         /// Progress and the reported duration are fractions and seconds for people, not engine time.
         var seconds: Double { max((stop - start).seconds, 0.001) }
@@ -257,8 +260,8 @@ extension ExportSession {
                             fileType: FileType) throws -> [Lane] {
         try plan.audioOutputs.enumerated().map { i, audio in
             let (first, audioSettings) = (audio.tracks[0], audio.settings)
-            if audio.tracks.count == 1, let share = shares.first(where: { $0.request.trackID == first.trackID }),
-               let encoded = share.source.source as? SharedAudioEncodingOutput {
+            let share = audio.tracks.count == 1 ? shares.first { $0.request.trackID == first.trackID } : nil
+            if let share, let encoded = share.source.source as? SharedAudioEncodingOutput {
                 // Encoded once for every output that writes it alike: its packets are copied here.
                 let input = try AssetWriterInput(mediaType: .audio, outputSettings: nil)
                 input.sourceParameters = encoded.parameters
@@ -267,8 +270,7 @@ extension ExportSession {
                 return Lane(track: first, output: FanOutBranchOutput(share.source, branch: share.branch), input: input, converter: nil,
                             bitRate: audioSettings.bitRate ?? 128_000, copiesPackets: true, copiesSharedEncode: true)
             }
-            let shared = audio.tracks.count == 1 ? Self.sharedOutput(for: first, in: shares) : nil
-            let output = try shared ?? audioOutput(for: audio, gain: gains[i], settings: s)
+            let output = try share.map { FanOutBranchOutput($0.source, branch: $0.branch) } ?? audioOutput(for: audio, gain: gains[i], settings: s)
             output.audioTimePitchAlgorithm = s.audioTimePitchAlgorithm
             let input = try AssetWriterInput(mediaType: .audio, outputSettings: .audio(audioSettings))
             Self.carryTrackTraits(of: first, to: input, fileType: fileType)

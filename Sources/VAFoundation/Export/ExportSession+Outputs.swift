@@ -73,7 +73,7 @@ extension ExportSession {
             r.branches = branches
             return r.cancelled
         }
-        if cancelled { throw MediaError(.cancelled, "export cancelled", path: asset.displayPath) }
+        if cancelled { throw Self.cancelled(path: asset.displayPath) }
         for branch in branches {
             branch.run.withLock { $0.progressObserver = { [weak self] in self?.followSlowestBranch() } }
         }
@@ -151,7 +151,7 @@ extension ExportSession {
         let reader = AssetReader(asset: asset)
         reader.timeRange = s.timeRange
         // Where every output's writer session starts, for the audio encoded once.
-        let sessionStart = s.timeRange.start.isNumeric ? s.timeRange.start : .zero
+        let sessionStart = ExportSpan.start(of: s.timeRange)
         var shares = [[FanOutBranch.Share]](repeating: [], count: branches.count)
         for request in shared {
             guard let track = tracks.first(where: { $0.trackID == request.trackID }) else { continue }

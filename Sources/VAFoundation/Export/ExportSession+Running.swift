@@ -66,7 +66,7 @@ extension ExportSession {
             // The cancellation handler only started cancelling the writer: finish it here, so
             // the partial file is gone before this returns.
             if cancelled { run.withLock { $0.writer }?.cancelWriting() }
-            let mediaError = cancelled ? MediaError(.cancelled, "export cancelled", path: path)
+            let mediaError = cancelled ? Self.cancelled(path: path)
                 : (error as? MediaError ?? MediaError(.encodeFailed, "\(error)", path: path))
             finish(mediaError)
             throw mediaError
@@ -295,16 +295,19 @@ extension ExportSession {
     }
 
     /// Throws a cancel when the export was cancelled, once the file written is gone.
-    func removeFileIfCancelled(_ url: URL) throws {
+    func removeFileIfCancelled(_ url: URL) throws(MediaError) {
         guard isCancelled else { return }
         unlink(url.path)
-        try throwIfCancelled(path: url.path)
+        throw Self.cancelled(path: url.path)
     }
 
     /// Throws the export's cancel, about `path`, once it was cancelled.
     func throwIfCancelled(path: String) throws(MediaError) {
-        if isCancelled { throw MediaError(.cancelled, "export cancelled", path: path) }
+        if isCancelled { throw Self.cancelled(path: path) }
     }
+
+    /// The error a cancelled export ends with.
+    static func cancelled(path: String) -> MediaError { MediaError(.cancelled, "export cancelled", path: path) }
 
     /// What every lane task of one attempt shares.
     private struct LaneContext: Sendable {
@@ -518,7 +521,7 @@ extension ExportSession {
             r.resumption = (resumeAt, framesKept, cause)
             return r.cancelled
         }
-        if cancelled { throw MediaError(.cancelled, "export cancelled", path: asset.displayPath) }
+        if cancelled { throw Self.cancelled(path: asset.displayPath) }
         try reader.startReading()
         return (output, resumeAt, framesKept)
     }

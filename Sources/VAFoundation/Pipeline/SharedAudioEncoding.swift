@@ -15,7 +15,7 @@ final class SharedAudioEncodingOutput: AssetReaderOutput, @unchecked Sendable {
     private let encoding: WriterAudioStage
     /// The encoder's stream, for the writers that copy its packets.
     let parameters: CodecParameters
-    let encoderName: String
+    private let encoderName: String
     /// Where each writer's session starts.
     private let sessionStart: MediaTime
     private let timeBase: Rational
