@@ -204,18 +204,18 @@ struct ExportSessionTests {
 
     /// Where a length limit ends the file: where the slowest track has arrived, a track with
     /// nothing yet counting as at the start, and subtitles (sparse) holding no one back.
-    @Test func theLanesArriveTogetherWhereTheSlowestTrackIs() {
+    @Test func theEdgesArriveTogetherWhereTheSlowestTrackIs() {
         let second = { (s: Int64) in MediaTime(value: s, timescale: 1) }
-        let tally = ExportSession.LaneTally(lanes: 3, sparse: [2])
+        let tally = ExportSession.EdgeTally(edges: 3, sparse: [2])
         #expect(tally.arrivedByAll(from: second(1)) == second(1))
         tally.reached(0, second(5))
-        #expect(tally.arrivedByAll(from: second(1)) == second(1), "lane 1 has handed nothing yet")
+        #expect(tally.arrivedByAll(from: second(1)) == second(1), "edge 1 has handed nothing yet")
         tally.reached(1, second(3))
         tally.reached(2, second(2))
         #expect(tally.arrivedByAll(from: second(1)) == second(3))
         tally.reached(1, second(4))
         tally.reached(1, second(2))
-        #expect(tally.arrivedByAll(from: second(1)) == second(4), "a lane never goes back")
+        #expect(tally.arrivedByAll(from: second(1)) == second(4), "an edge never goes back")
     }
 
     @Test func progressNeverGoesBackwardsAndStatesEnd() async throws {

@@ -5,7 +5,7 @@ import Testing
 /// The export pipeline driven through its embedded seam (`StageProbe`): a failure, a
 /// cancellation or a slow stage injected at each point, on that stage's own thread, with
 /// deterministic outcomes. Both ways an export runs are covered: the copy stage of a remux
-/// (Passthrough) and the decode/encode lanes (640x480).
+/// (Passthrough) and the scheduled decode/encode edges (640x480).
 @Suite(.serialized)
 struct PipelineSeamTests {
     let clip = TestFiles.fixture("testsrc_320x240_30fps_3s.mp4")
@@ -138,7 +138,7 @@ struct PipelineSeamTests {
         }
         _ = try await session.export(to: dir.appendingPathComponent("out.mp4"), as: .mp4)
         // The writer's window for an export plus one batch of copied packets.
-        let bound = PipelineBounds.laneWindow + PipelineBounds.packetBatchSpan
+        let bound = PipelineBounds.exportInterleavingWindow + PipelineBounds.packetBatchSpan
         let spread = worst.withLock { $0 }
         #expect(spread > .zero)
         #expect(spread <= bound, "one track ran \(spread.seconds) s ahead of another at the writer (bound \(bound.seconds) s)")

@@ -78,8 +78,8 @@ import Testing
         }
     }
 
-    /// Cues further apart than the writer's interleaving window (2 s) and the lanes' pacing
-    /// window: the pictures and sound must not wait for the next cue, which is seconds away.
+    /// Cues further apart than the writer's interleaving window (2 s) and the export's (0.5 s):
+    /// the pictures and sound must not wait for the next cue, which is seconds away.
     @Test func sparseCuesHoldNoTrackBack() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-tracks-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

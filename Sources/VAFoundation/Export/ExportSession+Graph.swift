@@ -1,6 +1,6 @@
 import Foundation
 
-/// The graph builder: from a plan, the reader outputs, writer inputs and the lanes joining
+/// The graph builder: from a plan, the reader outputs, writer inputs and the edges joining
 /// them, added to one attempt's reader and writer. Nothing runs here but a loudness target's
 /// first pass.
 extension ExportSession {
@@ -36,13 +36,13 @@ extension ExportSession {
         var seconds: Double { max((stop - start).seconds, 0.001) }
     }
 
-    /// One attempt's graph: the readers, the writer, and a lane from each reader output to its writer input.
+    /// One attempt's graph: the readers, the writer, and an edge from each reader output to its writer input.
     struct ExportGraph {
         let reader: AssetReader
         /// The subtitle tracks' own reader, when any is kept.
         let subtitleReader: AssetReader?
         let writer: AssetWriter
-        let lanes: [Lane]
+        let edges: [Edge]
         /// What the video stages really do, reported instead of the plan where they differ.
         let observations: StageObservations
         /// Where each normalised audio output's entry is in the result's `loudness`.
@@ -50,19 +50,19 @@ extension ExportSession {
     }
 
     /// One track's way from reader to writer.
-    // @unchecked: the frame-rate converter it carries is copied into its lane's task and used there alone.
-    struct Lane: @unchecked Sendable {
+    // @unchecked: the frame-rate converter it carries is copied into its edge's runner and used there by one step at a time.
+    struct Edge: @unchecked Sendable {
         let track: AssetTrack
         let output: AssetReaderOutput
         let input: AssetWriterInput
         let converter: FrameRateConverter?
-        /// Target bits per second of an encoded lane, 0 for passthrough.
+        /// Target bits per second of an encoded edge, 0 for passthrough.
         var bitRate = 0
-        /// The lane copies compressed packets (passthrough): they cross threads in batches.
+        /// The edge copies compressed packets (passthrough): they cross threads in batches.
         var copiesPackets = false
         /// The packets copied are a shared encode's, not the source's (a multi-output export's audio).
         var copiesSharedEncode = false
-        /// A video lane on a device that goes on in software, from its open group's keyframe,
+        /// A video edge on a device that goes on in software, from its open group's keyframe,
         /// when the device fails: its output settings for that.
         var resumesWith: VideoSettings?
         /// The subtitles drawn into the video's pictures, drawn again by a resumed reader.
@@ -84,28 +84,28 @@ extension ExportSession {
         let used = shares.filter { shareable.contains($0.request) }
         for share in shares where !shareable.contains(share.request) { share.detach() }
         let observations = StageObservations()
-        var lanes = try Self.passthroughLanes(of: plan, fileType: fileType)
-        if let video = try videoLane(of: plan, tracks: tracks, shares: used, settings: s, span: span, observations: observations) {
-            lanes.append(video)
+        var edges = try Self.passthroughEdges(of: plan, fileType: fileType)
+        if let video = try videoEdge(of: plan, tracks: tracks, shares: used, settings: s, span: span, observations: observations) {
+            edges.append(video)
         }
         let (gains, normalized) = try await measureLoudness(of: plan, settings: s, beside: reader, url: url, result: &result)
-        lanes += try audioLanes(of: plan, gains: gains, shares: used, settings: s, fileType: fileType)
-        lanes += try Self.subtitleLanes(of: plan, besideMediaOf: lanes, fileType: fileType)
-        Self.markDefaultTracks(lanes)
+        edges += try audioEdges(of: plan, gains: gains, shares: used, settings: s, fileType: fileType)
+        edges += try Self.subtitleEdges(of: plan, besideMediaOf: edges, fileType: fileType)
+        Self.markDefaultTracks(edges)
         // Subtitles alone are no export of a file with pictures or sound that could not be kept
         // (left out by the plan, or found unreadable by an earlier attempt).
-        guard lanes.contains(where: { !$0.isSparse }) || !sourceTracks.contains(where: { $0.mediaType == .video || $0.mediaType == .audio }) else {
+        guard edges.contains(where: { !$0.isSparse }) || !sourceTracks.contains(where: { $0.mediaType == .video || $0.mediaType == .audio }) else {
             throw MediaError(.noTracks, "nothing to export with \(preset.name): \(result.droppedTracks.map { "track \($0.trackID) (\($0.reason))" }.joined(separator: ", "))", path: asset.displayPath)
         }
-        let subtitleReader = try connect(lanes, reader: reader, writer: writer, fileType: fileType, url: url)
+        let subtitleReader = try connect(edges, reader: reader, writer: writer, fileType: fileType, url: url)
         // A remux writes at most the source's samples, known from its index: enough for the
         // writer to reserve the index's room instead of rewriting the file to put it first.
-        if lanes.allSatisfy({ $0.copiesPackets && !$0.copiesSharedEncode }), s.fileLengthLimit == nil,
-           lanes.allSatisfy({ $0.track.sampleCount > 0 && $0.track.totalSampleDataLength > 0 }) {
-            writer.expectedContent = .init(sampleCount: lanes.reduce(0) { $0 + $1.track.sampleCount },
-                                           mediaBytes: lanes.reduce(0) { $0 + $1.track.totalSampleDataLength })
+        if edges.allSatisfy({ $0.copiesPackets && !$0.copiesSharedEncode }), s.fileLengthLimit == nil,
+           edges.allSatisfy({ $0.track.sampleCount > 0 && $0.track.totalSampleDataLength > 0 }) {
+            writer.expectedContent = .init(sampleCount: edges.reduce(0) { $0 + $1.track.sampleCount },
+                                           mediaBytes: edges.reduce(0) { $0 + $1.track.totalSampleDataLength })
         }
-        return ExportGraph(reader: reader, subtitleReader: subtitleReader, writer: writer, lanes: lanes,
+        return ExportGraph(reader: reader, subtitleReader: subtitleReader, writer: writer, edges: edges,
                            observations: observations, normalized: normalized)
     }
 
@@ -114,19 +114,19 @@ extension ExportSession {
         shares.first { $0.request.trackID == track?.trackID }.map { FanOutBranchOutput($0.source, branch: $0.branch) }
     }
 
-    private static func passthroughLanes(of plan: ExportPlan, fileType: FileType) throws -> [Lane] {
+    private static func passthroughEdges(of plan: ExportPlan, fileType: FileType) throws -> [Edge] {
         try plan.passthroughTracks.map { track in
             let output = try AssetReaderTrackOutput(track: track, outputSettings: nil)
             let input = try AssetWriterInput(mediaType: track.mediaType, outputSettings: nil, sourceFormatHint: track.formatDescription)
             if track.mediaType == .video { input.transform = track.preferredTransform }
             carryTrackTraits(of: track, to: input, fileType: fileType)
-            return Lane(track: track, output: output, input: input, converter: nil, copiesPackets: true)
+            return Edge(track: track, output: output, input: input, converter: nil, copiesPackets: true)
         }
     }
 
-    /// The lane encoding the plan's video track, or its video composition's pictures; nil when the plan encodes no video.
-    private func videoLane(of plan: ExportPlan, tracks: [AssetTrack], shares: [FanOutBranch.Share], settings s: Settings,
-                           span: ExportSpan, observations: StageObservations) throws -> Lane? {
+    /// The edge encoding the plan's video track, or its video composition's pictures; nil when the plan encodes no video.
+    private func videoEdge(of plan: ExportPlan, tracks: [AssetTrack], shares: [FanOutBranch.Share], settings s: Settings,
+                           span: ExportSpan, observations: StageObservations) throws -> Edge? {
         guard let video = plan.videoTrack, let videoSettings = plan.videoSettings else { return nil }
         let hardware = plan.hardware
         let output = try videoOutput(of: plan, track: video, settings: videoSettings, tracks: tracks, shares: shares,
@@ -150,11 +150,11 @@ extension ExportSession {
         let resumable = hardware != nil && s.hardwarePolicy != .require && s.videoComposition == nil && s.rendition == nil
         input.resumable = resumable
         output.recoversFromDeviceFailures = resumable && hardware?.decodesOnDevice == true
-        return Lane(track: video, output: output, input: input, converter: converter, bitRate: videoSettings.averageBitRate ?? 0,
+        return Edge(track: video, output: output, input: input, converter: converter, bitRate: videoSettings.averageBitRate ?? 0,
                     resumesWith: resumable ? videoSettings : nil, burnedSubtitles: plan.burnedSubtitles)
     }
 
-    /// Where the video lane's pictures come from: the shared decode, the video composition, or the track decoded.
+    /// Where the video edge's pictures come from: the shared decode, the video composition, or the track decoded.
     private func videoOutput(of plan: ExportPlan, track video: AssetTrack, settings videoSettings: VideoSettings, tracks: [AssetTrack],
                              shares: [FanOutBranch.Share], session s: Settings, duration: MediaTime,
                              observations: StageObservations) throws -> AssetReaderOutput {
@@ -256,8 +256,8 @@ extension ExportSession {
         return measured
     }
 
-    private func audioLanes(of plan: ExportPlan, gains: [Float?], shares: [FanOutBranch.Share], settings s: Settings,
-                            fileType: FileType) throws -> [Lane] {
+    private func audioEdges(of plan: ExportPlan, gains: [Float?], shares: [FanOutBranch.Share], settings s: Settings,
+                            fileType: FileType) throws -> [Edge] {
         try plan.audioOutputs.enumerated().map { i, audio in
             let (first, audioSettings) = (audio.tracks[0], audio.settings)
             let share = audio.tracks.count == 1 ? shares.first { $0.request.trackID == first.trackID } : nil
@@ -267,44 +267,44 @@ extension ExportSession {
                 input.sourceParameters = encoded.parameters
                 input.mediaTimeScale = Int32(audioSettings.sampleRate)
                 Self.carryTrackTraits(of: first, to: input, fileType: fileType)
-                return Lane(track: first, output: FanOutBranchOutput(share.source, branch: share.branch), input: input, converter: nil,
+                return Edge(track: first, output: FanOutBranchOutput(share.source, branch: share.branch), input: input, converter: nil,
                             bitRate: audioSettings.bitRate ?? 128_000, copiesPackets: true, copiesSharedEncode: true)
             }
             let output = try share.map { FanOutBranchOutput($0.source, branch: $0.branch) } ?? audioOutput(for: audio, gain: gains[i], settings: s)
             output.audioTimePitchAlgorithm = s.audioTimePitchAlgorithm
             let input = try AssetWriterInput(mediaType: .audio, outputSettings: .audio(audioSettings))
             Self.carryTrackTraits(of: first, to: input, fileType: fileType)
-            return Lane(track: first, output: output, input: input, converter: nil, bitRate: audioSettings.bitRate ?? 128_000)
+            return Edge(track: first, output: output, input: input, converter: nil, bitRate: audioSettings.bitRate ?? 128_000)
         }
     }
 
-    /// The kept subtitle tracks' lanes, copied or converted; a cue shown past the end of the
-    /// picture and sound of `lanes` is cut there.
-    private static func subtitleLanes(of plan: ExportPlan, besideMediaOf lanes: [Lane], fileType: FileType) throws -> [Lane] {
-        let mediaEnd = lanes.map(\.track.timeRange.end).filter(\.isNumeric).max()
+    /// The kept subtitle tracks' edges, copied or converted; a cue shown past the end of the
+    /// picture and sound of `edges` is cut there.
+    private static func subtitleEdges(of plan: ExportPlan, besideMediaOf edges: [Edge], fileType: FileType) throws -> [Edge] {
+        let mediaEnd = edges.map(\.track.timeRange.end).filter(\.isNumeric).max()
         return try plan.subtitleTracks.map { track, settings in
             let output = try AssetReaderTrackOutput(track: track, outputSettings: nil)
             let input = try AssetWriterInput(mediaType: .subtitle, outputSettings: settings.map { .subtitle($0) }, sourceFormatHint: track.formatDescription)
             carryTrackTraits(of: track, to: input, fileType: fileType)
             input.sparseEnd = mediaEnd
-            return Lane(track: track, output: output, input: input, converter: nil, copiesPackets: true)
+            return Edge(track: track, output: output, input: input, converter: nil, copiesPackets: true)
         }
     }
 
-    /// Adds each lane's output to its reader and its input to the writer. Subtitles are read by
+    /// Adds each edge's output to its reader and its input to the writer. Subtitles are read by
     /// a reader of their own, returned: the shared one would queue every other track's packets
     /// up to the next cue, which may be minutes away.
-    private func connect(_ lanes: [Lane], reader: AssetReader, writer: AssetWriter, fileType: FileType, url: URL) throws -> AssetReader? {
-        let subtitleReader = lanes.contains(where: \.isSparse) ? sideReader(like: reader) : nil
-        for lane in lanes {
-            lane.output.probe = stageProbe
-            lane.output.weighsDamageAcrossTracks = true
-            lane.input.source = .init(path: asset.displayPath, track: "track \(lane.track.trackID) (\(lane.track.mediaType))")
-            guard writer.canAdd(lane.input) else {
-                throw MediaError(.unsupported, "a \(fileType) file cannot hold track \(lane.track.trackID) as configured", path: url.path)
+    private func connect(_ edges: [Edge], reader: AssetReader, writer: AssetWriter, fileType: FileType, url: URL) throws -> AssetReader? {
+        let subtitleReader = edges.contains(where: \.isSparse) ? sideReader(like: reader) : nil
+        for edge in edges {
+            edge.output.probe = stageProbe
+            edge.output.weighsDamageAcrossTracks = true
+            edge.input.source = .init(path: asset.displayPath, track: "track \(edge.track.trackID) (\(edge.track.mediaType))")
+            guard writer.canAdd(edge.input) else {
+                throw MediaError(.unsupported, "a \(fileType) file cannot hold track \(edge.track.trackID) as configured", path: url.path)
             }
-            try writer.add(lane.input)
-            try (lane.isSparse ? subtitleReader ?? reader : reader).add(lane.output)
+            try writer.add(edge.input)
+            try (edge.isSparse ? subtitleReader ?? reader : reader).add(edge.output)
         }
         return subtitleReader
     }
@@ -353,12 +353,12 @@ extension ExportSession {
     /// Which kept tracks play by default, at most one of each kind: the first picture and sound
     /// track the source plays by default (or its first when it marks none), and the subtitle
     /// track the source marks so (subtitles marked by no one stay off).
-    private static func markDefaultTracks(_ lanes: [Lane]) {
+    private static func markDefaultTracks(_ edges: [Edge]) {
         for kind in [MediaType.video, .audio, .subtitle] {
-            let kept = lanes.filter { $0.track.mediaType == kind }
+            let kept = edges.filter { $0.track.mediaType == kind }
             let chosen = kind == .subtitle ? kept.first { $0.track.isMarkedDefault }
                 : kept.first { $0.track.isMarkedDefault } ?? kept.first { $0.track.isEnabled } ?? kept.first
-            for lane in kept { lane.input.marksOutputTrackAsEnabled = lane.input === chosen?.input }
+            for edge in kept { edge.input.marksOutputTrackAsEnabled = edge.input === chosen?.input }
         }
     }
 }

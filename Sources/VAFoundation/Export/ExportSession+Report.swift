@@ -21,25 +21,25 @@ extension ExportSession {
     /// Completes `result` with what the attempt wrote: the pictures, where a length limit or
     /// the source's data ended it, the file's size and metadata, the loudness reached, the
     /// damage skipped and the path the stages really ran. The decoders close here.
-    func describeWritten(_ graph: ExportGraph, tally: LaneTally, plan: ExportPlan, span: ExportSpan, settings s: Settings,
+    func describeWritten(_ graph: ExportGraph, tally: EdgeTally, plan: ExportPlan, span: ExportSpan, settings s: Settings,
                          url: URL, fileType: FileType, into result: inout ExportResult) async throws {
         let written = tally.counts.withLock { $0 }
-        for (i, lane) in graph.lanes.enumerated() where lane.track.mediaType == .video { result.videoFrames = written[i] }
+        for (i, edge) in graph.edges.enumerated() where edge.track.mediaType == .video { result.videoFrames = written[i] }
         result.stoppedAtFileLengthLimit = tally.limitReached.withLock { $0 }
             || (s.fileLengthLimit.map { l in tally.bytes.withLock { $0.reduce(0, +) } >= l || graph.writer.bytesWritten >= l } ?? false)
         if !result.stoppedAtFileLengthLimit {
-            result.warnings += Self.endedEarly(graph.lanes, ends: tally.ends.withLock { $0 }, rangeEnd: span.range.end)
+            result.warnings += Self.endedEarly(graph.edges, ends: tally.ends.withLock { $0 }, rangeEnd: span.range.end)
         }
         if s.rendition == nil {
             Self.describeFile(url, writer: graph.writer, fileType: fileType, into: &result)
             try await measureWrittenLoudness(url, normalized: graph.normalized, into: &result)
         }
-        for lane in graph.lanes {
-            if let damage = (lane.output as? AssetReaderTrackOutput)?.damageReport {
-                result.warnings.append("track \(lane.track.trackID) (\(lane.track.mediaType)): \(damage)")
+        for edge in graph.edges {
+            if let damage = (edge.output as? AssetReaderTrackOutput)?.damageReport {
+                result.warnings.append("track \(edge.track.trackID) (\(edge.track.mediaType)): \(damage)")
             }
             // Decoders close before the device's session slot is handed on (on return).
-            lane.output.releaseResources()
+            edge.output.releaseResources()
         }
         describeStages(graph.observations, plan: plan, into: &result)
         result.durationSeconds = span.seconds
@@ -102,12 +102,12 @@ extension ExportSession {
     /// ffmpeg's error rate over the whole export: tracks more than 2/3 of whose packets were
     /// damaged fail it only when the damaged packets are more than 2/3 of every track's packets
     /// together (intact audio beside damaged video keeps the file). Returns the warnings.
-    static func weighDamage(_ overDamaged: [(track: AssetTrack, failure: MediaError)], lanes: [Lane]) throws(MediaError) -> [String] {
+    static func weighDamage(_ overDamaged: [(track: AssetTrack, failure: MediaError)], edges: [Edge]) throws(MediaError) -> [String] {
         guard let first = overDamaged.first else { return [] }
-        let total = lanes.compactMap { ($0.output as? AssetReaderTrackOutput)?.decodeTally }.reduce(DecodeTally(decoded: 0, damaged: 0), +)
+        let total = edges.compactMap { ($0.output as? AssetReaderTrackOutput)?.decodeTally }.reduce(DecodeTally(decoded: 0, damaged: 0), +)
         if total.exceedsErrorRate { throw first.failure }
         return overDamaged.compactMap { entry in
-            // Every entry's cause is its tally: the lane keeps only such failures.
+            // Every entry's cause is its tally: the edge keeps only such failures.
             (entry.failure.underlying as? DecodeTally).map { own in
                 "track \(entry.track.trackID) (\(entry.track.mediaType)): \(own.damaged) damaged packets against \(own.decoded) decoded frames, over 2/3; written as far as it decodes, since all tracks together (\(total.damaged) of \(total.damaged + total.decoded)) stay under ffmpeg's error rate"
             }
@@ -117,15 +117,15 @@ extension ExportSession {
     /// Tracks whose samples ended well before the end their container declares (within the
     /// range): the rest of their data could not be read (an index entry FFmpeg refused, data
     /// cut off), and the output is that much shorter. ffmpeg copies such files silently.
-    static func endedEarly(_ lanes: [Lane], ends: [MediaTime?], rangeEnd: MediaTime) -> [String] {
-        zip(lanes, ends).compactMap { lane, end in
+    static func endedEarly(_ edges: [Edge], ends: [MediaTime?], rangeEnd: MediaTime) -> [String] {
+        zip(edges, ends).compactMap { edge, end in
             // Subtitles and data are sparse: their last sample may well end before the movie.
-            guard let end, lane.track.mediaType == .video || lane.track.mediaType == .audio,
-                  lane.track.timeRange.duration > .zero else { return nil }
-            let declared = rangeEnd.isNumeric ? min(lane.track.timeRange.end, rangeEnd) : lane.track.timeRange.end
+            guard let end, edge.track.mediaType == .video || edge.track.mediaType == .audio,
+                  edge.track.timeRange.duration > .zero else { return nil }
+            let declared = rangeEnd.isNumeric ? min(edge.track.timeRange.end, rangeEnd) : edge.track.timeRange.end
             guard declared.isNumeric, declared - end > AssetVerification.missingTolerance else { return nil }
             return String(format: "track %d (%@): its samples end at %.3f s, %.3f s before the end its container declares (%.3f s): the rest could not be read",
-                          lane.track.trackID, lane.track.mediaType.rawValue, end.seconds, (declared - end).seconds, declared.seconds)
+                          edge.track.trackID, edge.track.mediaType.rawValue, end.seconds, (declared - end).seconds, declared.seconds)
         }
     }
 

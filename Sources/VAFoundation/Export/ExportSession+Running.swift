@@ -2,7 +2,7 @@ import FFmpegSupport
 import HardwareAcceleration
 import Foundation
 
-/// The runner: one attempt wires the reader's outputs to the writer's inputs lane by lane;
+/// The runner: one attempt wires the reader's outputs to the writer's inputs edge by edge;
 /// around it, cancellation, the retry without unreadable tracks and the software fallback.
 extension ExportSession {
     // MARK: Exporting
@@ -110,19 +110,19 @@ extension ExportSession {
                 // file's start and drop what lies before the range, as ffmpeg's output-side trim
                 // does, before deciding the track is unreadable.
                 if s.timeRange.start > .zero, run.withLock({ r in defer { r.readsFromFileStart = true }; return !r.readsFromFileStart }) { continue }
-                guard empty.otherLanes > 0 else { throw empty.error }
+                guard empty.otherEdges > 0 else { throw empty.error }
                 unreadable.append(.init(trackID: empty.trackID, mediaType: empty.mediaType.rawValue,
                                         reason: "no sample of it could be read (the file is damaged)"))
             }
         }
     }
 
-    /// A lane ended without one sample although its track lists some.
-    private struct TrackYieldedNothing: Error {
+    /// An edge ended without one sample although its track lists some.
+    struct TrackYieldedNothing: Error {
         var trackID: Int
         var mediaType: MediaType
-        /// How many other lanes the export had: with none, there is nothing to export without this one.
-        var otherLanes: Int
+        /// How many other edges the export had: with none, there is nothing to export without this one.
+        var otherEdges: Int
         var error: MediaError
     }
 
@@ -206,7 +206,7 @@ extension ExportSession {
         if let slots { try await slots.acquire() }
         defer { if let slots { Task { await slots.release() } } }
         let tally = try await runGraph(graph, span: span, limit: s.fileLengthLimit, url: url)
-        result.warnings += try Self.weighDamage(tally.overDamaged.withLock { $0 }, lanes: graph.lanes)
+        result.warnings += try Self.weighDamage(tally.overDamaged.withLock { $0 }, edges: graph.edges)
         try await graph.writer.finishWriting()
         result.warnings += graph.writer.warnings
         // A cancel that came while the file was being finished still wins: the file goes.
@@ -237,9 +237,9 @@ extension ExportSession {
             writer.chapters = Chapter.carriedOver(try await asset.load(.chapters), from: span.start, to: span.stop)
         }
         writer.probe = stageProbe
-        // The tracks are read independently: the writer's inputs keep them within the lanes'
+        // The tracks are read independently: the writer's inputs keep them within the edges'
         // window of each other, which bounds what the demuxer queues for a track behind.
-        writer.interleavingWindow = PipelineBounds.laneWindow
+        writer.interleavingWindow = PipelineBounds.exportInterleavingWindow
         run.withLock {
             $0.reader = reader
             $0.writer = writer
@@ -252,19 +252,19 @@ extension ExportSession {
         return (reader, writer)
     }
 
-    /// Starts the graph and runs it to its end: the remux loop when every lane copies packets, the lanes otherwise.
-    private func runGraph(_ graph: ExportGraph, span: ExportSpan, limit: Int64?, url: URL) async throws -> LaneTally {
+    /// Starts the graph and runs it to its end: the remux loop when every edge copies packets, the scheduled edges otherwise.
+    private func runGraph(_ graph: ExportGraph, span: ExportSpan, limit: Int64?, url: URL) async throws -> EdgeTally {
         // Progress counts what reached the file, not what was handed over: encoders hold back
         // up to dozens of frames, written while finishing. The writer pushes each step.
         let seconds = span.seconds
         graph.writer.observeWrittenDuration { [weak self] written in self?.advance(to: 0.97 * written / seconds) }
         try start(graph, span: span)
-        let tally = LaneTally(lanes: graph.lanes.count, sparse: Set(graph.lanes.indices.filter { graph.lanes[$0].isSparse }))
-        if graph.lanes.allSatisfy(\.copiesPackets) {
-            try await copyPackets(graph.lanes, reader: graph.reader, writer: graph.writer, start: span.start, limit: limit, tally: tally)
+        let tally = EdgeTally(edges: graph.edges.count, sparse: Set(graph.edges.indices.filter { graph.edges[$0].isSparse }))
+        if graph.edges.allSatisfy(\.copiesPackets) {
+            try await copyPackets(graph.edges, reader: graph.reader, writer: graph.writer, start: span.start, limit: limit, tally: tally)
         } else {
-            try await runLanes(graph.lanes, LaneContext(reader: graph.reader, writer: graph.writer, span: span, limit: limit, tally: tally,
-                                                        laneCount: graph.lanes.count))
+            try await runEdges(graph.edges, EdgeContext(reader: graph.reader, writer: graph.writer, span: span, limit: limit, tally: tally,
+                                                        edgeCount: graph.edges.count))
         }
         if let error = graph.reader.error ?? graph.subtitleReader?.error { throw error }
         try throwIfCancelled(path: url.path)
@@ -279,8 +279,8 @@ extension ExportSession {
         if let demux = graph.subtitleReader?.demuxSession {
             // Subtitles are sparse: known up front, their stream does not hold the file's
             // header (and every other track's packets) back until its first cue.
-            for lane in graph.lanes where lane.isSparse {
-                lane.input.sourceParameters = try demux.codecParameters(stream: lane.track.streamIndex)
+            for edge in graph.edges where edge.isSparse {
+                edge.input.sourceParameters = try demux.codecParameters(stream: edge.track.streamIndex)
             }
         }
         let probe = stageProbe
@@ -309,209 +309,28 @@ extension ExportSession {
     /// The error a cancelled export ends with.
     static func cancelled(path: String) -> MediaError { MediaError(.cancelled, "export cancelled", path: path) }
 
-    /// What every lane task of one attempt shares.
-    private struct LaneContext: Sendable {
-        let reader: AssetReader
-        let writer: AssetWriter
-        let span: ExportSpan
-        let limit: Int64?
-        let tally: LaneTally
-        let laneCount: Int
-    }
-
-    /// Runs one task per lane, each pulling from its reader output and appending to its writer
-    /// input. The writer's inputs are the one flow-control rule: an input is not ready while
-    /// it holds its bound of samples or bytes, or runs more than `PipelineBounds.laneWindow`
-    /// ahead of another, and the lane appending to it suspends until it is.
-    private func runLanes(_ lanes: [Lane], _ context: LaneContext) async throws {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for (i, lane) in lanes.enumerated() {
-                group.addTask { try await self.runLane(i, lane, context) }
-            }
-            // The first lane to fail ends the export: leaving the group cancels the other lanes,
-            // which may be waiting for the failed lane in the writer's interleaving window.
-            // (`waitForAll` would wait for them, and they would wait forever.)
-            while try await group.next() != nil {}
-        }
-    }
-
-    /// A decoding lane's reading: its output (a software one once its device failed), the
-    /// output's samples and the frame-rate converter.
-    private struct LaneReading {
-        var output: AssetReaderOutput
-        var samples: SampleBufferSequence.AsyncIterator
-        var converter: FrameRateConverter?
-        /// The lane may still go on in software, once, when its device fails.
-        var resumable: Bool
-
-        init(_ lane: Lane) {
-            output = lane.output
-            samples = lane.output.sampleBuffers.makeAsyncIterator()
-            converter = lane.converter
-            resumable = lane.resumesWith != nil
-        }
-    }
-
-    /// Lane `i`'s task: read, append, count, until its output ends or the file reaches its limit.
-    private func runLane(_ i: Int, _ lane: Lane, _ context: LaneContext) async throws {
-        var reading = LaneReading(lane)
-        reading: while true {
-            try Task.checkCancellation()
-            let batch: [SampleBuffer]
-            if lane.copiesPackets {
-                guard let copied = try await copyBatch(i, lane, context) else { break }
-                batch = copied
-            } else {
-                switch try await decodeStep(i, lane, &reading, context) {
-                case .handed(let sample): batch = [sample]
-                case .resumed: continue reading
-                case .ended: break reading
-                }
-            }
-            if handOver(batch, lane: i, lane, context) { break }
-        }
-        let tally = context.tally
-        if var converter = reading.converter {
-            let end = context.span.range.end
-            for out in converter.finish(end: end.isNumeric ? min(end, context.span.duration) : context.span.duration) {
-                try await lane.input.append(out)
-                tally.counts.withLock { $0[i] += 1 }
-            }
-        }
-        let stoppedForLimit = tally.limitReached.withLock { $0 } || (context.limit.map { l in tally.bytes.withLock { $0.reduce(0, +) } >= l } ?? false)
-        if tally.counts.withLock({ $0[i] }) == 0 && !stoppedForLimit && context.reader.status != .cancelled && !lane.isSparse {
-            throw yieldedNothing(lane, besideLanes: context.laneCount - 1)
-        }
-        lane.input.markAsFinished()
-    }
-
-    /// A copying lane's next batch of packets, handed to its input (one packet at a time under
-    /// a file-length limit, checked per packet); nil at the end, or where the limit ends the file.
-    private func copyBatch(_ i: Int, _ lane: Lane, _ context: LaneContext) async throws -> [SampleBuffer]? {
-        let (limit, tally) = (context.limit, context.tally)
-        let batch = try await lane.output.nextBatchAsync(maximumCount: limit == nil ? PipelineBounds.packetBatch : 1,
-                                                         maximumSpan: PipelineBounds.packetBatchSpan)
-        if batch.isEmpty { return nil }
-        // Under a limit, a packet that would take the file past it (its index included) is not
-        // written: the file ends where every track has arrived.
-        if let limit {
-            let adding = batch.reduce(Int64(0)) { $0 + Int64($1.totalSampleSize) }
-            let (handed, samples) = (tally.bytes.withLock { $0.reduce(0, +) }, tally.counts.withLock { $0.reduce(0, +) })
-            if handed + adding + Self.indexBytes(samples: samples + batch.count, tracks: context.laneCount) > limit {
-                tally.reached(i, batch[0].presentationTimeStamp)
-                tally.limitReached.withLock { $0 = true }
-                stopAtLengthLimit(context)
-                return nil
-            }
-        }
-        try await lane.input.append(contentsOf: batch)
-        tally.counts.withLock { $0[i] += batch.count }
-        return batch
-    }
-
-    /// What one step of a decoding lane did.
-    private enum DecodeStep {
-        /// Appended this sample (or what the frame-rate converter made of it).
-        case handed(SampleBuffer)
-        /// Went on in software after the device failed: nothing was appended.
-        case resumed
-        case ended
-    }
-
-    /// Reads a decoding lane's next sample and appends it. A device failure makes the lane go
-    /// on in software; damage past the error rate ends it; a track of which not one packet
-    /// decodes is left out of the export.
-    private func decodeStep(_ i: Int, _ lane: Lane, _ reading: inout LaneReading, _ context: LaneContext) async throws -> DecodeStep {
-        let tally = context.tally
-        do {
-            guard let sample = try await reading.samples.next() else { return .ended }
-            for out in reading.converter != nil ? reading.converter!.push(sample) : [sample] {
-                try await lane.input.append(out)
-                tally.counts.withLock { $0[i] += 1 }
-            }
-            return .handed(sample)
-        } catch let failure as MediaError where reading.resumable && Self.isDeviceFailure(failure, of: reading.output) {
-            // Once: the software stages that take over have no device to lose.
-            reading.resumable = false
-            let resumed = try await resumeInSoftware(lane, replacing: reading.output, after: failure, end: context.span.range.end)
-            reading.output = resumed.output
-            reading.samples = resumed.output.sampleBuffers.makeAsyncIterator()
-            reading.converter = reading.converter.map { FrameRateConverter(resuming: $0, at: resumed.at) }
-            tally.counts.withLock { $0[i] = resumed.framesKept }
-            return .resumed
-        } catch let failure as MediaError where failure.underlying is DecodeTally && tally.counts.withLock({ $0[i] }) > 0 {
-            // More than 2/3 of the track's packets were damaged, and what decoded is written.
-            // Whether that fails the export is weighed over every track once all are done, as
-            // ffmpeg's error rate is.
-            tally.overDamaged.withLock { $0.append((lane.track, failure)) }
-            return .ended
-        } catch let failure as MediaError where failure.code == .decodeFailed && !Self.isDeviceFailure(failure, of: reading.output)
-                    && tally.counts.withLock({ $0[i] }) == 0 {
-            // Not one packet of the track decodes: it is as unreadable as a track without
-            // packets, and is left out the same way (ffmpeg writes the other tracks).
-            throw TrackYieldedNothing(trackID: lane.track.trackID, mediaType: lane.track.mediaType,
-                                      otherLanes: context.laneCount - 1, error: failure)
-        }
-    }
-
-    /// Counts what lane `i` handed over in `batch`. Returns true
-    /// where the file reached its length limit: the file then ends where every track has
-    /// arrived, so a track running ahead in the writer's interleave window is cut there too.
-    private func handOver(_ batch: [SampleBuffer], lane i: Int, _ lane: Lane, _ context: LaneContext) -> Bool {
-        let last = batch[batch.count - 1]
-        // Bytes on disk lag behind the writer's queue: also count what was handed to it (exact
-        // for copied packets, the target rate for encoded media).
-        let handed = context.tally.bytes.withLock { b -> Int64 in
-            if lane.copiesPackets {
-                b[i] += batch.reduce(0) { $0 + Int64($1.totalSampleSize) }
-            } else {
-                b[i] = Int64(max(0, last.presentationTimeStamp.seconds - context.span.start.seconds) * Double(lane.bitRate) / 8)
-            }
-            return b.reduce(0, +)
-        }
-        let batchEnd = batch.map { $0.presentationTimeStamp + $0.duration }.filter(\.isNumeric).max() ?? last.presentationTimeStamp
-        context.tally.reached(i, batchEnd)
-        guard let limit = context.limit, max(context.writer.bytesWritten, handed) >= limit else { return false }
-        stopAtLengthLimit(context)
-        return true
-    }
-
-    /// The file has reached its length limit: it ends where every track has arrived, and the
-    /// source is read no further.
-    private func stopAtLengthLimit(_ context: LaneContext) {
-        let reached = context.tally.arrivedByAll(from: context.span.start)
-        if reached > context.span.start { try? context.writer.endSession(atSourceTime: reached) }
-        context.reader.cancelReading()
-    }
-
-    /// The failure of a lane whose track yielded no sample although it lists some.
-    private func yieldedNothing(_ lane: Lane, besideLanes others: Int) -> TrackYieldedNothing {
-        let error = MediaError(.corruptOrTruncated, "track \(lane.track.trackID) (\(lane.track.mediaType)) yielded no samples: the file is truncated or its data unreadable",
+    /// The failure of an edge whose track yielded no sample although it lists some.
+    func yieldedNothing(_ edge: Edge, besideEdges others: Int) -> TrackYieldedNothing {
+        let error = MediaError(.corruptOrTruncated, "track \(edge.track.trackID) (\(edge.track.mediaType)) yielded no samples: the file is truncated or its data unreadable",
                                path: asset.displayPath)
-        return TrackYieldedNothing(trackID: lane.track.trackID, mediaType: lane.track.mediaType, otherLanes: others, error: error)
+        return TrackYieldedNothing(trackID: edge.track.trackID, mediaType: edge.track.mediaType, otherEdges: others, error: error)
     }
 
-    /// A failure of the device under a video lane: a stage on the device (the decoder, which
-    /// rethrows at once there, the video processor, or the encoder) gave up.
-    private static func isDeviceFailure(_ error: MediaError, of output: AssetReaderOutput) -> Bool {
-        error.code == .hardwareFailed || (error.code == .decodeFailed && (output as? AssetReaderTrackOutput)?.hardwareDevice != nil)
-    }
-
-    /// Goes on with a video lane in software after its device failed: the writer drops the
+    /// Goes on with a video edge in software after its device failed: the writer drops the
     /// open group of pictures and switches to the software encoder, and a new reader decodes
     /// the track in software from that group's keyframe. Nothing before it is redone.
-    private func resumeInSoftware(_ lane: Lane, replacing failed: AssetReaderOutput, after failure: MediaError,
+    func resumeInSoftware(_ edge: Edge, replacing failed: AssetReaderOutput, after failure: MediaError,
                                   end: MediaTime) async throws -> (output: AssetReaderTrackOutput, at: MediaTime, framesKept: Int) {
-        guard let settings = lane.resumesWith else { throw failure }
+        guard let settings = edge.resumesWith else { throw failure }
         // The device decoder goes, and the shared demuxer stops queueing the track for it.
         failed.releaseResources()
-        let (resumeAt, framesKept) = try await lane.input.resumeInSoftware()
+        let (resumeAt, framesKept) = try await edge.input.resumeInSoftware()
         let reader = AssetReader(asset: asset)
         reader.timeRange = MediaTimeRange(start: resumeAt, duration: end.isNumeric ? end - resumeAt : .positiveInfinity)
         var attributes = PixelBufferAttributes(pixelFormat: settings.pixelFormat ?? .yuv420p, width: settings.width, height: settings.height,
-                                               scalingMode: settings.scalingMode, colorProperties: Self.toneMapping(from: lane.track, to: settings))
-        attributes.burnedSubtitles = lane.burnedSubtitles
-        let output = try AssetReaderTrackOutput(track: lane.track, outputSettings: .video(attributes))
+                                               scalingMode: settings.scalingMode, colorProperties: Self.toneMapping(from: edge.track, to: settings))
+        attributes.burnedSubtitles = edge.burnedSubtitles
+        let output = try AssetReaderTrackOutput(track: edge.track, outputSettings: .video(attributes))
         output.decoderThreadCount = PipelineBounds.decoderThreads(besideHostEncoderOf: settings.codec)
         output.probe = stageProbe
         try reader.add(output)
@@ -526,15 +345,15 @@ extension ExportSession {
         return (output, resumeAt, framesKept)
     }
 
-    /// A remux (every lane copies packets) runs as one stage on the writer's thread: it reads
+    /// A remux (every edge copies packets) runs as one stage on the writer's thread: it reads
     /// the source in decode-time order across the tracks and hands each packet straight to the
     /// muxer, with no queue and no thread hop between demuxer and muxer.
-    private func copyPackets(_ lanes: [Lane], reader: AssetReader, writer: AssetWriter, start: MediaTime,
-                             limit: Int64?, tally: LaneTally) async throws {
-        let inputs = lanes.map { $0.input.writerIndex ?? -1 }
-        let outputs = lanes.map(\.output)
+    private func copyPackets(_ edges: [Edge], reader: AssetReader, writer: AssetWriter, start: MediaTime,
+                             limit: Int64?, tally: EdgeTally) async throws {
+        let inputs = edges.map { $0.input.writerIndex ?? -1 }
+        let outputs = edges.map(\.output)
         try await writer.runOnWriterThread { sink in
-            // The next sample of each lane, read ahead by one; nil once the lane has ended.
+            // The next sample of each edge, read ahead by one; nil once the edge has ended.
             var next: [SampleBuffer?] = try outputs.map { try $0.copyNextSampleBuffer() }
             var handedBytes: Int64 = 0
             var handedSamples = 0
@@ -550,7 +369,7 @@ extension ExportSession {
                 let size = Int64(sample.totalSampleSize)
                 // Under a limit, a packet that would take the file past it (its index included)
                 // is not written: the file ends where every track has arrived.
-                if let limit, handedBytes + size + Self.indexBytes(samples: handedSamples + 1, tracks: lanes.count) > limit {
+                if let limit, handedBytes + size + Self.indexBytes(samples: handedSamples + 1, tracks: edges.count) > limit {
                     let reached = next.compactMap { $0?.presentationTimeStamp }.filter(\.isNumeric).min() ?? start
                     if reached > start { sink.endSession(at: reached) }
                     tally.limitReached.withLock { $0 = true }
@@ -566,13 +385,13 @@ extension ExportSession {
                 next[i] = try outputs[i].copyNextSampleBuffer()
             }
         }
-        for (i, lane) in lanes.enumerated() {
+        for (i, edge) in edges.enumerated() {
             let stoppedForLimit = tally.limitReached.withLock { $0 }
-            if tally.counts.withLock({ $0[i] }) == 0 && !stoppedForLimit && reader.status != .cancelled && !lane.isSparse {
-                throw yieldedNothing(lane, besideLanes: lanes.count - 1)
+            if tally.counts.withLock({ $0[i] }) == 0 && !stoppedForLimit && reader.status != .cancelled && !edge.isSparse {
+                throw yieldedNothing(edge, besideEdges: edges.count - 1)
             }
         }
-        for lane in lanes { lane.input.markAsFinished() }
+        for edge in edges { edge.input.markAsFinished() }
     }
 
     /// Where a sample stands in decode order: its decode time, else its presentation time;
@@ -587,39 +406,6 @@ extension ExportSession {
     /// muxer writes, so a file-length limit holds with the index included.
     static func indexBytes(samples: Int, tracks: Int) -> Int64 {
         Int64(4096 + 1024 * tracks + 20 * samples)
-    }
-
-    /// Samples written and progress (0…1 of the range) per lane, shared by the lane tasks.
-    final class LaneTally: Sendable {
-        /// A copying lane stopped short of the file-length limit.
-        let limitReached = Locked(false)
-        /// Tracks more than 2/3 of whose packets were damaged, with their failure.
-        let overDamaged = Locked<[(track: AssetTrack, failure: MediaError)]>([])
-        let counts: Locked<[Int]>
-        /// Bytes handed to the writer per lane (estimated from the bit rate for encoded lanes).
-        let bytes: Locked<[Int64]>
-        /// Where each lane's samples handed to the writer end (source time); nil before any.
-        let ends: Locked<[MediaTime?]>
-        /// Lanes that hold no other back (subtitles: their next cue may be minutes away).
-        let sparse: Set<Int>
-        init(lanes: Int, sparse: Set<Int>) {
-            self.sparse = sparse
-            bytes = Locked([Int64](repeating: 0, count: lanes))
-            counts = Locked([Int](repeating: 0, count: lanes))
-            ends = Locked([MediaTime?](repeating: nil, count: lanes))
-        }
-
-        /// Records that lane `i` has handed samples up to `end`.
-        func reached(_ i: Int, _ end: MediaTime) {
-            guard end.isNumeric else { return }
-            ends.withLock { $0[i] = max($0[i] ?? end, end) }
-        }
-
-        /// Where every lane but the sparse ones has arrived: the earliest of their ends, `start`
-        /// for a lane with none yet. A file-length limit ends the file there.
-        func arrivedByAll(from start: MediaTime) -> MediaTime {
-            ends.withLock { ends in ends.indices.filter { !sparse.contains($0) }.map { ends[$0] ?? start }.min() } ?? start
-        }
     }
 }
 

@@ -7,7 +7,7 @@ enum PipelineBounds {
     // MARK: Writer inputs (the channel into the writer's thread)
 
     /// Pictures handed to the writer's thread and not yet encoded: the one being encoded. The
-    /// lane holds the next one ready meanwhile, and the reader decodes the one after as soon as
+    /// edge holds the next one ready meanwhile, and the reader decodes the one after as soon as
     /// that is handed over, so decoding still overlaps encoding. Encoders take what they keep
     /// for reordering and look-ahead into their own buffers (x264, x265) or surfaces (VA-API)
     /// at `send`, so more queued here only holds more pictures (with 2, a 1080p→720p transcode
@@ -35,15 +35,15 @@ enum PipelineBounds {
     /// `endSession` can still trim them (the trim's reach).
     static let audioHoldback = MediaTime(value: 1, timescale: 1)
 
-    // MARK: Export lanes (reader output → writer input)
+    // MARK: Export edges (reader output → writer input)
 
     /// How far (media time) one of an export's writer inputs may run ahead of another before
-    /// its lane's appends wait (the export's `AssetWriter.interleavingWindow`): what the
+    /// its edge waits (the export's `AssetWriter.interleavingWindow`): what the
     /// demuxer queues for the track behind meanwhile is what an export holds in compressed packets.
-    static let laneWindow = MediaTime(value: 1, timescale: 2)
+    static let exportInterleavingWindow = MediaTime(value: 1, timescale: 2)
     /// Copied packets cross from the reader's thread to the writer's in batches of at most
     /// this many, spanning at most `packetBatchSpan`: one thread hop per batch, not per packet,
-    /// with batches short enough (a quarter second) to stay well inside `laneWindow`.
+    /// with batches short enough (a quarter second) to stay well inside `exportInterleavingWindow`.
     static let packetBatch = 64
     static let packetBatchSpan = MediaTime(value: 1, timescale: 4)
 
@@ -55,11 +55,11 @@ enum PipelineBounds {
     /// few are enough to keep branches encoding side by side.
     static let fanOutPictures = 4
     /// Decoded audio blocks a fan-out keeps (AAC's are 1024 samples, 21 ms at 48 kHz): small,
-    /// so the window spans more than the lanes' window (`laneWindow`).
+    /// so the window spans more than the export's interleaving window (`exportInterleavingWindow`).
     static let fanOutAudioBlocks = 64
 
     /// Decoder surfaces a fan-out on a device needs beyond the decoder's references: its
-    /// window, and for each branch the lane's picture, the writer's queued one and what a VA
+    /// window, and for each branch the edge's picture, the writer's queued one and what a VA
     /// encoder of the source's size holds (it takes the decoder's surface as it is).
     static func fanOutDeviceSurfaces(branches: Int) -> Int {
         fanOutPictures + branches * (writerQueuedPictures + 1 + vaEncoderHeldSurfaces)
@@ -72,12 +72,12 @@ enum PipelineBounds {
 
     // MARK: Picture pools
 
-    /// Host frames a reader converts pictures into: the writer's queued pictures, the lane's
+    /// Host frames a reader converts pictures into: the writer's queued pictures, the edge's
     /// picture, a frame-rate converter's held picture and the one being converted. More in use
     /// at once are allocated and freed as before.
     static let readerHostFrames = writerQueuedPictures + 3
     /// Surfaces a reader's video processor renders into: the writer's queued pictures, the
-    /// lane's, a frame-rate converter's held picture, and what a VA encoder keeps referenced
+    /// edge's, a frame-rate converter's held picture, and what a VA encoder keeps referenced
     /// while it reorders and looks ahead (`vaEncoderHeldSurfaces`).
     static let readerSurfaces = writerQueuedPictures + 2 + vaEncoderHeldSurfaces
     /// Surfaces a VA encoder may hold referenced at once (B-frame reordering, FFmpeg's async

@@ -161,21 +161,25 @@ public class AssetReaderOutput: @unchecked Sendable {
     public var sampleBuffers: SampleBufferSequence { SampleBufferSequence(output: self) }
 
     /// Up to `maximumCount` samples spanning at most `maximumSpan` of decode time, read in one
-    /// go on the output's thread, off the cooperative pool; empty at the end. For compressed
+    /// go (on the output's thread, by a graph's edge); empty at the end. For compressed
     /// samples, which are many and small. The span keeps a sparse track from making the
     /// shared demuxer queue far ahead for the others.
-    func nextBatchAsync(maximumCount: Int, maximumSpan: MediaTime) async throws -> [SampleBuffer] {
-        try await onOwnThread {
-            var batch: [SampleBuffer] = []
-            batch.reserveCapacity(maximumCount)
-            while batch.count < maximumCount, let sample = try self.copyNextSampleBuffer() {
-                batch.append(sample)
-                let first = batch[0].decodeTimeStamp.isNumeric ? batch[0].decodeTimeStamp : batch[0].presentationTimeStamp
-                let last = sample.decodeTimeStamp.isNumeric ? sample.decodeTimeStamp : sample.presentationTimeStamp
-                if first.isNumeric && last.isNumeric && last - first >= maximumSpan { break }
-            }
-            return batch
+    func nextBatch(maximumCount: Int, maximumSpan: MediaTime) throws -> [SampleBuffer] {
+        var batch: [SampleBuffer] = []
+        batch.reserveCapacity(maximumCount)
+        while batch.count < maximumCount, let sample = try copyNextSampleBuffer() {
+            batch.append(sample)
+            let first = batch[0].decodeTimeStamp.isNumeric ? batch[0].decodeTimeStamp : batch[0].presentationTimeStamp
+            let last = sample.decodeTimeStamp.isNumeric ? sample.decodeTimeStamp : sample.presentationTimeStamp
+            if first.isNumeric && last.isNumeric && last - first >= maximumSpan { break }
         }
+        return batch
+    }
+
+    /// Runs `job` on the output's thread, then `then` once the job is let go: a graph's edge
+    /// reads (decodes) where the output's decoders live.
+    func onOwnThread(_ job: @escaping @Sendable () -> Void, then: @escaping @Sendable () -> Void) {
+        stage.async(job, then: then)
     }
 
     /// `work`'s result, run on the output's thread. The caller goes on once the job, and the

@@ -342,7 +342,7 @@ final class VideoDecodePipeline: TrackPipeline {
     /// Surfaces the reader's video processor renders into: enough for the writer's queue, a
     /// VA encoder's look-ahead and a frame-rate converter's held picture.
     static let surfacePoolCapacity = PipelineBounds.readerSurfaces
-    /// Host frames recycled for converted pictures: the writer's queue, the lane's picture and
+    /// Host frames recycled for converted pictures: the writer's queue, the edge's picture and
     /// a frame-rate converter's; more in use at once are allocated and freed as before.
     static let hostFramePoolCapacity = PipelineBounds.readerHostFrames
 

@@ -168,7 +168,21 @@ public final class AssetWriterInput: Sendable {
     /// when it is not. Throws when the writer is not writing, no session was started, the
     /// input was marked finished, or the writer failed (its error).
     public func appendImmediately(_ sample: SampleBuffer) throws(MediaError) -> Bool {
-        try writer().core.appendImmediately(sample, input: writer().index)
+        try appendImmediately(contentsOf: [sample])
+    }
+
+    /// Queues `samples` in order as one job if the input is ready, as `append(contentsOf:)`
+    /// does without waiting; false (and nothing queued) when it is not.
+    func appendImmediately(contentsOf samples: [SampleBuffer]) throws(MediaError) -> Bool {
+        let (core, index) = try writer()
+        return try core.appendImmediately(samples, input: index)
+    }
+
+    /// Calls `callback` once the input may be ready for more (at once when it is, or when it
+    /// never will be): for a graph's edge, which then tries its append again.
+    func whenReady(_ callback: @escaping @Sendable () -> Void) {
+        guard let (core, index) = attachment.withLock({ $0 }) else { return callback() }
+        core.whenReady(index, callback)
     }
 
     /// Waits until the input is ready, then queues `sample`. Throws as `appendImmediately`

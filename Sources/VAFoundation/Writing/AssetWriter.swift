@@ -73,7 +73,7 @@ public final class AssetWriter: Sendable {
 
     /// How far (media time) one input may run ahead of every other unfinished one: appends
     /// to it wait meanwhile. An export, whose tracks are read independently, keeps this short
-    /// (`PipelineBounds.laneWindow`); a caller appending in file order needs the default
+    /// (`PipelineBounds.exportInterleavingWindow`); a caller appending in file order needs the default
     /// (`PipelineBounds.interleavingWindow`).
     var interleavingWindow: MediaTime {
         get { core.state.withLock { $0.interleavingWindow } }

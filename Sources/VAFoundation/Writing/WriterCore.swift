@@ -46,6 +46,8 @@ final class WriterCore: Sendable {
         /// is not ready: `PipelineBounds.interleavingWindow`, or an export's tighter window.
         var interleavingWindow = PipelineBounds.interleavingWindow
         var waiters: [LockedContinuation<Decision, Never>] = []
+        /// Called at the next change, once each: a graph's edges waiting for their input.
+        var readinessCallbacks: [@Sendable () -> Void] = []
         /// Counts wake-ups, so a waiter can tell whether something changed since it looked.
         var changes: UInt64 = 0
     }
@@ -116,17 +118,39 @@ final class WriterCore: Sendable {
         return .submit(engine)
     }
 
-    /// Queues `sample` if input `i` is ready; false when it is not (back-pressure).
-    func appendImmediately(_ sample: SampleBuffer, input i: Int) throws(MediaError) -> Bool {
-        let bytes = sample.hostByteCount
-        let decision = state.withLock { decide(i, sample.presentationTimeStamp, count: 1, bytes: bytes, &$0) }
+    /// Queues `samples` (in order, as one job) if input `i` is ready; false when it is not
+    /// (back-pressure), and nothing is queued.
+    func appendImmediately(_ samples: [SampleBuffer], input i: Int) throws(MediaError) -> Bool {
+        guard let (time, bytes) = Self.booking(of: samples) else { return true }
+        let decision = state.withLock { decide(i, time, count: samples.count, bytes: bytes, &$0) }
         switch decision {
         case .submit(let engine):
-            submit([sample], bytes: bytes, input: i, engine: engine)
+            submit(samples, bytes: bytes, input: i, engine: engine)
             return true
         case .notReady, .retry: return false
         case .failed(let error): throw error
         }
+    }
+
+    /// What `samples` book of an input: the newest presentation time (invalid when one has
+    /// none) and their bytes; nil for no samples.
+    private static func booking(of samples: [SampleBuffer]) -> (time: MediaTime, bytes: Int)? {
+        guard let newest = samples.map(\.presentationTimeStamp).max() ?? samples.first?.presentationTimeStamp else { return nil }
+        let time = samples.contains { !$0.presentationTimeStamp.isNumeric } ? .invalid : newest
+        return (time, samples.reduce(0) { $0 + $1.hostByteCount })
+    }
+
+    /// Calls `callback` once input `i` may be ready: at once when it is (or never will be:
+    /// finished, failed, or the writer stopped), else at the writer's next change. The
+    /// callback should try again, and ask again when the input is still not ready.
+    func whenReady(_ i: Int, _ callback: @escaping @Sendable () -> Void) {
+        let now = state.withLock { s -> Bool in
+            guard s.status == .writing, i < s.inputs.count, !s.inputs[i].finished, s.inputs[i].deviceFailure == nil,
+                  !Self.ready(i, s) else { return true }
+            s.readinessCallbacks.append(callback)
+            return false
+        }
+        if now { callback() }
     }
 
     /// Waits until input `i` is ready, then queues `sample`. A cancelled task stops waiting
@@ -138,9 +162,7 @@ final class WriterCore: Sendable {
     /// Waits until input `i` is ready, then queues `samples` (in order) as one job for the
     /// writer's thread: copied packets cross threads a batch at a time, not one by one.
     func append(_ samples: [SampleBuffer], input i: Int) async throws(MediaError) {
-        guard let newest = samples.map(\.presentationTimeStamp).max() ?? samples.first?.presentationTimeStamp else { return }
-        let time = samples.contains { !$0.presentationTimeStamp.isNumeric } ? .invalid : newest
-        let bytes = samples.reduce(0) { $0 + $1.hostByteCount }
+        guard let (time, bytes) = Self.booking(of: samples) else { return }
         while true {
             if Task.isCancelled { throw MediaError(.cancelled, "input \(i): the appending task was cancelled", path: destinationPath) }
             let decision = await withTaskCancellationHandler {
@@ -303,12 +325,16 @@ final class WriterCore: Sendable {
     }
 
     private func wakeWaiters() {
-        let waiters = state.withLock { s -> [LockedContinuation<Decision, Never>] in
+        let (waiters, callbacks) = state.withLock { s -> ([LockedContinuation<Decision, Never>], [@Sendable () -> Void]) in
             s.changes &+= 1
-            defer { s.waiters = [] }
-            return s.waiters
+            defer {
+                s.waiters = []
+                s.readinessCallbacks = []
+            }
+            return (s.waiters, s.readinessCallbacks)
         }
         for waiter in waiters { waiter.resume(returning: .retry) }
+        for callback in callbacks { callback() }
     }
 
     // MARK: Lifecycle

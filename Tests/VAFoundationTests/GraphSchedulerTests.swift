@@ -1,0 +1,151 @@
+import Foundation
+import MediaCore
+import Testing
+@testable import VAFoundation
+
+/// The graph scheduler alone, with edges that count instead of decoding: where steps run,
+/// how a full input holds its edge back, and how the first failure ends the run.
+@Suite(.timeLimit(.minutes(1)))
+struct GraphSchedulerTests {
+    /// A bounded channel standing for a writer input: `capacity` items, taken by a thread of its own.
+    final class Channel: Sendable {
+        private struct State {
+            var items: [Int] = []
+            var taken: [Int] = []
+            var wakes: [@Sendable () -> Void] = []
+        }
+        private let state = ConditionLocked(State())
+        let capacity: Int
+
+        init(capacity: Int) { self.capacity = capacity }
+
+        func offer(_ item: Int) -> Bool {
+            state.withLockWakingWaiters { s in
+                guard s.items.count < capacity else { return false }
+                s.items.append(item)
+                return true
+            }
+        }
+
+        func whenReady(_ wake: @escaping @Sendable () -> Void) {
+            let now = state.withLock { s -> Bool in
+                guard s.items.count >= capacity else { return true }
+                s.wakes.append(wake)
+                return false
+            }
+            if now { wake() }
+        }
+
+        /// Waits for an item and takes it, as a writer's thread would, then wakes whoever waits
+        /// `times` times over.
+        func take(wakingTimes times: Int) {
+            let wakes = state.withLock(when: { !$0.items.isEmpty }) { s -> [@Sendable () -> Void] in
+                s.taken.append(s.items.removeFirst())
+                defer { s.wakes = [] }
+                return s.wakes
+            }
+            for _ in 0..<times { for wake in wakes { wake() } }
+        }
+
+        /// Takes what is left without waiting.
+        func takeRest() { state.withLock { s in s.taken += s.items; s.items = [] } }
+
+        var taken: [Int] { state.withLock { $0.taken } }
+    }
+
+    /// Hands `count` numbers to `channel`, one per step, on a stage thread of its own; fails at
+    /// step `failingAt` when given.
+    final class CountingEdge: ScheduledEdge {
+        private struct State {
+            var next = 0
+            var pending: Int?
+            var steps = 0
+            var stepsOffThread = 0
+            var concurrentSteps = 0
+            var inStep = false
+        }
+        let thread = StageThread(name: "vaf.test.edge")
+        let channel: Channel
+        let count: Int
+        let failingAt: Int?
+        private let state = Locked(State())
+
+        init(count: Int, channel: Channel, failingAt: Int? = nil) {
+            self.count = count
+            self.channel = channel
+            self.failingAt = failingAt
+        }
+
+        func onSourceThread(_ job: @escaping @Sendable () -> Void, then: @escaping @Sendable () -> Void) {
+            thread.async(job, then: then)
+        }
+
+        func step() -> EdgeProgress {
+            let onThread = thread.isCurrent
+            let overlapping = state.withLock { s -> Bool in
+                defer { s.inStep = true }
+                s.steps += 1
+                if !onThread { s.stepsOffThread += 1 }
+                return s.inStep
+            }
+            defer { state.withLock { $0.inStep = false } }
+            if overlapping { state.withLock { $0.concurrentSteps += 1 } }
+            return state.withLock { s -> EdgeProgress in
+                if let failingAt, s.steps == failingAt { return .failed(MediaError(.decodeFailed, "edge failed at step \(failingAt)")) }
+                if let pending = s.pending {
+                    guard channel.offer(pending) else { return .blocked { [channel] wake in channel.whenReady(wake) } }
+                    s.pending = nil
+                }
+                guard s.next < count else { return .ended }
+                s.pending = s.next
+                s.next += 1
+                return .again
+            }
+        }
+
+        var steps: Int { state.withLock { $0.steps } }
+        var stepsOffThread: Int { state.withLock { $0.stepsOffThread } }
+        var concurrentSteps: Int { state.withLock { $0.concurrentSteps } }
+    }
+
+    /// Takes `count` items from `channel` on a thread of its own, waking its waiter `wakes` times per item.
+    static func drain(_ channel: Channel, count: Int, wakes: Int) {
+        Thread {
+            for _ in 0..<count { channel.take(wakingTimes: wakes) }
+        }.start()
+    }
+
+    @Test func everyStepRunsOnItsSourcesThreadAndAFullInputHoldsItsEdgeBack() async throws {
+        let channel = Channel(capacity: 1)
+        let edge = CountingEdge(count: 200, channel: channel)
+        // Each item taken wakes the edge three times: it must still step once per wake-up.
+        Self.drain(channel, count: 199, wakes: 3)
+        try await GraphScheduler().run([edge])
+        #expect(edge.stepsOffThread == 0)
+        #expect(edge.concurrentSteps == 0)
+        // Every number arrives, in order, through a channel of one.
+        channel.takeRest()
+        #expect(channel.taken == Array(0..<200))
+    }
+
+    @Test func theFirstFailureEndsTheRunOnceEveryEdgeHasEnded() async throws {
+        // An edge whose input is never drained parks after its first item; the other fails.
+        let parked = CountingEdge(count: 100, channel: Channel(capacity: 1))
+        let failing = CountingEdge(count: 100, channel: Channel(capacity: 100), failingAt: 20)
+        await #expect(throws: MediaError.self) { try await GraphScheduler().run([parked, failing]) }
+        #expect(failing.steps == 20, "the failing edge stops at its failure")
+        // The parked edge (3 steps: read, hand on, find its input full) ended without waiting
+        // for an input that would never be ready, and was never stepped again.
+        #expect(parked.steps <= 3)
+    }
+
+    @Test func edgesEndingAloneEndTheRun() async throws {
+        let channels = (0..<3).map { _ in Channel(capacity: 1000) }
+        let edges = channels.map { CountingEdge(count: 50, channel: $0) }
+        try await GraphScheduler().run(edges)
+        for channel in channels {
+            channel.takeRest()
+            #expect(channel.taken == Array(0..<50))
+        }
+    }
+}
