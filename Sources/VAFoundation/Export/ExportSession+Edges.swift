@@ -32,7 +32,6 @@ extension ExportSession {
         }
 
         private struct State {
-            var output: AssetReaderOutput
             var converter: FrameRateConverter?
             /// The edge may still go on in software, once, when its device fails.
             var resumable: Bool
@@ -48,22 +47,28 @@ extension ExportSession {
         private let context: EdgeContext
         private let session: ExportSession
         private let state: Locked<State>
+        /// The output read now: the edge's own, or the software reader's after a device
+        /// failure. Apart from `state`, so that scheduling the edge (from another edge's step,
+        /// whose append woke the writer's waiters) never waits for a step in progress.
+        private let source: Locked<AssetReaderOutput>
 
         init(index: Int, edge: Edge, context: EdgeContext, session: ExportSession) {
             self.index = index
             self.edge = edge
             self.context = context
             self.session = session
-            state = Locked(State(output: edge.output, converter: edge.converter, resumable: edge.resumesWith != nil))
+            state = Locked(State(converter: edge.converter, resumable: edge.resumesWith != nil))
+            source = Locked(edge.output)
         }
 
         func onSourceThread(_ job: @escaping @Sendable () -> Void, then: @escaping @Sendable () -> Void) {
-            state.withLock { $0.output }.onOwnThread(job, then: then)
+            source.withLock { $0 }.onOwnThread(job, then: then)
         }
 
         func step() -> EdgeProgress {
             do {
-                return try state.withLock { s throws -> EdgeProgress in try advance(&s) }
+                let output = source.withLock { $0 }
+                return try state.withLock { s throws -> EdgeProgress in try advance(&s, reading: output) }
             } catch {
                 return recovery(from: error)
             }
@@ -73,7 +78,8 @@ extension ExportSession {
         /// in software; damage past the error rate ends the edge; a track of which not one
         /// packet decodes is left out of the export. Anything else fails the export.
         private func recovery(from error: any Error) -> EdgeProgress {
-            let (output, reading, resumable) = state.withLock { ($0.output, $0.phase == .reading, $0.resumable) }
+            let output = source.withLock { $0 }
+            let (reading, resumable) = state.withLock { ($0.phase == .reading, $0.resumable) }
             guard let failure = error as? MediaError, reading, !edge.copiesPackets else { return .failed(error) }
             let deviceFailed = ExportSession.isDeviceFailure(failure, of: output)
             if resumable && deviceFailed {
@@ -99,7 +105,7 @@ extension ExportSession {
         private var handedCount: Int { context.tally.counts.withLock { $0[index] } }
 
         /// Hands on what waits, then reads what comes next: one read per step.
-        private func advance(_ s: inout State) throws -> EdgeProgress {
+        private func advance(_ s: inout State, reading output: AssetReaderOutput) throws -> EdgeProgress {
             var hasRead = false
             while true {
                 guard try handOnPending(&s) else { return .blocked { [input = edge.input] wake in input.whenReady(wake) } }
@@ -107,7 +113,7 @@ extension ExportSession {
                 if hasRead { return .again }
                 switch s.phase {
                 case .reading:
-                    try read(into: &s)
+                    try read(output, into: &s)
                     hasRead = true
                 case .finishing:
                     // What the frame-rate converter still holds goes out last (taken: once).
@@ -141,9 +147,9 @@ extension ExportSession {
         }
 
         /// Reads the edge's next sample (a batch of copied packets), or finds its end.
-        private func read(into s: inout State) throws {
+        private func read(_ output: AssetReaderOutput, into s: inout State) throws {
             if edge.copiesPackets {
-                let batch = try s.output.nextBatch(maximumCount: context.limit == nil ? PipelineBounds.packetBatch : 1,
+                let batch = try output.nextBatch(maximumCount: context.limit == nil ? PipelineBounds.packetBatch : 1,
                                                    maximumSpan: PipelineBounds.packetBatchSpan)
                 if batch.isEmpty || reachesLimit(with: batch) {
                     s.phase = .finishing
@@ -152,7 +158,7 @@ extension ExportSession {
                 }
                 return
             }
-            guard let sample = try s.output.copyNextSampleBuffer() else {
+            guard let sample = try output.copyNextSampleBuffer() else {
                 s.phase = .finishing
                 return
             }
@@ -218,17 +224,14 @@ extension ExportSession {
         /// Goes on in software after the device failed (once: the software stages that take
         /// over have no device to lose), from the open group's keyframe.
         private func resumeInSoftware(after failure: MediaError) async throws {
-            let failed = state.withLock { s -> AssetReaderOutput in
+            state.withLock { s in
                 s.resumable = false
                 s.pending = []
                 s.read = nil
-                return s.output
             }
-            let resumed = try await session.resumeInSoftware(edge, replacing: failed, after: failure, end: context.span.range.end)
-            state.withLock { s in
-                s.output = resumed.output
-                s.converter = s.converter.map { FrameRateConverter(resuming: $0, at: resumed.at) }
-            }
+            let resumed = try await session.resumeInSoftware(edge, replacing: source.withLock { $0 }, after: failure, end: context.span.range.end)
+            source.withLock { $0 = resumed.output }
+            state.withLock { s in s.converter = s.converter.map { FrameRateConverter(resuming: $0, at: resumed.at) } }
             context.tally.counts.withLock { $0[index] = resumed.framesKept }
         }
     }
