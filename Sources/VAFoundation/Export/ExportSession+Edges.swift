@@ -15,10 +15,115 @@ extension ExportSession {
         let edgeCount: Int
     }
 
-    /// Runs the attempt's edges on one scheduler until each has ended; the first to fail ends the export.
+    /// Runs the attempt's edges on one scheduler until each has ended; the first to fail ends
+    /// the export. A remux (every edge copies packets) is one edge on the writer's thread.
     func runEdges(_ edges: [Edge], _ context: EdgeContext) async throws {
-        let running = edges.enumerated().map { i, edge in EdgeRunner(index: i, edge: edge, context: context, session: self) }
+        let running: [any ScheduledEdge] = if edges.allSatisfy(\.copiesPackets) {
+            [try RemuxRunner(edges: edges, context: context, session: self)]
+        } else {
+            edges.enumerated().map { i, edge in EdgeRunner(index: i, edge: edge, context: context, session: self) }
+        }
         try await GraphScheduler().run(running)
+    }
+
+    /// A remux as one edge whose source and sink share the writer's thread: it reads the tracks
+    /// in decode-time order and hands each packet straight to the muxer, with no queue and no
+    /// thread hop between demuxer and muxer. A step writes up to a batch of packets.
+    final class RemuxRunner: ScheduledEdge {
+        private struct State {
+            let sink: WriterThreadSink
+            /// The next sample of each track, read ahead by one (nil once the track has ended);
+            /// nil before the first step.
+            var next: [SampleBuffer?]?
+        }
+
+        private let edges: [Edge]
+        private let inputs: [Int]
+        private let context: EdgeContext
+        private let session: ExportSession
+        private let stage: StageThread
+        private let state: Locked<State>
+
+        init(edges: [Edge], context: EdgeContext, session: ExportSession) throws {
+            let (stage, sink) = try context.writer.writerThreadStage()
+            self.edges = edges
+            inputs = edges.map { $0.input.writerIndex ?? -1 }
+            self.context = context
+            self.session = session
+            self.stage = stage
+            state = Locked(State(sink: sink))
+        }
+
+        func onSourceThread(_ job: @escaping @Sendable () -> Void, then: @escaping @Sendable () -> Void) {
+            stage.async(job, then: then)
+        }
+
+        func step() -> EdgeProgress {
+            do {
+                return try state.withLock { s throws -> EdgeProgress in try advance(&s) }
+            } catch {
+                return .failed(error)
+            }
+        }
+
+        private func advance(_ s: inout State) throws -> EdgeProgress {
+            var next = try s.next ?? edges.map { try $0.output.copyNextSampleBuffer() }
+            defer { s.next = next }
+            let tally = context.tally
+            for _ in 0..<PipelineBounds.packetBatch {
+                guard s.sink.isWriting, let i = Self.earliest(next), let sample = next[i] else { break }
+                let size = Int64(sample.totalSampleSize)
+                // Under a limit, a packet that would take the file past it (its index included)
+                // is not written: the file ends where every track has arrived.
+                let (handedBytes, handedSamples) = (tally.bytes.withLock { $0.reduce(0, +) }, tally.counts.withLock { $0.reduce(0, +) })
+                if let limit = context.limit,
+                   handedBytes + size + ExportSession.indexBytes(samples: handedSamples + 1, tracks: edges.count) > limit {
+                    let reached = next.compactMap { $0?.presentationTimeStamp }.filter(\.isNumeric).min() ?? context.span.start
+                    if reached > context.span.start { s.sink.endSession(at: reached) }
+                    tally.limitReached.withLock { $0 = true }
+                    context.reader.cancelReading()
+                    break
+                }
+                try s.sink.write(sample, input: inputs[i])
+                tally.reached(i, sample.presentationTimeStamp + sample.duration)
+                tally.counts.withLock { $0[i] += 1 }
+                tally.bytes.withLock { $0[i] += size }
+                next[i] = try edges[i].output.copyNextSampleBuffer()
+            }
+            if s.sink.isWriting, !tally.limitReached.withLock({ $0 }), Self.earliest(next) != nil { return .again }
+            try finish()
+            return .ended
+        }
+
+        /// The track whose next sample comes first in decode order (samples without a time at
+        /// once); nil once every track has ended.
+        private static func earliest(_ next: [SampleBuffer?]) -> Int? {
+            var earliest: Int?
+            for (i, sample) in next.enumerated() {
+                guard let sample else { continue }
+                guard let e = earliest, let current = next[e] else { earliest = i; continue }
+                if decodeOrder(sample) < decodeOrder(current) { earliest = i }
+            }
+            return earliest
+        }
+
+        /// Where a sample stands in decode order: its decode time, else its presentation time;
+        /// one with neither comes first.
+        private static func decodeOrder(_ sample: SampleBuffer) -> MediaTime {
+            let t = sample.decodeTimeStamp.isNumeric ? sample.decodeTimeStamp : sample.presentationTimeStamp
+            return t.isNumeric ? t : .negativeInfinity
+        }
+
+        /// Every track has ended (or the limit or a cancel ended the file): a track that yielded
+        /// nothing although it lists samples fails; else the inputs are finished.
+        private func finish() throws {
+            let stoppedForLimit = context.tally.limitReached.withLock { $0 }
+            for (i, edge) in edges.enumerated()
+            where context.tally.counts.withLock({ $0[i] }) == 0 && !stoppedForLimit && context.reader.status != .cancelled && !edge.isSparse {
+                throw session.yieldedNothing(edge, besideEdges: edges.count - 1)
+            }
+            for edge in edges { edge.input.markAsFinished() }
+        }
     }
 
     /// One edge at work. Its state is touched by one step at a time: the scheduler queues a

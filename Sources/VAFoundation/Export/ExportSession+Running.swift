@@ -252,7 +252,7 @@ extension ExportSession {
         return (reader, writer)
     }
 
-    /// Starts the graph and runs it to its end: the remux loop when every edge copies packets, the scheduled edges otherwise.
+    /// Starts the graph and runs its edges to their end.
     private func runGraph(_ graph: ExportGraph, span: ExportSpan, limit: Int64?, url: URL) async throws -> EdgeTally {
         // Progress counts what reached the file, not what was handed over: encoders hold back
         // up to dozens of frames, written while finishing. The writer pushes each step.
@@ -260,12 +260,8 @@ extension ExportSession {
         graph.writer.observeWrittenDuration { [weak self] written in self?.advance(to: 0.97 * written / seconds) }
         try start(graph, span: span)
         let tally = EdgeTally(edges: graph.edges.count, sparse: Set(graph.edges.indices.filter { graph.edges[$0].isSparse }))
-        if graph.edges.allSatisfy(\.copiesPackets) {
-            try await copyPackets(graph.edges, reader: graph.reader, writer: graph.writer, start: span.start, limit: limit, tally: tally)
-        } else {
-            try await runEdges(graph.edges, EdgeContext(reader: graph.reader, writer: graph.writer, span: span, limit: limit, tally: tally,
-                                                        edgeCount: graph.edges.count))
-        }
+        try await runEdges(graph.edges, EdgeContext(reader: graph.reader, writer: graph.writer, span: span, limit: limit, tally: tally,
+                                                    edgeCount: graph.edges.count))
         if let error = graph.reader.error ?? graph.subtitleReader?.error { throw error }
         try throwIfCancelled(path: url.path)
         return tally
@@ -343,62 +339,6 @@ extension ExportSession {
         if cancelled { throw Self.cancelled(path: asset.displayPath) }
         try reader.startReading()
         return (output, resumeAt, framesKept)
-    }
-
-    /// A remux (every edge copies packets) runs as one stage on the writer's thread: it reads
-    /// the source in decode-time order across the tracks and hands each packet straight to the
-    /// muxer, with no queue and no thread hop between demuxer and muxer.
-    private func copyPackets(_ edges: [Edge], reader: AssetReader, writer: AssetWriter, start: MediaTime,
-                             limit: Int64?, tally: EdgeTally) async throws {
-        let inputs = edges.map { $0.input.writerIndex ?? -1 }
-        let outputs = edges.map(\.output)
-        try await writer.runOnWriterThread { sink in
-            // The next sample of each edge, read ahead by one; nil once the edge has ended.
-            var next: [SampleBuffer?] = try outputs.map { try $0.copyNextSampleBuffer() }
-            var handedBytes: Int64 = 0
-            var handedSamples = 0
-            while sink.isWriting {
-                // The earliest in decode order goes first (samples without a time at once).
-                var earliest: Int?
-                for (i, sample) in next.enumerated() {
-                    guard let sample else { continue }
-                    guard let e = earliest, let current = next[e] else { earliest = i; continue }
-                    if Self.decodeOrder(sample) < Self.decodeOrder(current) { earliest = i }
-                }
-                guard let i = earliest, let sample = next[i] else { break }
-                let size = Int64(sample.totalSampleSize)
-                // Under a limit, a packet that would take the file past it (its index included)
-                // is not written: the file ends where every track has arrived.
-                if let limit, handedBytes + size + Self.indexBytes(samples: handedSamples + 1, tracks: edges.count) > limit {
-                    let reached = next.compactMap { $0?.presentationTimeStamp }.filter(\.isNumeric).min() ?? start
-                    if reached > start { sink.endSession(at: reached) }
-                    tally.limitReached.withLock { $0 = true }
-                    reader.cancelReading()
-                    break
-                }
-                try sink.write(sample, input: inputs[i])
-                tally.reached(i, sample.presentationTimeStamp + sample.duration)
-                handedBytes += size
-                handedSamples += 1
-                tally.counts.withLock { $0[i] += 1 }
-                tally.bytes.withLock { $0[i] += size }
-                next[i] = try outputs[i].copyNextSampleBuffer()
-            }
-        }
-        for (i, edge) in edges.enumerated() {
-            let stoppedForLimit = tally.limitReached.withLock { $0 }
-            if tally.counts.withLock({ $0[i] }) == 0 && !stoppedForLimit && reader.status != .cancelled && !edge.isSparse {
-                throw yieldedNothing(edge, besideEdges: edges.count - 1)
-            }
-        }
-        for edge in edges { edge.input.markAsFinished() }
-    }
-
-    /// Where a sample stands in decode order: its decode time, else its presentation time;
-    /// one with neither comes first.
-    private static func decodeOrder(_ sample: SampleBuffer) -> MediaTime {
-        let t = sample.decodeTimeStamp.isNumeric ? sample.decodeTimeStamp : sample.presentationTimeStamp
-        return t.isNumeric ? t : .negativeInfinity
     }
 
     /// What a file's index (the MP4 movie box: sample sizes, times, chunk offsets, sync

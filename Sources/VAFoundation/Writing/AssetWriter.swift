@@ -333,9 +333,9 @@ public final class AssetWriter: Sendable {
         core.writeObserver.withLock { $0 = observer }
     }
 
-    /// Runs a stage on the writer's own thread (see `WriterCore.runOnWriterThread`).
-    func runOnWriterThread(_ body: @escaping @Sendable (WriterThreadSink) throws -> Void) async throws {
-        try await core.runOnWriterThread(body)
+    /// The writer's own thread and a sink into its engine (see `WriterCore.writerThreadStage`).
+    func writerThreadStage() throws(MediaError) -> (stage: StageThread, sink: WriterThreadSink) {
+        try core.writerThreadStage()
     }
 
     /// Seconds of media after the session start that have reached the file (encoded and muxed):

@@ -268,24 +268,18 @@ final class WriterCore: Sendable {
         })
     }
 
-    /// Runs `body` on the writer's thread, feeding the engine through `sink` with no booking
-    /// and no thread hop per sample: for a stage that reads and writes on one thread (the
-    /// remux copy loop). Queued work (the session's start and end) runs first. An error the
-    /// engine raises fails the writer (its partial file goes); other errors only end `body`.
-    func runOnWriterThread(_ body: @escaping @Sendable (WriterThreadSink) throws -> Void) async throws {
+    /// The writer's thread and a sink feeding its engine with no booking and no thread hop per
+    /// sample: for a stage that reads and writes on that thread (a remux's edge, which steps
+    /// there). Work queued before (the session's start and end) runs before the stage's first
+    /// step. An error the engine raises through the sink fails the writer (its partial file goes).
+    func writerThreadStage() throws(MediaError) -> (stage: StageThread, sink: WriterThreadSink) {
         let engine = try state.withLock { s throws(MediaError) -> WriterEngine in
             guard s.status == .writing, let engine = s.engine, s.sessionStart.isNumeric else {
                 throw s.error ?? MediaError(.invalidState, "a writer-thread stage needs a writing writer with a started session; it is \(s.status)", path: destinationPath)
             }
             return engine
         }
-        let outcome: Result<Void, any Error> = await withLockedContinuation { c in
-            stage.async { [self] in
-                c.resume(returning: Result { try body(WriterThreadSink(core: self, engine: engine)) })
-            }
-        }
-        wakeWaiters()
-        try outcome.get()
+        return (stage, WriterThreadSink(core: self, engine: engine))
     }
 
     /// Resumes input `i` in software after its device failed (or its source's did): see
