@@ -18,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/opt/swift/usr/bin"
 exec python3 - "$PWD" "$@" <<'PY'
-import filecmp, os, shutil, subprocess, sys, time
+import filecmp, os, shutil, signal, subprocess, sys, time
 
 # Each mutation: id, subsystem, test filter, file, the text to find (exactly once), its replacement.
 MUTATIONS = [
@@ -302,15 +302,23 @@ if os.path.isdir(shared) and not os.path.exists(beside_scratch):
 print(f"mutants: building the scratch copy in {scratch} …", file=sys.stderr)
 subprocess.run(["swift", "build", "--build-tests"], cwd=scratch, check=True, stdout=subprocess.DEVNULL)
 
+def run_tests(filt):
+    """The filter's test run: its return code, or None when it ran past the time limit. The
+    run has a process group of its own, killed whole on a timeout, so a hung test binary (a
+    child of `swift test`) does not outlive it."""
+    run = subprocess.Popen(["swift", "test", "--skip-build", "--filter", filt], cwd=scratch,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        return run.wait(timeout=900)
+    except subprocess.TimeoutExpired:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait()
+        return None
+
 # Each filter must pass on the unmutated tree first: a test that fails anyway catches nothing.
 baseline = {}
 for filt in dict.fromkeys(m[2] for m in selected if m[0] not in stale):
-    try:
-        ran = subprocess.run(["swift", "test", "--skip-build", "--filter", filt], cwd=scratch,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=900)
-        baseline[filt] = ran.returncode == 0
-    except subprocess.TimeoutExpired:
-        baseline[filt] = False
+    baseline[filt] = run_tests(filt) == 0
     if not baseline[filt]:
         print(f"mutants: `{filt}` fails without a mutation: its mutations are not counted", file=sys.stderr)
 
@@ -333,12 +341,8 @@ for m in selected:
         if built.returncode != 0:
             outcome = "BUILD FAILS"
         else:
-            try:
-                tested = subprocess.run(["swift", "test", "--skip-build", "--filter", filt], cwd=scratch,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=900)
-                outcome = "caught" if tested.returncode != 0 else "MISSED"
-            except subprocess.TimeoutExpired:
-                outcome = "caught (hang)"
+            code = run_tests(filt)
+            outcome = "caught (hang)" if code is None else ("caught" if code != 0 else "MISSED")
     finally:
         with open(target, "w") as f:
             f.write(original)
