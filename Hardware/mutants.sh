@@ -303,9 +303,10 @@ print(f"mutants: building the scratch copy in {scratch} …", file=sys.stderr)
 subprocess.run(["swift", "build", "--build-tests"], cwd=scratch, check=True, stdout=subprocess.DEVNULL)
 
 def run_tests(filt):
-    """The filter's test run: its return code, or None when it ran past the time limit. The
-    run has a process group of its own, killed whole on a timeout, so a hung test binary (a
-    child of `swift test`) does not outlive it."""
+    """The filter's test run: its return code, or None when it ran past the time limit. On a
+    timeout the run's process group is killed, and so is every process running from the scratch
+    build: `swift test` starts the test binary outside its own group, and a hung one outlived
+    the run before."""
     run = subprocess.Popen(["swift", "test", "--skip-build", "--filter", filt], cwd=scratch,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
@@ -313,6 +314,7 @@ def run_tests(filt):
     except subprocess.TimeoutExpired:
         os.killpg(run.pid, signal.SIGKILL)
         run.wait()
+        subprocess.run(["pkill", "-KILL", "-f", os.path.join(scratch, ".build") + "/"])
         return None
 
 # Each filter must pass on the unmutated tree first: a test that fails anyway catches nothing.
