@@ -13,6 +13,21 @@ extension ExportSession {
         let limit: Int64?
         let tally: EdgeTally
         let edgeCount: Int
+
+        /// Whether `bytes` more in `samples` more samples would take the file past its length
+        /// limit, its index included (nil limit: never).
+        func passesLimit(addingBytes bytes: Int64, samples: Int) -> Bool {
+            guard let limit else { return false }
+            let (handed, count) = (tally.bytes.withLock { $0.reduce(0, +) }, tally.counts.withLock { $0.reduce(0, +) })
+            return handed + bytes + ExportSession.indexBytes(samples: count + samples, tracks: edgeCount) > limit
+        }
+
+        /// Whether edge `i` (`edge`) ended without one sample although its track lists some,
+        /// where neither the length limit nor a cancel ended it: its track is unreadable.
+        func yieldedNothing(_ i: Int, _ edge: Edge) -> Bool {
+            let stoppedForLimit = tally.limitReached.withLock { $0 } || (limit.map { l in tally.bytes.withLock { $0.reduce(0, +) } >= l } ?? false)
+            return tally.counts.withLock { $0[i] } == 0 && !stoppedForLimit && reader.status != .cancelled && !edge.isSparse
+        }
     }
 
     /// Runs the attempt's edges on one scheduler until each has ended; the first to fail ends
@@ -75,9 +90,7 @@ extension ExportSession {
                 let size = Int64(sample.totalSampleSize)
                 // Under a limit, a packet that would take the file past it (its index included)
                 // is not written: the file ends where every track has arrived.
-                let (handedBytes, handedSamples) = (tally.bytes.withLock { $0.reduce(0, +) }, tally.counts.withLock { $0.reduce(0, +) })
-                if let limit = context.limit,
-                   handedBytes + size + ExportSession.indexBytes(samples: handedSamples + 1, tracks: edges.count) > limit {
+                if context.passesLimit(addingBytes: size, samples: 1) {
                     let reached = next.compactMap { $0?.presentationTimeStamp }.filter(\.isNumeric).min() ?? context.span.start
                     if reached > context.span.start { s.sink.endSession(at: reached) }
                     tally.limitReached.withLock { $0 = true }
@@ -117,9 +130,7 @@ extension ExportSession {
         /// Every track has ended (or the limit or a cancel ended the file): a track that yielded
         /// nothing although it lists samples fails; else the inputs are finished.
         private func finish() throws {
-            let stoppedForLimit = context.tally.limitReached.withLock { $0 }
-            for (i, edge) in edges.enumerated()
-            where context.tally.counts.withLock({ $0[i] }) == 0 && !stoppedForLimit && context.reader.status != .cancelled && !edge.isSparse {
+            for (i, edge) in edges.enumerated() where context.yieldedNothing(i, edge) {
                 throw session.yieldedNothing(edge, besideEdges: edges.count - 1)
             }
             for edge in edges { edge.input.markAsFinished() }
@@ -274,13 +285,10 @@ extension ExportSession {
         /// Under a limit, a packet that would take the file past it (its index included) is
         /// not written: the file ends where every track has arrived.
         private func reachesLimit(with batch: [SampleBuffer]) -> Bool {
-            guard let limit = context.limit else { return false }
-            let tally = context.tally
             let adding = batch.reduce(Int64(0)) { $0 + Int64($1.totalSampleSize) }
-            let (handed, samples) = (tally.bytes.withLock { $0.reduce(0, +) }, tally.counts.withLock { $0.reduce(0, +) })
-            guard handed + adding + ExportSession.indexBytes(samples: samples + batch.count, tracks: context.edgeCount) > limit else { return false }
-            tally.reached(index, batch[0].presentationTimeStamp)
-            tally.limitReached.withLock { $0 = true }
+            guard context.passesLimit(addingBytes: adding, samples: batch.count) else { return false }
+            context.tally.reached(index, batch[0].presentationTimeStamp)
+            context.tally.limitReached.withLock { $0 = true }
             stopAtLengthLimit()
             return true
         }
@@ -318,9 +326,7 @@ extension ExportSession {
         /// The edge's output has ended: a track that yielded nothing although it lists samples
         /// fails (unless the limit or a cancel ended it); else its input is finished.
         private func finish() throws {
-            let tally = context.tally
-            let stoppedForLimit = tally.limitReached.withLock { $0 } || (context.limit.map { l in tally.bytes.withLock { $0.reduce(0, +) } >= l } ?? false)
-            if handedCount == 0 && !stoppedForLimit && context.reader.status != .cancelled && !edge.isSparse {
+            if context.yieldedNothing(index, edge) {
                 throw session.yieldedNothing(edge, besideEdges: context.edgeCount - 1)
             }
             edge.input.markAsFinished()

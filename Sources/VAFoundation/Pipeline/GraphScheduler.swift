@@ -80,8 +80,9 @@ final class GraphScheduler: Sendable {
             schedule(i)
         case .blocked(let whenReady):
             let stopped = state.withLock { s -> Bool in
-                if s.failure == nil { s.blocked.insert(i) }
-                return s.failure != nil
+                guard s.failure == nil else { return true }
+                s.blocked.insert(i)
+                return false
             }
             if stopped { return end(i, failure: nil) }
             whenReady { [weak self] in self?.unblock(i) }

@@ -188,11 +188,8 @@ public class AssetReaderOutput: @unchecked Sendable {
     private func onOwnThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withLockedThrowingContinuation { continuation in
             let outcome = Locked<Result<T, any Error>?>(nil)
-            stage.async {
-                outcome.withLock { $0 = Result { try work() } }
-            } then: {
-                continuation.resume(with: outcome.withLock { $0.take() }!)
-            }
+            onOwnThread({ outcome.withLock { $0 = Result { try work() } } },
+                        then: { continuation.resume(with: outcome.withLock { $0.take() }!) })
         }
     }
 
