@@ -47,6 +47,16 @@ enum PipelineBounds {
     static let packetBatch = 64
     static let packetBatchSpan = MediaTime(value: 1, timescale: 4)
 
+    // MARK: Demuxer queues (a file's packets read for one track, waiting for another)
+
+    /// Packets of one stream the shared demuxer may hold while reading ahead for another;
+    /// past either bound the reading stream goes on on a demuxer of its own. Files interleave
+    /// their tracks within a second or two (4 MB of a 1080p track at 16 Mbit/s, 94 AAC
+    /// packets), far inside both; a track starting late, or a file storing one track after
+    /// the other, reaches them.
+    static let demuxerQueueBytes = 16 << 20
+    static let demuxerQueuePackets = 2048
+
     // MARK: Fan-out (one decode feeding several exports)
 
     /// Decoded pictures a fan-out keeps for its slower branches: how far (in pictures) the

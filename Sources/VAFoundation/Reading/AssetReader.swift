@@ -137,12 +137,22 @@ public final class AssetReader: Sendable {
 
 /// The demuxer shared by a reader's outputs, with one packet queue per stream in use.
 ///
+/// The queues are bounded (`PipelineBounds.demuxerQueueBytes`, `demuxerQueuePackets`): a
+/// stream whose next packet lies past more than that of another stream's packets (a track
+/// starting late, a file storing long runs of one track) goes on reading on a demuxer of its
+/// own, opened on the same file and brought to where the stream stood, instead of queueing the
+/// other stream's packets. Each stream reads the same packets either way.
+///
 /// Thread-safe: outputs on different tasks pull packets through the lock.
 final class DemuxSession: Sendable {
-    // @unchecked: the demuxer (not thread-safe) and the queues are reached only through `state`'s mutex.
+    // @unchecked: the demuxers (not thread-safe) and the queues are reached only through `state`'s mutex.
     private struct State: @unchecked Sendable {
         var demuxer: Demuxer
         var queues: [Int: PacketQueue]
+        /// Streams read on demuxers of their own: no longer read (or queued) by the shared one.
+        var separate: [Int: SeparateReader] = [:]
+        /// Packets each stream has taken so far: where a demuxer of its own must bring it.
+        var taken: [Int: Int] = [:]
         var endOfFile = false
         var cancelled = false
         var failure: FFmpegError?
@@ -151,14 +161,29 @@ final class DemuxSession: Sendable {
         var peakQueued = 0
     }
 
+    /// One stream's own demuxer, and where its reading ended.
+    private struct SeparateReader {
+        let demuxer: Demuxer
+        var ended = false
+        var failure: FFmpegError?
+    }
+
     let path: String
     let streams: [StreamInfo]
+    /// The streams read, and the seek the shared demuxer started from (anchor stream and its
+    /// target): what a stream's own demuxer repeats to start where the shared one did.
+    private let wanted: Set<Int>
+    private let startingSeek: (anchor: Int, target: Int64)?
+    private let queueBytes: Int
+    private let queuePackets: Int
     private let state: Locked<State>
 
     /// Reads `wanted` of `path` over `timeRange`, from `opened` when given (a demuxer of that
     /// file at the start of its data, e.g. the asset's inspection's), else from a new one;
-    /// from the range's preceding keyframe when `seeks`, else from the file's start.
-    init(path: String, timeRange: MediaTimeRange, seeks: Bool = true, streams wanted: Set<Int>, opened: Demuxer? = nil) throws(MediaError) {
+    /// from the range's preceding keyframe when `seeks`, else from the file's start. A stream's
+    /// queue holds at most `queueBytes` and `queuePackets` (tests lower them).
+    init(path: String, timeRange: MediaTimeRange, seeks: Bool = true, streams wanted: Set<Int>, opened: Demuxer? = nil,
+         queueBytes: Int = PipelineBounds.demuxerQueueBytes, queuePackets: Int = PipelineBounds.demuxerQueuePackets) throws(MediaError) {
         self.path = path
         let demuxer: Demuxer
         if let opened {
@@ -167,6 +192,9 @@ final class DemuxSession: Sendable {
             do { demuxer = try Demuxer(path: path) } catch { throw AssetInspector.openFailure(error, path: path) }
         }
         self.streams = demuxer.streams
+        self.wanted = wanted
+        self.queueBytes = queueBytes
+        self.queuePackets = max(1, queuePackets)
         demuxer.selectStreams(wanted)
         var queues = Dictionary(uniqueKeysWithValues: wanted.map { ($0, PacketQueue()) })
         var checked = 0
@@ -174,7 +202,10 @@ final class DemuxSession: Sendable {
             // Seek on the lowest-numbered video stream (or the first wanted one) to its keyframe at or before the start.
             let anchor = wanted.sorted().first { demuxer.streams[$0].kind == .video } ?? wanted.min() ?? 0
             let target = TickRange(timeRange, timeBase: demuxer.streams[anchor].timeBase).start
+            startingSeek = (anchor, target)
             (queues, checked) = Self.seek(demuxer, anchor: anchor, to: target, queues: queues)
+        } else {
+            startingSeek = nil
         }
         var state = State(demuxer: demuxer, queues: queues)
         state.queued = checked
@@ -230,11 +261,14 @@ final class DemuxSession: Sendable {
     /// The next packet of `stream`, reading ahead (and queueing other streams' packets) as needed.
     func nextPacket(stream: Int) throws(MediaError) -> Next {
         try state.withLock { s throws(MediaError) -> Next in
+            if s.cancelled { return .cancelled }
+            if s.separate[stream] != nil { return try nextSeparatePacket(stream: stream, &s) }
             while true {
                 if s.cancelled { return .cancelled }
                 guard s.queues[stream] != nil else { return .endOfStream }
                 if let packet = s.queues[stream]!.pop() {
                     s.queued -= 1
+                    s.taken[stream, default: 0] += 1
                     return .packet(packet)
                 }
                 if let failure = s.failure {
@@ -252,12 +286,73 @@ final class DemuxSession: Sendable {
                     s.failure = error
                     continue
                 }
-                guard s.queues[packet.streamIndex] != nil else { continue }
+                guard let other = s.queues[packet.streamIndex] else { continue }
+                if packet.streamIndex != stream, other.count >= queuePackets || other.bytes + packet.size > queueBytes,
+                   let separate = separateReader(for: stream, taken: s.taken[stream, default: 0]) {
+                    // Queueing more of the other stream would pass the bound: this stream reads on
+                    // alone, and the shared demuxer leaves it (the packet read stays queued).
+                    s.separate[stream] = separate
+                    s.queues[stream] = nil
+                    s.demuxer.selectStreams(Set(s.queues.keys))
+                    s.queues[packet.streamIndex]!.push(packet)
+                    s.queued += 1
+                    s.peakQueued = max(s.peakQueued, s.queued)
+                    return try nextSeparatePacket(stream: stream, &s)
+                }
                 s.queues[packet.streamIndex]!.push(packet)
                 s.queued += 1
                 s.peakQueued = max(s.peakQueued, s.queued)
             }
         }
+    }
+
+    /// The next packet of `stream` from its own demuxer.
+    private func nextSeparatePacket(stream: Int, _ s: inout State) throws(MediaError) -> Next {
+        guard var reader = s.separate[stream] else { return .endOfStream }
+        defer { s.separate[stream] = reader }
+        if let failure = reader.failure {
+            throw MediaError(.corruptOrTruncated, "reading packets failed: \(failure.message)", path: path, underlying: failure)
+        }
+        if reader.ended { return .endOfStream }
+        let packet = Packet()
+        repeat {
+            do throws(FFmpegError) {
+                if try reader.demuxer.readPacket(into: packet) == .endOfFile {
+                    reader.ended = true
+                    return .endOfStream
+                }
+            } catch {
+                reader.failure = error
+                throw MediaError(.corruptOrTruncated, "reading packets failed: \(error.message)", path: path, underlying: error)
+            }
+        } while packet.streamIndex != stream  // a demuxer may still hand out a stream it was told to skip
+        s.taken[stream, default: 0] += 1
+        return .packet(packet)
+    }
+
+    /// A demuxer of `stream`'s own, on the same file, whose next packet of the stream is the
+    /// shared demuxer's `taken`th: it starts where the shared one started (the same seek on
+    /// the same streams lands on the same packet) and passes over the packets already taken.
+    /// Nil when the file cannot be opened or read that far again: the stream then stays on
+    /// the shared demuxer, and its queue is not bounded.
+    private func separateReader(for stream: Int, taken: Int) -> SeparateReader? {
+        guard let demuxer = try? Demuxer(path: path), demuxer.streams.count == streams.count else { return nil }
+        demuxer.selectStreams(wanted)
+        // The packets the seek's check read came first, and the stream has taken them all: it
+        // reads the shared demuxer only once its queue is empty.
+        var passed = 0
+        if let startingSeek {
+            let (queues, _) = Self.seek(demuxer, anchor: startingSeek.anchor, to: startingSeek.target, queues: [stream: PacketQueue()])
+            passed = queues[stream]?.count ?? 0
+        }
+        guard passed <= taken else { return nil }
+        demuxer.selectStreams([stream])
+        let packet = Packet()
+        while passed < taken {
+            guard (try? demuxer.readPacket(into: packet)) == .packet else { return nil }
+            if packet.streamIndex == stream { passed += 1 }
+        }
+        return SeparateReader(demuxer: demuxer)
     }
 
     /// A copy of a stream's codec parameters.
@@ -279,6 +374,7 @@ final class DemuxSession: Sendable {
             var dropped = s.queues[stream]
             while dropped?.pop() != nil { s.queued -= 1 }
             s.queues[stream] = nil
+            s.separate[stream] = nil
         }
     }
 
@@ -293,13 +389,22 @@ final class DemuxSession: Sendable {
 struct PacketQueue {
     private var storage: [Packet?] = []
     private var head = 0
+    /// The packets waiting, and their payload bytes.
+    private(set) var count = 0
+    private(set) var bytes = 0
 
-    mutating func push(_ packet: Packet) { storage.append(packet) }
+    mutating func push(_ packet: Packet) {
+        storage.append(packet)
+        count += 1
+        bytes += packet.size
+    }
 
     mutating func pop() -> Packet? {
         guard head < storage.count, let packet = storage[head] else { return nil }
         storage[head] = nil
         head += 1
+        count -= 1
+        bytes -= packet.size
         if head >= 64 && head * 2 >= storage.count {
             storage.removeFirst(head)
             head = 0
