@@ -5,7 +5,9 @@
 # split=4, four scales, four outputs) with the same x264 settings: constant quality (vaf's
 # --quality 55 is CRF 23), and each rendition's GOP and VBV cap read back from vaf's own output
 # (Benchmarks/lib/x264.sh), the same AAC rate. Runs interleave A B A B so drift hits both alike.
-# Prints wall, CPU and peak RSS per run, the medians with their spread, and the ratios.
+# Prints wall, CPU and peak RSS per run, the medians with their spread, and the ratios. A third
+# command measures the floor: the four encoders alone, fed generated pictures (no decode, split
+# or scale), whose peak RSS neither tool can go below with these settings.
 #
 #     bash Benchmarks/ladder-vs-ffmpeg.sh [RUNS] [SECONDS]
 set -euo pipefail
@@ -44,6 +46,20 @@ for i in "${!presets[@]}"; do
 done
 filter=${filter%;}
 
+# The floor: the same four x264 encoders in one ffmpeg process, fed generated pictures of each
+# rendition's size (no decode, no split, no scale, no audio). Whatever either tool holds
+# beyond this peak is its pipeline's; below it, neither can go with these encoder settings.
+encoders_only=()
+for i in "${!presets[@]}"; do
+  out="$work/probe/source-${presets[$i]}.mp4"
+  size=$(ffprobe -v error -select_streams v -show_entries stream=width,height -of csv=s=x:p=0 "$out")
+  encoders_only+=(-f lavfi -t "$seconds" -i "testsrc2=size=$size:rate=30")
+done
+for i in "${!presets[@]}"; do
+  out="$work/probe/source-${presets[$i]}.mp4"
+  encoders_only+=(-map "$i:v" -c:v libx264 -crf 23 -pix_fmt yuv420p -x264-params "$(x264_params_of "$out")" "$work/encoders-$i.mp4")
+done
+
 measure() { # label command...
   local label=$1; shift
   /usr/bin/time -f "%e %U %S %M" -o "$work/time" "$@" >/dev/null 2>"$work/stderr" || { cat "$work/stderr" >&2; exit 1; }
@@ -56,6 +72,7 @@ echo "# path wall_s cpu_s peak_rss_kib"
 for _ in $(seq "$runs"); do
   measure vaf "$vaf" "${ladder[@]}" --output-dir "$work/vaf"
   measure ffmpeg ffmpeg -v error -y -i "$source" -filter_complex "$filter" "${split_outputs[@]}"
+  measure encoders ffmpeg -v error -y "${encoders_only[@]}"
 done | tee "$work/results"
 
 for i in "${!presets[@]}"; do
@@ -75,6 +92,9 @@ for k, (wall, cpu, rss) in med.items():
     print(f"{k:7s} median wall {wall:6.2f} s [{min(walls):.2f}-{max(walls):.2f}]  cpu {cpu:6.2f} s  peak RSS {rss/1024:7.1f} MiB")
 pairs = list(zip(by["vaf"], by["ffmpeg"]))
 ratios = sorted(o[0] / f[0] for o, f in pairs)
+floor = med["encoders"][2]
+print(f"the four encoders alone peak at {floor/1024:.1f} MiB: {floor/med['ffmpeg'][2]:.3f}x ffmpeg's command; "
+      f"beyond them vaf holds {(med['vaf'][2]-floor)/1024:.1f} MiB, ffmpeg {(med['ffmpeg'][2]-floor)/1024:.1f} MiB")
 print(f"ratio vaf/ffmpeg: wall {med['vaf'][0]/med['ffmpeg'][0]:.3f} (pairwise {statistics.median(ratios):.3f} [{ratios[0]:.3f}-{ratios[-1]:.3f}]), "
       f"CPU {med['vaf'][1]/med['ffmpeg'][1]:.3f}, peak RSS {med['vaf'][2]/med['ffmpeg'][2]:.3f}")
 PY
