@@ -56,13 +56,14 @@ import Testing
         let sharedReads = Locked<[MediaType: [Int]]>([:])
         let branchReads = Locked<[MediaType: Int]>([:])
         let session = ExportSession(asset: Asset(url: source), preset: .preset1280x720)
-        session.stageProbe = StageProbe { step in
+        let probe = StageProbe { step in
             switch step {
             case .sharedSampleRead(let type, _, let branches): sharedReads.withLock { $0[type, default: []].append(branches) }
             case .sampleRead(let type, _, _): branchReads.withLock { $0[type, default: 0] += 1 }
             default: break
             }
         }
+        session.stageProbe = probe
         let outputs = Self.ladder.map { rung in
             ExportSession.Output(url: dir.appendingPathComponent("out-\(rung.preset.name).mp4"), fileType: .mp4, preset: rung.preset)
         }
@@ -76,6 +77,10 @@ import Testing
         #expect(video.allSatisfy { $0 == 3 })
         #expect(branchReads.withLock { $0[.video] } == 3 * sourceFrames.times.count, "each rendition took every picture")
         #expect(!(sharedReads.withLock { $0[.audio] } ?? []).isEmpty, "the audio is decoded once too")
+        // Renditions waiting for one another (a read under way, a window ahead) were parked by
+        // the scheduler; none blocked its thread.
+        #expect(probe.fanOutReadsParked > 0)
+        #expect(probe.fanOutReadsBlocked == 0, "\(probe.fanOutReadsBlocked) reads blocked their thread")
 
         for (rung, (output, result)) in zip(Self.ladder, zip(outputs, results)) {
             let written = try result.get()
@@ -326,6 +331,37 @@ import Testing
         while try fanOut.next(branch: 0) != nil { rest += 1 }
         #expect(rest == 5)
         #expect(try fanOut.next(branch: 1) == nil, "a detached branch gets nothing more")
+    }
+
+    /// An export's edge asks `waitToRead` before reading a branch, and parks instead of
+    /// blocking its thread; the fan-out wakes it when it may go on.
+    @Test func aBranchThatWouldWaitIsParkedAndWokenNotBlocked() throws {
+        let source = CountingOutput(count: 10)
+        let fanOut = FanOutSource(source: source, branches: 2, capacity: 3)
+        // Both branches need the first sample: the first to ask reads it, the other waits for that read.
+        #expect(fanOut.waitToRead(branch: 0) == nil, "branch 0 may read the source now")
+        let registerBranch1 = try #require(fanOut.waitToRead(branch: 1), "branch 1 waits for branch 0's read")
+        let woken = Locked(0)
+        registerBranch1 { woken.withLock { $0 += 1 } }
+        #expect(woken.withLock { $0 } == 0)
+        #expect(try fanOut.next(branch: 0)?.presentationTimeStamp == .zero)
+        #expect(woken.withLock { $0 } == 1, "the read woke the parked branch")
+        #expect(fanOut.waitToRead(branch: 1) == nil, "its sample waits in the window")
+        // Branch 0 runs a window (3) ahead of branch 1, then must wait for it.
+        for expected in 1..<3 {
+            #expect(fanOut.waitToRead(branch: 0) == nil)
+            #expect(try fanOut.next(branch: 0)?.presentationTimeStamp == MediaTime(value: Int64(expected), timescale: 30))
+        }
+        let registerBranch0 = try #require(fanOut.waitToRead(branch: 0), "a window ahead, branch 0 waits")
+        let woken0 = Locked(0)
+        registerBranch0 { woken0.withLock { $0 += 1 } }
+        #expect(woken0.withLock { $0 } == 0)
+        #expect(try fanOut.next(branch: 1)?.presentationTimeStamp == .zero)
+        #expect(woken0.withLock { $0 } == 1, "the slowest taking a sample made room and woke it")
+        #expect(source.made.withLock { $0 } == 3, "nothing read past the window meanwhile")
+        // Asked when it may already go on, the registration calls back at once.
+        registerBranch0 { woken0.withLock { $0 += 1 } }
+        #expect(woken0.withLock { $0 } == 2)
     }
 
     /// Four branches on threads of their own (they block, as stage threads do).

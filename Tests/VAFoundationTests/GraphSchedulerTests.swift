@@ -139,6 +139,26 @@ struct GraphSchedulerTests {
         #expect(parked.steps <= 3)
     }
 
+    @Test func oneSchedulerRunsSeveralOutputsAndAFailureEndsOnlyItsOwn() async throws {
+        // One scheduler for a ladder: each output's edges are a group of their own.
+        let scheduler = GraphScheduler()
+        let parked = CountingEdge(count: 100, channel: Channel(capacity: 1))
+        let failing = CountingEdge(count: 100, channel: Channel(capacity: 100), failingAt: 20)
+        let channels = (0..<2).map { _ in Channel(capacity: 1000) }
+        let healthy = channels.map { CountingEdge(count: 300, channel: $0) }
+        let failed = Task { try await scheduler.run([parked, failing]) }
+        let succeeded = Task { try await scheduler.run(healthy) }
+        await #expect(throws: MediaError.self) { try await failed.value }
+        try await succeeded.value
+        #expect(failing.steps == 20)
+        #expect(parked.steps <= 3, "the failing output's parked edge ended with it")
+        for (channel, edge) in zip(channels, healthy) {
+            channel.takeRest()
+            #expect(channel.taken == Array(0..<300), "the other output ran to its end")
+            #expect(edge.stepsOffThread == 0)
+        }
+    }
+
     @Test func edgesEndingAloneEndTheRun() async throws {
         let channels = (0..<3).map { _ in Channel(capacity: 1000) }
         let edges = channels.map { CountingEdge(count: 50, channel: $0) }

@@ -30,15 +30,17 @@ extension ExportSession {
         }
     }
 
-    /// Runs the attempt's edges on one scheduler until each has ended; the first to fail ends
-    /// the export. A remux (every edge copies packets) is one edge on the writer's thread.
+    /// Runs the attempt's edges on one scheduler (a multi-output export's, shared by its
+    /// outputs) until each has ended; the first to fail ends the attempt. A remux (every edge
+    /// copies packets) is one edge on the writer's thread.
     func runEdges(_ edges: [Edge], _ context: EdgeContext) async throws {
         let running: [any ScheduledEdge] = if edges.allSatisfy(\.copiesPackets) {
             [try RemuxRunner(edges: edges, context: context, session: self)]
         } else {
             edges.enumerated().map { i, edge in EdgeRunner(index: i, edge: edge, context: context, session: self) }
         }
-        try await GraphScheduler().run(running)
+        let scheduler = settings.withLock { $0.scheduler } ?? GraphScheduler()
+        try await scheduler.run(running)
     }
 
     /// A remux as one edge whose source and sink share the writer's thread: it reads the tracks
@@ -229,6 +231,9 @@ extension ExportSession {
                 if hasRead { return .again }
                 switch s.phase {
                 case .reading:
+                    // A fan-out's branch waits for another branch's read (or for the slowest to
+                    // take what it holds) parked, not blocking its thread.
+                    if let waiting = output.waitToRead() { return .blocked(whenReady: waiting) }
                     try read(output, into: &s)
                     hasRead = true
                 case .finishing:

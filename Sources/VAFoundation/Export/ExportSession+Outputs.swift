@@ -56,10 +56,13 @@ extension ExportSession {
     private func exportBranches(_ outputs: [Output]) async throws -> [Result<ExportResult, MediaError>] {
         // Every output, and the shared decodes, work from the settings as the export began.
         let common = settings.withLock { $0 }
+        // One scheduler knows every output's edges, and the branches' of the shared decodes.
+        let scheduler = GraphScheduler()
         let branches = outputs.map { output -> ExportSession in
             let branch = ExportSession(asset: asset, preset: output.preset ?? preset)
             branch.settings.withLock {
                 $0 = common
+                $0.scheduler = scheduler
                 $0.holdsParentsDeviceSlot = true
                 if let rendition = output.rendition {
                     $0.rendition = rendition

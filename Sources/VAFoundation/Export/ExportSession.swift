@@ -59,6 +59,9 @@ public final class ExportSession: Sendable {
         var hardwareDevice: VideoDevice?
         /// The shared decodes this session reads as one output of a multi-output export.
         var fanOut: FanOutBranch?
+        /// The scheduler of the multi-output export this session is an output of: one for the
+        /// whole ladder, each output's attempt a group of its edges. nil: the attempt has its own.
+        var scheduler: GraphScheduler?
         /// This session is an output of a multi-output export, which holds one session slot of
         /// the device for all its outputs: waiting for slots of their own, beside outputs that
         /// wait for them, they could wait for ever.

@@ -15,8 +15,9 @@ protocol ScheduledEdge: AnyObject, Sendable {
 enum EdgeProgress: Sendable {
     /// It handed a sample on, or read one to hand on: step again.
     case again
-    /// The input it feeds is not ready: step again once `whenReady` calls back (the writer's
-    /// `AssetWriterInput.whenReady`: at its next change, or at once when the input is ready).
+    /// The input it feeds is not ready, or (a fan-out's branch) its source: step again once
+    /// `whenReady` calls back (the writer's `AssetWriterInput.whenReady`, the fan-out's
+    /// `waitToRead`: at their next change, or at once when ready).
     case blocked(whenReady: @Sendable (_ wake: @escaping @Sendable () -> Void) -> Void)
     /// It needs work done off its source's thread first (the writer dropping an open group of
     /// pictures after a device failure): step again once `work` is done.
@@ -31,101 +32,118 @@ enum EdgeProgress: Sendable {
 /// when the writer says the input is ready. There are no tasks per edge and no polling: a
 /// picture crosses from its decoder's thread to the writer's, and nowhere else.
 ///
-/// The first edge to fail stops the graph: edges waiting for their input end at once, running
-/// ones after their step, and `run` throws that failure once every edge has ended.
+/// One scheduler runs a whole ladder: each output's attempt is a group of edges (`run`), and
+/// its branches' edges park on the shared decode as they do on their inputs. The first edge of
+/// a group to fail stops that group: its edges waiting for their input end at once, running
+/// ones after their step, and `run` throws that failure once every edge of the group has
+/// ended. Other groups run on (the export decides whether one output's failure ends the others).
 final class GraphScheduler: Sendable {
-    private struct State {
-        /// The edges still running; nil once one has ended. Emptied as the run ends, so no
-        /// thread of the graph keeps an edge (and the decoders behind it) alive past `run`.
-        var edges: [(any ScheduledEdge)?] = []
-        var running = 0
-        /// Edges waiting for their input to be ready.
+    /// One `run`: an output's edges, and how they are faring.
+    private struct Group {
+        var running: Int
+        /// Its edges waiting for their input to be ready.
         var blocked: Set<Int> = []
         var failure: (any Error)?
         var finished: LockedContinuation<Void, any Error>?
     }
 
+    private struct State {
+        /// The edges still running, by number, with their group's. An edge's entry goes as it
+        /// ends, so no thread of the graph keeps an edge (and the decoders behind it) alive past
+        /// its group's `run`.
+        var edges: [Int: (edge: any ScheduledEdge, group: Int)] = [:]
+        var groups: [Int: Group] = [:]
+        var nextEdge = 0
+        var nextGroup = 0
+
+        func isStopped(group: Int) -> Bool { groups[group]?.failure != nil }
+    }
+
     private let state = Locked(State())
 
-    /// Runs `edges` until every one has ended; throws the first failure.
+    /// Runs `edges` as one group until every one has ended; throws the group's first failure.
     func run(_ edges: [any ScheduledEdge]) async throws {
         guard !edges.isEmpty else { return }
         try await withLockedThrowingContinuation { (finished: LockedContinuation<Void, any Error>) in
-            state.withLock { s in
-                s.edges = edges
-                s.running = edges.count
-                s.finished = finished
+            let numbers = state.withLock { s -> Range<Int> in
+                let group = s.nextGroup
+                s.nextGroup += 1
+                s.groups[group] = Group(running: edges.count, finished: finished)
+                let numbers = s.nextEdge..<(s.nextEdge + edges.count)
+                s.nextEdge += edges.count
+                for (number, edge) in zip(numbers, edges) { s.edges[number] = (edge, group) }
+                return numbers
             }
-            for i in edges.indices { schedule(i) }
+            for i in numbers { schedule(i) }
         }
     }
 
     /// Queues edge `i`'s next step on its source's thread.
     private func schedule(_ i: Int) {
-        guard let edge = state.withLock({ $0.edges[i] }) else { return }
+        guard let (edge, group) = state.withLock({ $0.edges[i] }) else { return }
         let progress = Locked<EdgeProgress?>(nil)
         edge.onSourceThread({ [self] in
-            let stopped = state.withLock { $0.failure != nil }
+            let stopped = state.withLock { $0.isStopped(group: group) }
             let made = stopped ? EdgeProgress.ended : edge.step()
             progress.withLock { $0 = made }
         }, then: { [self] in
             guard let made = progress.withLock({ $0.take() }) else { return }
-            advance(i, after: made)
+            advance(i, of: group, after: made)
         })
     }
 
-    private func advance(_ i: Int, after progress: EdgeProgress) {
+    private func advance(_ i: Int, of group: Int, after progress: EdgeProgress) {
         switch progress {
         case .again:
             schedule(i)
         case .blocked(let whenReady):
             let stopped = state.withLock { s -> Bool in
-                guard s.failure == nil else { return true }
-                s.blocked.insert(i)
+                guard !s.isStopped(group: group) else { return true }
+                s.groups[group]?.blocked.insert(i)
                 return false
             }
-            if stopped { return end(i, failure: nil) }
-            whenReady { [weak self] in self?.unblock(i) }
+            if stopped { return end(i, of: group, failure: nil) }
+            whenReady { [weak self] in self?.unblock(i, of: group) }
         case .detour(let work):
             Task {
                 do {
                     try await work()
                     schedule(i)
                 } catch {
-                    end(i, failure: error)
+                    end(i, of: group, failure: error)
                 }
             }
         case .ended:
-            end(i, failure: nil)
+            end(i, of: group, failure: nil)
         case .failed(let error):
-            end(i, failure: error)
+            end(i, of: group, failure: error)
         }
     }
 
     /// Edge `i`'s input may be ready (or never will be: the next step finds out). Called once
     /// or more per wait: the edge steps once.
-    private func unblock(_ i: Int) {
-        guard state.withLock({ $0.blocked.remove(i) != nil }) else { return }
+    private func unblock(_ i: Int, of group: Int) {
+        guard state.withLock({ $0.groups[group]?.blocked.remove(i) != nil }) else { return }
         schedule(i)
     }
 
-    /// Edge `i` has ended, by `failure` when given: the first failure stops every other edge.
-    private func end(_ i: Int, failure: (any Error)?) {
+    /// Edge `i` has ended, by `failure` when given: a group's first failure stops its other edges.
+    private func end(_ i: Int, of group: Int, failure: (any Error)?) {
         let (finished, outcome) = state.withLock { s -> (LockedContinuation<Void, any Error>?, (any Error)?) in
+            guard var g = s.groups[group] else { return (nil, nil) }
             var ending = [i]
-            if let failure, s.failure == nil {
-                s.failure = failure
-                ending += s.blocked
-                s.blocked = []
+            if let failure, g.failure == nil {
+                g.failure = failure
+                ending += g.blocked
+                g.blocked = []
             }
-            for j in ending {
-                s.edges[j] = nil
-                s.running -= 1
+            for j in ending where s.edges.removeValue(forKey: j) != nil { g.running -= 1 }
+            guard g.running == 0 else {
+                s.groups[group] = g
+                return (nil, nil)
             }
-            guard s.running == 0 else { return (nil, nil) }
-            s.edges = []
-            defer { s.finished = nil }
-            return (s.finished, s.failure)
+            s.groups[group] = nil
+            return (g.finished, g.failure)
         }
         guard let finished else { return }
         if let outcome { finished.resume(throwing: outcome) } else { finished.resume() }

@@ -31,6 +31,8 @@ final class StageProbe: Sendable {
     private struct State {
         var stages: [WeakStage] = []
         var peakQueuedPackets = 0
+        var fanOutReadsParked = 0
+        var fanOutReadsBlocked = 0
     }
 
     /// Weakly held stage state (a demuxer session, a writer engine), to see what outlives an export.
@@ -54,6 +56,14 @@ final class StageProbe: Sendable {
     var liveStages: Int { state.withLock { $0.stages.filter { $0.object != nil }.count } }
     /// How many stage objects were attached in all.
     var attachedStages: Int { state.withLock { $0.stages.count } }
+
+    /// Reads of a fan-out's branch that an edge was parked for (the fan-out woke it), and
+    /// reads that blocked their thread waiting for another branch (none should, from an edge).
+    var fanOutReadsParked: Int { state.withLock { $0.fanOutReadsParked } }
+    var fanOutReadsBlocked: Int { state.withLock { $0.fanOutReadsBlocked } }
+    func countFanOutRead(parked: Bool) {
+        state.withLock { if parked { $0.fanOutReadsParked += 1 } else { $0.fanOutReadsBlocked += 1 } }
+    }
 
     /// The most compressed packets the demuxer held queued for outputs at once.
     var peakQueuedPackets: Int {

@@ -104,6 +104,11 @@ public class AssetReaderOutput: @unchecked Sendable {
     /// Produces the next sample, or nil at the end. Overridden by each output.
     func produceNext() throws(MediaError) -> SampleBuffer? { nil }
 
+    /// nil when the next read would go on without waiting for another consumer (decoding is
+    /// not waiting); else what registers a wake-up for when it would, which a graph's edge
+    /// parks on instead of blocking its thread. Only a fan-out's branch ever waits.
+    func waitToRead() -> (@Sendable (_ wake: @escaping @Sendable () -> Void) -> Void)? { nil }
+
     /// The next sample, or nil when the output is finished or the reader was cancelled.
     /// Throws the reader's error (and fails the reader) when reading or decoding fails.
     ///
@@ -167,7 +172,8 @@ public class AssetReaderOutput: @unchecked Sendable {
     func nextBatch(maximumCount: Int, maximumSpan: MediaTime) throws -> [SampleBuffer] {
         var batch: [SampleBuffer] = []
         batch.reserveCapacity(maximumCount)
-        while batch.count < maximumCount, let sample = try copyNextSampleBuffer() {
+        // Past the first sample, the batch ends where the next read would wait.
+        while batch.count < maximumCount, batch.isEmpty || waitToRead() == nil, let sample = try copyNextSampleBuffer() {
             batch.append(sample)
             let first = batch[0].decodeTimeStamp.isNumeric ? batch[0].decodeTimeStamp : batch[0].presentationTimeStamp
             let last = sample.decodeTimeStamp.isNumeric ? sample.decodeTimeStamp : sample.presentationTimeStamp
