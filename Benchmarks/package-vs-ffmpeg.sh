@@ -7,7 +7,8 @@
 # forced every 2 s as vaf forces them) and the hls muxer with var_stream_map and
 # -hls_segment_type fmp4 (HLS only: ffmpeg's one command cannot also write DASH from the same
 # segments). Runs interleave A B A B so drift hits both alike. Prints wall, CPU and peak RSS
-# per run, the medians with their spread, and the ratios.
+# per run, the medians with their spread, and the ratios. A third command measures the floor:
+# the four encodes alone, fed generated pictures, whose peak RSS neither tool can go below.
 #
 #     bash Benchmarks/package-vs-ffmpeg.sh [RUNS] [SECONDS]
 set -euo pipefail
@@ -52,6 +53,20 @@ filter=${filter%;}
 audio_rate=$(ffprobe -v error -select_streams a -show_entries stream=bit_rate -of csv=p=0 "$work/probe/source/audio/index.m3u8" | head -1)
 [ -n "$audio_rate" ] && [ "$audio_rate" != "N/A" ] || audio_rate=128000
 
+# The floor: the same four x264 encodes in one ffmpeg process, fed generated pictures of each
+# rung's size (no decode, split, scale, audio or muxing into segments). Neither tool can hold
+# less than this peak with these encoder settings.
+encoders_only=()
+for i in "${!rungs[@]}"; do
+  encoders_only+=(-f lavfi -t "$seconds" -i "testsrc2=size=${rungs[$i]%@*}:rate=30")
+done
+for i in "${!rungs[@]}"; do
+  segment="$work/probe/source/${folders[$i]}/segment-00001.m4s"
+  bitrate=$(strings "$segment" | grep -o 'x264 - core.*' | head -1 | tr ' ' '\n' | awk -F= '$1 == "bitrate" { print $2 }')
+  encoders_only+=(-map "$i:v" -c:v libx264 -pix_fmt yuv420p -force_key_frames "expr:gte(t,n_forced*2)" -b:v "${bitrate}k"
+                  -x264-params "$(x264_params_of "$segment")" "$work/encoders-$i.mp4")
+done
+
 measure() { # label command...
   local label=$1; shift
   /usr/bin/time -f "%e %U %S %M" -o "$work/time" "$@" >/dev/null 2>"$work/stderr" || { cat "$work/stderr" >&2; exit 1; }
@@ -70,6 +85,7 @@ for _ in $(seq "$runs"); do
     -f hls -hls_time 6 -hls_playlist_type vod -hls_segment_type fmp4 \
     -hls_segment_filename "$work/ffmpeg/%v/segment-%05d.m4s" -master_pl_name master.m3u8 \
     -var_stream_map "${streams}a:0,agroup:audio" "$work/ffmpeg/%v/index.m3u8"
+  measure encoders ffmpeg -v error -y "${encoders_only[@]}"
 done | tee "$work/results"
 
 for i in "${!rungs[@]}"; do
@@ -89,6 +105,9 @@ med = {k: [statistics.median(x[i] for x in v) for i in range(3)] for k, v in by.
 for k, (wall, cpu, rss) in med.items():
     walls = [x[0] for x in by[k]]
     print(f"{k:7s} median wall {wall:6.2f} s [{min(walls):.2f}-{max(walls):.2f}]  cpu {cpu:6.2f} s  peak RSS {rss/1024:7.1f} MiB")
+floor = med["encoders"][2]
+print(f"the four encoders alone peak at {floor/1024:.1f} MiB: {floor/med['ffmpeg'][2]:.3f}x ffmpeg's command; "
+      f"beyond them vaf holds {(med['vaf'][2]-floor)/1024:.1f} MiB, ffmpeg {(med['ffmpeg'][2]-floor)/1024:.1f} MiB")
 pairs = list(zip(by["vaf"], by["ffmpeg"]))
 ratios = sorted(o[0] / f[0] for o, f in pairs)
 print(f"ratio vaf/ffmpeg: wall {med['vaf'][0]/med['ffmpeg'][0]:.3f} (pairwise {statistics.median(ratios):.3f} [{ratios[0]:.3f}-{ratios[-1]:.3f}]), "
