@@ -57,7 +57,7 @@ MUTATIONS = [
     ("batch-starts-after-signal", "batch", "BatchRunnerTests|sigtermStopsTheBatchCleanlyWith143", "Sources/vaf/BatchRunner.swift",
      "                if !Task.isCancelled { startNext() }", "                startNext()"),
     ("demux-queue-unbounded", "reader", "DemuxerQueueTests", "Sources/VAFoundation/Reading/AssetReader.swift",
-     "                if packet.streamIndex != stream, other.count >= queuePackets", "                if Bool(false), other.count >= queuePackets"),
+     "                let passesBound = packet.streamIndex != stream\n", "                let passesBound = Bool(false)\n"),
     ("demux-separate-skips-one-too-few", "reader", "DemuxerQueueTests", "Sources/VAFoundation/Reading/AssetReader.swift",
      "        while passed < taken {", "        while passed + 1 < taken {"),
     ("demux-separate-ignores-seek", "reader", "DemuxerQueueTests", "Sources/VAFoundation/Reading/AssetReader.swift",

@@ -261,19 +261,16 @@ final class DemuxSession: Sendable {
     /// The next packet of `stream`, reading ahead (and queueing other streams' packets) as needed.
     func nextPacket(stream: Int) throws(MediaError) -> Next {
         try state.withLock { s throws(MediaError) -> Next in
-            if s.cancelled { return .cancelled }
-            if s.separate[stream] != nil { return try nextSeparatePacket(stream: stream, &s) }
             while true {
                 if s.cancelled { return .cancelled }
+                if s.separate[stream] != nil { return try nextSeparatePacket(stream: stream, &s) }
                 guard s.queues[stream] != nil else { return .endOfStream }
                 if let packet = s.queues[stream]!.pop() {
                     s.queued -= 1
                     s.taken[stream, default: 0] += 1
                     return .packet(packet)
                 }
-                if let failure = s.failure {
-                    throw MediaError(.corruptOrTruncated, "reading packets failed: \(failure.message)", path: path, underlying: failure)
-                }
+                if let failure = s.failure { throw readFailure(failure) }
                 if s.endOfFile { return .endOfStream }
                 let packet = Packet()
                 do throws(FFmpegError) {
@@ -287,21 +284,18 @@ final class DemuxSession: Sendable {
                     continue
                 }
                 guard let other = s.queues[packet.streamIndex] else { continue }
-                if packet.streamIndex != stream, other.count >= queuePackets || other.bytes + packet.size > queueBytes,
-                   let separate = separateReader(for: stream, taken: s.taken[stream, default: 0]) {
-                    // Queueing more of the other stream would pass the bound: this stream reads on
-                    // alone, and the shared demuxer leaves it (the packet read stays queued).
-                    s.separate[stream] = separate
-                    s.queues[stream] = nil
-                    s.demuxer.selectStreams(Set(s.queues.keys))
-                    s.queues[packet.streamIndex]!.push(packet)
-                    s.queued += 1
-                    s.peakQueued = max(s.peakQueued, s.queued)
-                    return try nextSeparatePacket(stream: stream, &s)
-                }
+                let passesBound = packet.streamIndex != stream
+                    && (other.count >= queuePackets || other.bytes + packet.size > queueBytes)
                 s.queues[packet.streamIndex]!.push(packet)
                 s.queued += 1
                 s.peakQueued = max(s.peakQueued, s.queued)
+                if passesBound, let separate = separateReader(for: stream, taken: s.taken[stream, default: 0]) {
+                    // The other stream's queue passed its bound: this stream reads on alone, and
+                    // the shared demuxer leaves it.
+                    s.separate[stream] = separate
+                    s.queues[stream] = nil
+                    s.demuxer.selectStreams(Set(s.queues.keys))
+                }
             }
         }
     }
@@ -310,9 +304,7 @@ final class DemuxSession: Sendable {
     private func nextSeparatePacket(stream: Int, _ s: inout State) throws(MediaError) -> Next {
         guard var reader = s.separate[stream] else { return .endOfStream }
         defer { s.separate[stream] = reader }
-        if let failure = reader.failure {
-            throw MediaError(.corruptOrTruncated, "reading packets failed: \(failure.message)", path: path, underlying: failure)
-        }
+        if let failure = reader.failure { throw readFailure(failure) }
         if reader.ended { return .endOfStream }
         let packet = Packet()
         repeat {
@@ -323,11 +315,16 @@ final class DemuxSession: Sendable {
                 }
             } catch {
                 reader.failure = error
-                throw MediaError(.corruptOrTruncated, "reading packets failed: \(error.message)", path: path, underlying: error)
+                throw readFailure(error)
             }
         } while packet.streamIndex != stream  // a demuxer may still hand out a stream it was told to skip
         s.taken[stream, default: 0] += 1
         return .packet(packet)
+    }
+
+    /// What a demuxer's failure to read is to the outputs.
+    private func readFailure(_ error: FFmpegError) -> MediaError {
+        MediaError(.corruptOrTruncated, "reading packets failed: \(error.message)", path: path, underlying: error)
     }
 
     /// A demuxer of `stream`'s own, on the same file, whose next packet of the stream is the
