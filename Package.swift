@@ -3,9 +3,10 @@ import PackageDescription
 
 /// VAFoundation: the export half of AVFoundation for Linux, on FFmpeg's libraries and VA-API.
 ///
-/// Layering, bottom up: C modules (CFFmpeg, CVA, CDRM) → owning wrappers (FFmpegSupport,
-/// HardwareAcceleration) → the C-free core (MediaCore) → the AVFoundation-style engine
-/// (VAFoundation) → the command-line tool (vaf). Only the wrapper modules import C.
+/// Layering, bottom up: C modules (CFFmpeg, CVA, CDRM) → owning wrappers (FFmpegSupport, and
+/// HardwareAcceleration over it: the VA display and all that calls libva) → the C-free core
+/// (MediaCore) → the AVFoundation-style engine (VAFoundation) → the command-line tool (vaf).
+/// Only the wrapper modules import C.
 let package = Package(
     name: "VAFoundation",
     platforms: [.macOS(.v14)],
@@ -40,7 +41,8 @@ let package = Package(
         ),
         .target(name: "MediaCore"),
         .target(name: "FFmpegSupport", dependencies: ["CFFmpeg", "MediaCore"]),
-        .target(name: "HardwareAcceleration", dependencies: ["CVA", "CDRM", "MediaCore"]),
+        // HardwareAcceleration owns the VA display and all that draws on it, libavutil's context over it included.
+        .target(name: "HardwareAcceleration", dependencies: ["CVA", "CDRM", "CFFmpeg", "MediaCore", "FFmpegSupport"]),
         .target(name: "VAFoundation", dependencies: ["MediaCore", "FFmpegSupport", "HardwareAcceleration"],
                 exclude: ["Pipeline/README.md"]),
         // `vaf bench`'s arithmetic and reports (PSNR/SSIM, statistics, table/JSON/CSV/SVG): no C.

@@ -7,7 +7,7 @@ internal import CFFmpeg
 public final class Decoder {
     let context: UnsafeMutablePointer<AVCodecContext>
     /// The device frames are decoded on, kept alive while the decoder uses it.
-    private let hardware: HardwareDevice?
+    private let hardware: HardwareDeviceContext?
     /// The container's sample aspect ratio, stamped on every frame: it wins over the bitstream's,
     /// as in ffmpeg's `decode_video`.
     private let containerSampleAspectRatio: Rational?
@@ -34,7 +34,7 @@ public final class Decoder {
     /// for damage finds all it would find (the filter never fails), faster. The corresponding C
     /// functions are `avcodec_find_decoder`, `avcodec_parameters_to_context` and `avcodec_open2`.
     public init(parameters: CodecParameters, timeBase: Rational, threadCount: Int = 0,
-                hardware: HardwareDevice? = nil, extraHardwareFrames: Int = 0, skippingLoopFilter: Bool = false) throws(FFmpegError) {
+                hardware: HardwareDeviceContext? = nil, extraHardwareFrames: Int = 0, skippingLoopFilter: Bool = false) throws(FFmpegError) {
         guard let codec = avcodec_find_decoder(parameters.pointer.pointee.codec_id) else {
             throw FFmpegError(code: .decoderNotFound, function: "avcodec_find_decoder")
         }

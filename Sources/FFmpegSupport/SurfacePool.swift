@@ -3,14 +3,14 @@ internal import CFFmpeg
 import Glibc
 #endif
 
-/// A bounded pool of VA surfaces of one size and format (NV12 or P010) on a `HardwareDevice`:
+/// A bounded pool of VA surfaces of one size and format (NV12 or P010) on a device's context:
 /// libavutil's `AVHWFramesContext` with a fixed surface count. Decoders, the VPP and encoders
 /// share its surfaces without copying; a surface returns to the pool when its last frame
 /// reference is dropped. Thread-safe (libavutil's buffer pool locks).
 // @unchecked: the frames context is immutable after init and libavutil's buffer pool locks; `released` is thread-safe.
 public final class SurfacePool: @unchecked Sendable {
     let reference: UnsafeMutablePointer<AVBufferRef>
-    public let device: HardwareDevice
+    public let device: HardwareDeviceContext
     public let width: Int
     public let height: Int
     /// The layout of the pixels inside each surface (`nv12`, `p010`).
@@ -20,7 +20,7 @@ public final class SurfacePool: @unchecked Sendable {
 
     /// Creates `capacity` surfaces of `width`×`height` in `softwareFormat`. The corresponding C
     /// functions are `av_hwframe_ctx_alloc` and `av_hwframe_ctx_init`.
-    public init(device: HardwareDevice, width: Int, height: Int, softwareFormat: PixelFormatID, capacity: Int) throws(FFmpegError) {
+    public init(device: HardwareDeviceContext, width: Int, height: Int, softwareFormat: PixelFormatID, capacity: Int) throws(FFmpegError) {
         guard let ref = av_hwframe_ctx_alloc(device.reference) else {
             throw FFmpegError(code: .outOfMemory, function: "av_hwframe_ctx_alloc")
         }
@@ -53,7 +53,7 @@ public final class SurfacePool: @unchecked Sendable {
     func newReference() -> UnsafeMutablePointer<AVBufferRef>? { av_buffer_ref(reference) }
 
     /// The VA surface IDs the pool owns (a VPP context renders into them).
-    var surfaceIDs: [VASurfaceID] {
+    package var surfaceIDs: [UInt32] {
         let frames = UnsafeMutableRawPointer(reference.pointee.data).assumingMemoryBound(to: AVHWFramesContext.self)
         let va = frames.pointee.hwctx.assumingMemoryBound(to: AVVAAPIFramesContext.self)
         guard let ids = va.pointee.surface_ids else { return [] }
@@ -144,9 +144,15 @@ extension Frame {
     }
 
     /// The VA surface a hardware frame lives in (`data[3]`), nil for host frames.
-    var vaSurface: VASurfaceID? {
+    package var vaSurface: UInt32? {
         guard pixelFormat == .vaapi, let pointer = baseAddress(plane: 3) else { return nil }
         return VASurfaceID(UInt(bitPattern: pointer))
+    }
+
+    /// Takes `source`'s timestamps, colour tags and side data (not its pixels), as a picture
+    /// drawn from it carries them. The corresponding C function is `av_frame_copy_props`.
+    package func copyProperties(from source: Frame) throws(FFmpegError) {
+        try check(av_frame_copy_props(pointer, source.pointer), "av_frame_copy_props")
     }
 
     /// Bytes of pixel data in a host video frame (visible rows of every plane): what a copy

@@ -101,13 +101,7 @@ public struct HardwareProbe: Sendable {
             let device = VADevice.isX11DisplayName(path)
                 ? try VADevice(x11Display: path)
                 : try VADevice(renderNode: path, discovery: discovery)
-            do {
-                return DeviceReport(device: path, capabilities: try device.capabilities())
-            } catch {
-                return DeviceReport(device: path, diagnosis: DeviceDiagnosis(
-                    kind: .queryFailed, device: path, message: error.description, status: error.status.name,
-                    log: device.libvaLog))
-            }
+            return DeviceReport(device: path, capabilities: device.capabilities)
         } catch {
             return DeviceReport(device: path, diagnosis: error)
         }

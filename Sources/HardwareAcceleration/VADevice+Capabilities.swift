@@ -1,10 +1,10 @@
 internal import CVA
 import MediaCore
 
-extension VADevice {
+extension VADisplayConnection {
     /// Everything the device reports: each profile × entry point with its config attributes, surface
     /// attributes per config, image formats, and video processing filters and pipeline limits.
-    public func capabilities() throws(VAError) -> DeviceCapabilities {
+    func capabilities(vendor: String, driverName: String?, apiVersion: String) throws(VAError) -> DeviceCapabilities {
         let pairs = try profileEntrypoints()
         var configs: [ConfigCapabilities] = []
         var surfaces: [SurfaceCapabilities] = []
@@ -22,7 +22,6 @@ extension VADevice {
     /// Every supported profile × entry point, profiles in the driver's order.
     /// The corresponding C functions are `vaQueryConfigProfiles` and `vaQueryConfigEntrypoints`.
     private func profileEntrypoints() throws(VAError) -> [(VAProfile, VAEntrypoint)] {
-        let display = rawDisplay
         var profiles = [VAProfile](repeating: VAProfileNone, count: Int(max(vaMaxNumProfiles(display), 1)))
         var profileCount: Int32 = 0
         try vaCheck("vaQueryConfigProfiles") { vaQueryConfigProfiles(display, &profiles, &profileCount) }
@@ -43,7 +42,6 @@ extension VADevice {
     /// The attributes the driver supports for one pair, in libva's attribute order.
     /// The corresponding C function is `vaGetConfigAttributes`.
     private func configAttributes(_ profile: VAProfile, _ entrypoint: VAEntrypoint) throws(VAError) -> [ConfigAttribute] {
-        let display = rawDisplay
         var attributes = (0..<Int32(VAConfigAttribTypeMax.rawValue)).map {
             VAConfigAttrib(type: VAConfigAttribType(rawValue: numericCast($0)), value: 0)
         }
@@ -57,7 +55,6 @@ extension VADevice {
     /// Surface attributes of a config, or `nil` when the driver will not create the config or answer.
     /// The corresponding C functions are `vaCreateConfig` and `vaQuerySurfaceAttributes`.
     private func surfaceAttributes(_ profile: VAProfile, _ entrypoint: VAEntrypoint) -> SurfaceCapabilities? {
-        let display = rawDisplay
         var config = VAConfigID(cva_VA_INVALID_ID())
         guard vaCreateConfig(display, profile, entrypoint, nil, 0, &config) == cva_VA_STATUS_SUCCESS() else { return nil }
         defer { vaDestroyConfig(display, config) }
@@ -89,7 +86,6 @@ extension VADevice {
     /// The image formats for upload and download, as fourccs.
     /// The corresponding C function is `vaQueryImageFormats`.
     private func imageFormats() throws(VAError) -> [String] {
-        let display = rawDisplay
         var formats = [VAImageFormat](repeating: VAImageFormat(), count: Int(max(vaMaxNumImageFormats(display), 1)))
         var count: Int32 = 0
         try vaCheck("vaQueryImageFormats") { vaQueryImageFormats(display, &formats, &count) }
@@ -100,7 +96,6 @@ extension VADevice {
     /// driver will not create them.
     /// The corresponding C functions are `vaQueryVideoProcFilters` and `vaQueryVideoProcPipelineCaps`.
     private func videoProcessing() -> VideoProcessingCapabilities? {
-        let display = rawDisplay
         var config = VAConfigID(cva_VA_INVALID_ID())
         guard vaCreateConfig(display, VAProfileNone, VAEntrypointVideoProc, nil, 0, &config) == cva_VA_STATUS_SUCCESS() else {
             return nil
@@ -169,7 +164,7 @@ extension VADevice {
     private func deinterlacingMethods(_ context: VAContextID) -> [String]? {
         var caps = [VAProcFilterCapDeinterlacing](repeating: VAProcFilterCapDeinterlacing(), count: Int(VAProcDeinterlacingCount.rawValue))
         var count = UInt32(caps.count)
-        guard vaQueryVideoProcFilterCaps(rawDisplay, context, VAProcFilterDeinterlacing, &caps, &count) == cva_VA_STATUS_SUCCESS() else {
+        guard vaQueryVideoProcFilterCaps(display, context, VAProcFilterDeinterlacing, &caps, &count) == cva_VA_STATUS_SUCCESS() else {
             return nil
         }
         let names = ["None", "Bob", "Weave", "MotionAdaptive", "MotionCompensated"]
@@ -185,7 +180,7 @@ extension VADevice {
     private func toneMappings(_ context: VAContextID) -> [String]? {
         var caps = [VAProcFilterCapHighDynamicRange](repeating: VAProcFilterCapHighDynamicRange(), count: 8)
         var count = UInt32(caps.count)
-        guard vaQueryVideoProcFilterCaps(rawDisplay, context, VAProcFilterHighDynamicRangeToneMapping, &caps, &count)
+        guard vaQueryVideoProcFilterCaps(display, context, VAProcFilterHighDynamicRangeToneMapping, &caps, &count)
                 == cva_VA_STATUS_SUCCESS() else { return nil }
         let metadata = ["None", "HDR10"]
         let directions: [(UInt16, String)] = [(1, "HDR-to-HDR"), (2, "HDR-to-SDR"), (4, "HDR-to-EDR"), (8, "SDR-to-HDR")]

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import VAFoundation
+import HardwareAcceleration
 
 extension Vaf {
     /// `vaf thumbnails`: posters, stills at given times and sprite sheets with a WebVTT index.
@@ -234,9 +235,9 @@ struct ThumbnailJob: Sendable {
     var device: String?
 
     /// The device images are made on, nil for the CPU; under `require`, its absence is the input's error.
-    func videoDevice(for path: String) throws(MediaError) -> VideoDevice? {
+    func videoDevice(for path: String) throws(MediaError) -> VADevice? {
         guard hardware != .off else { return nil }
-        do { return try VideoDevice.shared(device) } catch {
+        do { return try VADevice.shared(device) } catch {
             if hardware == .require { throw MediaError(.hardwareFailed, "--hw require: \(error.message)", path: path) }
             return nil
         }
@@ -290,7 +291,7 @@ struct ThumbnailJob: Sendable {
     }
 
     /// The images at `times`, each with its requested and actual time, on `device` or the CPU.
-    private func stills(of asset: Asset, at times: [MediaTime], on device: VideoDevice?) async throws -> [(Image, MediaTime, MediaTime)] {
+    private func stills(of asset: Asset, at times: [MediaTime], on device: VADevice?) async throws -> [(Image, MediaTime, MediaTime)] {
         let generator = AssetImageGenerator(asset: asset)
         generator.appliesPreferredTrackTransform = true
         generator.maximumSize = box

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import VAFoundation
+import HardwareAcceleration
 
 extension Vaf {
     /// `vaf verify`: a health check of media files, by decoding every packet of every track.
@@ -142,7 +143,7 @@ struct VerifyJob: Sendable {
         }
         let verifier = AssetVerifier(url: URL(fileURLWithPath: input))
         if hardware != .off {
-            do { verifier.hardwareDevice = try VideoDevice.shared(device) } catch {
+            do { verifier.hardwareDevice = try VADevice.shared(device) } catch {
                 if hardware == .require {
                     report.error = "\(input): --hw require: \(error.message)"
                     report.errorCode = MediaError.Code.hardwareFailed.rawValue

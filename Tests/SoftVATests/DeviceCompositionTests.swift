@@ -4,6 +4,7 @@ import Foundation
 import Testing
 @testable import VAFoundation
 import VATestSupport
+import HardwareAcceleration
 
 /// Video compositions drawn by the device's video processor on SoftVA: picture-in-picture, a
 /// crossfade and quarter turns match the software compositor, an export runs with no copy to host
@@ -48,7 +49,7 @@ extension HardwareExportTests {
     }
 
     /// Every composited picture of `composition`, as (Y, Cb, Cr) sample planes, on `device` or in software.
-    static func pictures(_ composition: MutableComposition, _ video: VideoComposition, device: VideoDevice?) async throws -> [[[UInt8]]] {
+    static func pictures(_ composition: MutableComposition, _ video: VideoComposition, device: VADevice?) async throws -> [[[UInt8]]] {
         let reader = AssetReader(asset: composition)
         let tracks = try await composition.loadTracks(withMediaType: .video)
         let output = try AssetReaderVideoCompositionOutput(videoTracks: tracks)
@@ -156,7 +157,7 @@ extension HardwareExportTests {
         return reference
     }
 
-    static func export(_ composition: MutableComposition, _ video: VideoComposition, device: VideoDevice?, to url: URL) async throws -> ExportResult {
+    static func export(_ composition: MutableComposition, _ video: VideoComposition, device: VADevice?, to url: URL) async throws -> ExportResult {
         let session = ExportSession(asset: composition, preset: .preset640x480)
         session.videoComposition = video
         session.hardwareDevice = device

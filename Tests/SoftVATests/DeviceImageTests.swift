@@ -3,6 +3,7 @@ import Foundation
 import Testing
 @testable import VAFoundation
 import VATestSupport
+import HardwareAcceleration
 
 /// The image generator on SoftVA: pictures decoded on the device and fitted by its video
 /// processor come down once per image, at the image's size, and look like the CPU's images.
@@ -13,7 +14,7 @@ extension HardwareExportTests {
         let source = URL(fileURLWithPath: dir.file("h264.mov"))
         try await HardwareExportTests.writeSource(to: source, settings: VideoSettings(codec: .h264, width: 640, height: 360, averageBitRate: 4_000_000))
         let times = [0, 7, 15, 29].map { MediaTime(value: Int64($0), timescale: 30) }
-        func images(on device: VideoDevice?) async throws -> [(Image, MediaTime)] {
+        func images(on device: VADevice?) async throws -> [(Image, MediaTime)] {
             let generator = AssetImageGenerator(asset: Asset(url: source))
             generator.maximumSize = Size(width: 161, height: 91)
             generator.requestedTimeToleranceBefore = .zero

@@ -2,6 +2,7 @@ import FFmpegSupport
 import Foundation
 import Testing
 import VATestSupport
+import HardwareAcceleration
 
 /// FFmpegSupport's decoder decodes into VA surfaces on SoftVA: SoftVA's own counters say how
 /// many pictures it decoded and what crossed to host memory, and the pictures match ffmpeg's
@@ -39,7 +40,7 @@ import VATestSupport
         let counters = tmp.file("counters.txt")
         let (surfaces, pictures, transferred) = try env.withProcessEnvironment(SoftVAOptions(countersPath: counters)) {
             () throws -> (Int, [Frame], (count: Int, bytes: Int)) in
-            let device = try HardwareDevice(openingVAAPIDevice: env.display.name)
+            let device = try VADevice(env.display.name).hardware
             let demuxer = try Demuxer(path: Fixtures.kodakAVI)
             let stream = try #require(demuxer.streams.first { $0.kind == .video })
             let decoder = try Decoder(parameters: try demuxer.codecParameters(ofStream: stream.index), timeBase: stream.timeBase,
@@ -131,7 +132,7 @@ import VATestSupport
                                       "-t", "1", "-c:v", "libx264", "-profile:v", "high", "-bf", "3", "-pix_fmt", "yuv420p", "-y", input])
         let counters = tmp.file("counters.txt")
         let pictures = try env.withProcessEnvironment(SoftVAOptions(countersPath: counters)) { () throws -> [Frame] in
-            let device = try HardwareDevice(openingVAAPIDevice: env.display.name)
+            let device = try VADevice(env.display.name).hardware
             let demuxer = try Demuxer(path: input)
             let stream = try #require(demuxer.streams.first { $0.kind == .video })
             let decoder = try Decoder(parameters: try demuxer.codecParameters(ofStream: stream.index), timeBase: stream.timeBase,

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 @testable import VAFoundation
 import VATestSupport
+import HardwareAcceleration
 
 /// Exports through the VA-API paths on SoftVA: full hardware with zero host transfers,
 /// hybrid with one upload per frame, fallback to software when the device fails mid-stream,
@@ -61,10 +62,10 @@ import VATestSupport
 
     /// Runs `body` with a new device opened on the shared SoftVA display with `options`.
     static func withDevice<T>(_ options: SoftVAOptions = SoftVAOptions(), maximumConcurrentSessions: Int = 4,
-                              _ body: (VideoDevice) async throws -> T) async throws -> T {
+                              _ body: (VADevice) async throws -> T) async throws -> T {
         let env = try environment.get()
         let device = try env.withProcessEnvironment(options) {
-            try VideoDevice(opening: env.display.name, maximumConcurrentSessions: maximumConcurrentSessions)
+            try VADevice.opening(env.display.name, maximumConcurrentSessions: maximumConcurrentSessions)
         }
         return try await body(device)
     }

@@ -4,6 +4,7 @@ import Foundation
 import Testing
 @testable import VAFoundation
 import VATestSupport
+import HardwareAcceleration
 
 /// Deinterlacing by the video processor on SoftVA: FFmpeg's own `deinterlace_vaapi` against a
 /// bob computed here, and an export of an interlaced H.264 clip decoded, deinterlaced, scaled
@@ -127,7 +128,7 @@ extension HardwareExportTests {
         let dir = try TemporaryDirectory()
         let clip = try await Self.interlacedClip("tff", in: dir)
         let (w, h) = (288, 216)
-        func export(_ device: VideoDevice?, to name: String) async throws -> ExportResult {
+        func export(_ device: VADevice?, to name: String) async throws -> ExportResult {
             let session = ExportSession(asset: Asset(url: URL(fileURLWithPath: clip)), preset: .preset640x480)
             session.videoCodec = .h264
             session.outputSize = Size(width: w, height: h)

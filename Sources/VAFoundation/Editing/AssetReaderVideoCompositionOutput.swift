@@ -1,4 +1,5 @@
 import FFmpegSupport
+import HardwareAcceleration
 
 /// Composited pictures of several video tracks (`AVAssetReaderVideoCompositionOutput`): at
 /// every `frameDuration` step of the video composition, the picture each track shows then
@@ -18,7 +19,7 @@ public final class AssetReaderVideoCompositionOutput: AssetReaderOutput, VideoDe
     /// starts): the pictures come out as GPU surfaces (NV12, or P010 when a source is deeper).
     /// Frames its video processor cannot draw are drawn in host memory and come out there. A
     /// custom compositor or overlays (`animationTool`) draw in host memory, so they leave it unused.
-    public nonisolated(unsafe) var hardwareDevice: VideoDevice?
+    public nonisolated(unsafe) var hardwareDevice: VADevice?
     /// Told where pictures were decoded and composited, and of each copy (set by the export).
     nonisolated(unsafe) var observations: StageObservations?
 
@@ -90,12 +91,12 @@ public final class AssetReaderVideoCompositionOutput: AssetReaderOutput, VideoDe
     }
 
     /// The device to decode and composite on: none for a custom compositor or overlays, which draw in host memory.
-    private func device(for composition: VideoComposition) -> VideoDevice? {
+    private func device(for composition: VideoComposition) -> VADevice? {
         guard customVideoCompositor == nil, composition.animationTool?.layers.isEmpty ?? true else { return nil }
         return hardwareDevice
     }
 
-    private func deviceCompositor(on device: VideoDevice?, for composition: VideoComposition) throws(MediaError) -> DeviceCompositor? {
+    private func deviceCompositor(on device: VADevice?, for composition: VideoComposition) throws(MediaError) -> DeviceCompositor? {
         guard let device else { return nil }
         let deep = videoTracks.contains { ($0.formatDescription.video?.bitDepth ?? 8) > 8 }
         return try DeviceCompositor(device: device, width: Int(composition.renderSize.width.rounded()),

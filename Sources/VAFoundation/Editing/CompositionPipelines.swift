@@ -1,4 +1,5 @@
 import FFmpegSupport
+import HardwareAcceleration
 
 /// Reads one composition track, segment after segment: each segment opens its source file,
 /// decodes its source range with the output's settings (so sources of any codec, size, rate
@@ -38,7 +39,7 @@ final class CompositionTrackPipeline: TrackPipeline {
     private let picturesEmptySegments: Bool
 
     /// Video: the device segments are decoded on, and what to tell of it.
-    private let device: VideoDevice?
+    private let device: VADevice?
     private let observations: StageObservations?
     /// Video: the threads each segment's decoder may use (0: FFmpeg's default).
     private let decoderThreads: Int
@@ -47,7 +48,7 @@ final class CompositionTrackPipeline: TrackPipeline {
     /// segments are decoded there and their pictures stay in GPU surfaces (`.vaapiSurface`),
     /// for a compositor that shows nothing in empty segments.
     init(track: CompositionTrack, media: Media, timeRange: MediaTimeRange, picturesEmptySegments: Bool = true,
-         device: VideoDevice? = nil, observations: StageObservations? = nil, decoderThreads: Int = 0) throws(MediaError) {
+         device: VADevice? = nil, observations: StageObservations? = nil, decoderThreads: Int = 0) throws(MediaError) {
         self.track = track
         self.decoderThreads = decoderThreads
         self.picturesEmptySegments = picturesEmptySegments

@@ -19,7 +19,7 @@ final class DeviceCompositor {
 
     /// A compositor drawing `width`×`height` pictures (P010 when `deep`, else NV12) on `device`,
     /// with at most `capacity` of them held downstream at once.
-    init(device: VideoDevice, width: Int, height: Int, deep: Bool, capacity: Int, observations: StageObservations?) throws(MediaError) {
+    init(device: VADevice, width: Int, height: Int, deep: Bool, capacity: Int, observations: StageObservations?) throws(MediaError) {
         do {
             let pool = try SurfacePool(device: device.hardware, width: width, height: height,
                                        softwareFormat: deep ? .p010 : .nv12, capacity: capacity)

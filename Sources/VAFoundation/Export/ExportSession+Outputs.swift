@@ -1,5 +1,6 @@
 import FFmpegSupport
 import Foundation
+import HardwareAcceleration
 
 /// Several outputs from one read of the source: a ladder's renditions decoded once, each
 /// output's writer fitting and encoding the shared pictures side by side.
@@ -134,11 +135,11 @@ extension ExportSession {
     /// outputs are planned here as their sessions will plan them; one whose plan differs when
     /// it runs (or fails here) decodes on its own. Also returns the device the outputs' plans use.
     private func shareDecodes(among branches: [ExportSession], writing outputs: [Output],
-                              settings s: Settings) async throws -> (AssetReader?, VideoDevice?) {
+                              settings s: Settings) async throws -> (AssetReader?, VADevice?) {
         let tracks = try await asset.load(.tracks)
         var wanted: [SharedDecodeRequest: [Int]] = [:]
         var order: [SharedDecodeRequest] = []
-        var device: VideoDevice?
+        var device: VADevice?
         for (i, branch) in branches.enumerated() {
             guard branch.canWrite(outputs[i].fileType),
                   let plan = try? await branch.makePlan(tracks: tracks, fileType: outputs[i].fileType, softwareOnly: false,
@@ -253,7 +254,7 @@ struct SharedDecodeRequest: Hashable, Sendable {
     /// of what makes two requests alike.
     var encoderCodec: VideoCodec?
     /// The device decoding into surfaces; nil decodes on the host.
-    var device: VideoDevice?
+    var device: VADevice?
     /// The export's video composition is drawn (from every video track), not the track decoded.
     var composited = false
     /// Audio encoded once too, with these settings, for muxers that do (or do not) want the

@@ -189,9 +189,9 @@ extension ExportSession {
     }
 
     /// The device per the settings, or nil and why there is none.
-    private func resolveDevice(_ s: Settings) -> (device: VideoDevice?, problem: String?) {
+    private func resolveDevice(_ s: Settings) -> (device: VADevice?, problem: String?) {
         if let device = s.hardwareDevice { return (device, nil) }
-        do { return (try VideoDevice.shared(s.hardwareDeviceName), nil) } catch { return (nil, error.message) }
+        do { return (try VADevice.shared(s.hardwareDeviceName), nil) } catch { return (nil, error.message) }
     }
 
     /// The plan for the tracks and the settings `s` (the export's snapshot), from them alone.
@@ -404,7 +404,7 @@ extension ExportSession {
     /// host memory, encoded on the device when it can (one upload per picture).
     static func compositionDecision(_ composition: VideoComposition, sources: [AssetTrack], settings: VideoSettings,
                                     customCompositor: (any VideoCompositing)?, policy: HardwarePolicy,
-                                    device: VideoDevice?, problem: String?) throws(MediaError) -> HardwareDecision {
+                                    device: VADevice?, problem: String?) throws(MediaError) -> HardwareDecision {
         let drawer = customCompositor.map { "\(type(of: $0))" } ?? "the software compositor"
         guard policy != .off else { return .software("software: the video composition is drawn by \(drawer) in host memory (hardware is off)") }
         let decisions = try sources.map { source throws(MediaError) in
@@ -614,7 +614,7 @@ public struct ExportPlan: Sendable {
     /// Which video stages run on the device, nil when nothing is encoded.
     public var hardware: HardwareDecision?
     /// The device the hardware stages run on; nil when every stage runs in software.
-    public var device: VideoDevice?
+    public var device: VADevice?
     public var droppedTracks: [ExportResult.DroppedTrack] = []
     public var warnings: [String] = []
     /// Tracks copied as stored (passthrough).

@@ -349,35 +349,9 @@ extension ExportSession {
     }
 }
 
-/// Bounds how many exports run at once in this process; the rest wait (`.waiting`).
-actor ExportSlots {
+extension ExportSlots {
+    /// The process's bound on exports running at once: one per core.
     static let shared = ExportSlots(limit: max(1, ProcessInfo.processInfo.activeProcessorCount))
-    private let limit: Int
-    private var running = 0
-    private var waiters: [LockedContinuation<Void, Never>] = []
-
-    init(limit: Int) { self.limit = limit }
-
-    func acquire() async throws {
-        try Task.checkCancellation()
-        if running < limit {
-            running += 1
-            return
-        }
-        await withLockedContinuation { waiters.append($0) }
-        if Task.isCancelled {
-            release()
-            throw CancellationError()
-        }
-    }
-
-    func release() {
-        if waiters.isEmpty {
-            running = max(0, running - 1)
-        } else {
-            waiters.removeFirst().resume()
-        }
-    }
 }
 
 extension ExportSession {
@@ -393,7 +367,7 @@ extension ExportSession {
 
     /// Decodes `output`'s video on `device` where the plan decodes there; on the host beside a
     /// software encoder, with the threads `PipelineBounds` gives a decoder there.
-    static func placeDecoding(of output: some VideoDecodingOutput, hardware: HardwareDecision?, device: VideoDevice?,
+    static func placeDecoding(of output: some VideoDecodingOutput, hardware: HardwareDecision?, device: VADevice?,
                               encodingTo settings: VideoSettings) {
         if hardware?.decodesOnDevice == true {
             output.hardwareDevice = device

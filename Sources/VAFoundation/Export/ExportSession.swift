@@ -56,7 +56,7 @@ public final class ExportSession: Sendable {
         var overwritesExistingFile = false
         var hardwarePolicy: HardwarePolicy = .auto
         var hardwareDeviceName: String?
-        var hardwareDevice: VideoDevice?
+        var hardwareDevice: VADevice?
         /// The shared decodes this session reads as one output of a multi-output export.
         var fanOut: FanOutBranch?
         /// The scheduler of the multi-output export this session is an output of: one for the
@@ -258,7 +258,7 @@ public final class ExportSession: Sendable {
         set { settings.withLock { $0.hardwareDeviceName = newValue } }
     }
     /// A device already opened, used instead of `hardwareDeviceName`.
-    public var hardwareDevice: VideoDevice? {
+    public var hardwareDevice: VADevice? {
         get { settings.withLock { $0.hardwareDevice } }
         set { settings.withLock { $0.hardwareDevice = newValue } }
     }

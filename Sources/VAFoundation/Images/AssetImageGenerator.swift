@@ -2,6 +2,7 @@ import Dispatch
 import FFmpegSupport
 import Foundation
 import Synchronization
+import HardwareAcceleration
 
 /// Still images from an asset's video at given times (`AVAssetImageGenerator`'s role).
 ///
@@ -52,7 +53,7 @@ public final class AssetImageGenerator: Sendable {
         var toleranceAfter = MediaTime.positiveInfinity
         var dynamicRangePolicy = DynamicRangePolicy.forceSDR
         var videoComposition: VideoComposition?
-        var device: VideoDevice?
+        var device: VADevice?
     }
     private let settings = Locked(Settings())
     /// Requests from before the latest `cancelAllImageGeneration()` are cancelled.
@@ -110,7 +111,7 @@ public final class AssetImageGenerator: Sendable {
     /// fitted to the image's size by the device's video processor and downloaded once, at that
     /// size. A stream the device cannot decode is decoded in software; HDR pictures to tone-map
     /// are downloaded at full size and tone-mapped on the CPU. Nil (the default): the CPU only.
-    public var hardwareDevice: VideoDevice? {
+    public var hardwareDevice: VADevice? {
         get { settings.withLock { $0.device } }
         set { settings.withLock { $0.device = newValue } }
     }
@@ -309,7 +310,7 @@ private final class FrameSource {
     static let extraHardwareFrames = 4
 
     /// Reads `track` of `path`, from `opened` when given (a demuxer of that file), else from a new one.
-    init(path: String, track: AssetTrack, device: VideoDevice?, opened: Demuxer? = nil) throws {
+    init(path: String, track: AssetTrack, device: VADevice?, opened: Demuxer? = nil) throws {
         self.path = path
         self.track = track
         converter = RGBConverter(path: path, device: device)
@@ -435,11 +436,11 @@ private final class FrameSource {
 /// surface is fitted by the device's video processor and downloaded once, at the image's size.
 private final class RGBConverter {
     let path: String
-    private let device: VideoDevice?
+    private let device: VADevice?
     private var scaler: Scaler?
     private var surfaceCompositor: SurfaceCompositor?
 
-    init(path: String, device: VideoDevice? = nil) {
+    init(path: String, device: VADevice? = nil) {
         self.path = path
         self.device = device
     }

@@ -1,6 +1,7 @@
 import FFmpegSupport
 import Foundation
 import Synchronization
+import HardwareAcceleration
 
 /// Vends the samples of one or more tracks of a reader (`AVAssetReaderOutput`'s role).
 ///
@@ -239,7 +240,7 @@ public enum ReaderOutputSettings: Sendable, Hashable {
 /// An output that decodes video, on a VA-API device or on the host: the export places its
 /// decoding (`ExportSession.placeDecoding`) the same way for a track and for a video composition.
 protocol VideoDecodingOutput: AssetReaderOutput {
-    var hardwareDevice: VideoDevice? { get set }
+    var hardwareDevice: VADevice? { get set }
 }
 
 /// The samples of one track (`AVAssetReaderTrackOutput`): compressed as stored when
@@ -249,7 +250,7 @@ public final class AssetReaderTrackOutput: AssetReaderOutput, VideoDecodingOutpu
     public let track: AssetTrack
     public let outputSettings: ReaderOutputSettings?
     private nonisolated(unsafe) var pipeline: TrackPipeline?
-    private let device = Locked<VideoDevice?>(nil)
+    private let device = Locked<VADevice?>(nil)
     /// Where an export's stages record what they did (set by the export before reading starts).
     let observations = Locked<StageObservations?>(nil)
     /// Surfaces a device decoder keeps beyond its references: more when its pictures go to
@@ -260,7 +261,7 @@ public final class AssetReaderTrackOutput: AssetReaderOutput, VideoDecodingOutpu
     /// `PixelBufferAttributes(pixelFormat: .vaapiSurface, …)` the pictures stay in GPU surfaces,
     /// scaled by the device's video processor; with a host format each is downloaded once.
     /// Streams the device cannot decode fall back to software decoding by themselves.
-    public var hardwareDevice: VideoDevice? {
+    public var hardwareDevice: VADevice? {
         get { device.withLock { $0 } }
         set { device.withLock { $0 = newValue } }
     }

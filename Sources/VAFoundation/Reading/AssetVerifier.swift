@@ -2,6 +2,7 @@ import FFmpegSupport
 import Foundation
 import MediaCore
 import Synchronization
+import HardwareAcceleration
 
 /// A full decode of every packet of every track of a file, to find damage: the health check
 /// media libraries run on their files (`vaf verify`; `ffmpeg -v error -i F -f null -`).
@@ -13,7 +14,7 @@ import Synchronization
 /// decoders skip their deblocking filter: it cannot fail, and the pictures are not kept.
 public final class AssetVerifier: Sendable {
     public let url: URL
-    private let device = Locked<VideoDevice?>(nil)
+    private let device = Locked<VADevice?>(nil)
     /// The file's bytes read so far, for progress.
     private let bytesRead = Atomic<Int64>(0)
     private let fileBytes = Atomic<Int64>(0)
@@ -27,7 +28,7 @@ public final class AssetVerifier: Sendable {
 
     /// Decodes video on this VA-API device where its driver takes the stream. Nil (the
     /// default): the CPU only.
-    public var hardwareDevice: VideoDevice? {
+    public var hardwareDevice: VADevice? {
         get { device.withLock { $0 } }
         set { device.withLock { $0 = newValue } }
     }
@@ -55,7 +56,7 @@ public final class AssetVerifier: Sendable {
         }
     }
 
-    private func run(_ path: String, device: VideoDevice?) throws(MediaError) -> AssetVerification {
+    private func run(_ path: String, device: VADevice?) throws(MediaError) -> AssetVerification {
         stage.preconditionIsCurrent()
         fileBytes.store(try AssetInspector.checkReadableFile(path), ordering: .relaxed)
         guard let device else { return try pass(path, device: nil) }
@@ -69,7 +70,7 @@ public final class AssetVerifier: Sendable {
     }
 
     /// One reading of the whole file, decoding on `device` when given.
-    private func pass(_ path: String, device: VideoDevice?) throws(MediaError) -> AssetVerification {
+    private func pass(_ path: String, device: VADevice?) throws(MediaError) -> AssetVerification {
         let demuxer: Demuxer
         do { demuxer = try Demuxer(path: path, mendingDiscontinuities: false) } catch { throw AssetInspector.openFailure(error, path: path) }
         var checks: [StreamCheck] = []

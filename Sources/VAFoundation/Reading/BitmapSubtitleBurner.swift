@@ -4,7 +4,7 @@ import HardwareAcceleration
 /// The device whose video processor draws subtitle layers, and the smallest picture its
 /// pipeline takes in (Intel's takes 16x16 and up): a smaller cue is uploaded padded.
 struct SubtitleLayerDevice {
-    let hardware: HardwareDevice
+    let hardware: HardwareDeviceContext
     let minimumInput: Size?
 }
 

@@ -1,4 +1,5 @@
 import FFmpegSupport
+import HardwareAcceleration
 
 /// Produces one track's samples for a reader output.
 protocol TrackPipeline: AnyObject {
@@ -171,7 +172,7 @@ final class DecodeLoop {
 
     /// A decoder for `stream`, decoding into VA surfaces on `hardware` when the driver takes it;
     /// `threadCount` 0 lets FFmpeg choose.
-    init(session: DemuxSession, stream: Int, hardware: HardwareDevice? = nil, threadCount: Int = 0,
+    init(session: DemuxSession, stream: Int, hardware: HardwareDeviceContext? = nil, threadCount: Int = 0,
          extraHardwareFrames: Int = DecodeLoop.extraHardwareFrames) throws(MediaError) {
         self.session = session
         self.stream = stream
@@ -324,7 +325,7 @@ final class VideoDecodePipeline: TrackPipeline {
     let wantsSurfaces: Bool
     let timeBase: Rational
     let range: TickRange
-    private let device: VideoDevice?
+    private let device: VADevice?
     /// Told where pictures were decoded and scaled, and of each copy to host memory.
     private let observations: StageObservations?
     private var scaler: Scaler?
@@ -347,7 +348,7 @@ final class VideoDecodePipeline: TrackPipeline {
     static let hostFramePoolCapacity = PipelineBounds.readerHostFrames
 
     init(session: DemuxSession, track: AssetTrack, attributes: PixelBufferAttributes, timeRange: MediaTimeRange,
-         device: VideoDevice? = nil, observations: StageObservations? = nil, decoderThreads: Int = 0,
+         device: VADevice? = nil, observations: StageObservations? = nil, decoderThreads: Int = 0,
          extraDeviceSurfaces: Int = DecodeLoop.extraHardwareFrames) throws(MediaError) {
         self.observations = observations
         wantsSurfaces = attributes.pixelFormat == .vaapiSurface
@@ -531,8 +532,9 @@ extension VideoDecodePipeline {
         return try Frame(width: width, height: height, pixelFormat: targetFormat)
     }
 
-    /// `surface` scaled by the device's video processor into the reader's surface pool.
-    private func scaleOnDevice(_ surface: Frame, width: Int, height: Int) throws(FFmpegError) -> Frame {
+    /// `surface` scaled by the device's video processor into the reader's surface pool. Throws
+    /// FFmpeg's errors for the pool and `VAError` for the video processor.
+    private func scaleOnDevice(_ surface: Frame, width: Int, height: Int) throws -> Frame {
         if surfaceScaler == nil, let device {
             let pool = try SurfacePool(device: device.hardware, width: width, height: height, softwareFormat: targetFormat,
                                        capacity: Self.surfacePoolCapacity)

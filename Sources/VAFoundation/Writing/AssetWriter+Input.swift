@@ -1,5 +1,6 @@
 import Dispatch
 import FFmpegSupport
+import HardwareAcceleration
 
 /// One track being written (`AVAssetWriterInput`'s role): it encodes the samples appended to
 /// it with its output settings, or passes compressed samples through when it has none.
@@ -31,7 +32,7 @@ public final class AssetWriterInput: Sendable {
         var metadata: [MetadataItem] = []
         var mediaTimeScale: Int32 = 0
         var expectsMediaDataInRealTime = false
-        var hardwareDevice: VideoDevice?
+        var hardwareDevice: VADevice?
         var observations: StageObservations?
         var resumable = false
         var source: WriterInputConfiguration.Source?
@@ -153,7 +154,7 @@ public final class AssetWriterInput: Sendable {
     /// in software. GPU-surface pictures of the output size go to the encoder as they are;
     /// others are scaled by the device's video processor, and host pictures are uploaded once
     /// each. Set before `startWriting()`.
-    public var hardwareDevice: VideoDevice? {
+    public var hardwareDevice: VADevice? {
         get { properties.withLock { $0.hardwareDevice } }
         set { properties.withLock { $0.hardwareDevice = newValue } }
     }

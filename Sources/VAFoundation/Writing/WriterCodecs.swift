@@ -1,4 +1,5 @@
 import FFmpegSupport
+import HardwareAcceleration
 
 extension VideoSettings {
     /// The rate-control buffer, in bits, the encoder gets for `maxBitRate` (its rate over
@@ -214,7 +215,7 @@ enum WriterCodecs {
     /// low-power entry point when it is the only one, rate control from the settings among
     /// the modes the driver offers, profile, level, keyframe interval, B-frames.
     static func hardwareVideoConfiguration(_ s: VideoSettings, timeBase: Rational, globalHeader: Bool,
-                                           device: VideoDevice) throws(MediaError) -> (name: String, configuration: Encoder.Configuration) {
+                                           device: VADevice) throws(MediaError) -> (name: String, configuration: Encoder.Configuration) {
         guard let family = HardwareJob.family(of: s.codec), let name = family.ffmpegVAAPIEncoder, Encoder.isAvailable(name) else {
             throw MediaError(.unsupported, "this libavcodec has no VA-API encoder for \(s.codec)")
         }

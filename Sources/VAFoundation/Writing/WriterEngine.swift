@@ -1,5 +1,6 @@
 import Foundation
 import FFmpegSupport
+import HardwareAcceleration
 
 /// What one input was configured with when writing started.
 struct WriterInputConfiguration: Sendable {
@@ -15,7 +16,7 @@ struct WriterInputConfiguration: Sendable {
     var mediaTimeScale: Int32
     var expectsMediaDataInRealTime: Bool
     /// Encode on this VA-API device instead of in software.
-    var hardwareDevice: VideoDevice?
+    var hardwareDevice: VADevice?
     /// Hold each group of pictures until the next keyframe, so that after a device failure
     /// the open one can be dropped and the input resumed in software from its keyframe.
     var resumable = false
@@ -434,6 +435,10 @@ final class WriterEngine: @unchecked Sendable {
                 throw MediaError(.hardwareFailed, failure.message, path: failure.path, underlying: error)
             }
             throw failure
+        } catch let error as VAError {
+            // The video processor failed fitting a picture for the device's encoder.
+            if pipeline.configuration.resumable && pipeline.configuration.hardwareDevice != nil { pipeline.deviceFailed = true }
+            throw MediaError(.hardwareFailed, "\(subject(i)): the video processor failed at \(pts.seconds) s", path: errorPath(i), underlying: error)
         } catch let error as MediaError {
             throw error
         } catch {

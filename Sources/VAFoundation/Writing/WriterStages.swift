@@ -1,4 +1,5 @@
 import FFmpegSupport
+import HardwareAcceleration
 
 /// Turns pictures of any size and host pixel format into encoded packets: scales them to the
 /// encoder's size with the input's scaling mode, then encodes. Confined to the writer's queue.
@@ -31,8 +32,9 @@ final class WriterVideoStage {
     }
 
     /// Encodes `picture` at `pts` (encoder time base), as a keyframe when `forcingKeyframe`,
-    /// and returns the packets that became ready.
-    func encode(_ picture: PixelBuffer, pts: Int64, duration: Int64, forcingKeyframe: Bool = false) throws(FFmpegError) -> [Packet] {
+    /// and returns the packets that became ready. Throws FFmpeg's errors, and `VAError` when
+    /// the video processor fails fitting a surface for the device's encoder.
+    func encode(_ picture: PixelBuffer, pts: Int64, duration: Int64, forcingKeyframe: Bool = false) throws -> [Packet] {
         let frame = try prepare(picture.frame)
         frame.pts = pts
         frame.duration = duration
@@ -58,7 +60,7 @@ final class WriterVideoStage {
 
     /// `source` as the frame the encoder takes: on its surfaces for a VA-API encoder, in
     /// host memory for a software one.
-    private func prepare(_ source: Frame) throws(FFmpegError) -> Frame {
+    private func prepare(_ source: Frame) throws -> Frame {
         guard let surfaces = encoder.hardwareFrames else {
             observations?.encoded(on: .host)
             guard source.surfaceSoftwareFormat != nil else { return try fit(source) }

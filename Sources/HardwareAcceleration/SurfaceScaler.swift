@@ -1,3 +1,4 @@
+import FFmpegSupport
 import MediaCore
 
 /// Scales and converts VA surfaces into a `SurfacePool` on the GPU (VA-API video processing,
@@ -8,14 +9,14 @@ public final class SurfaceScaler {
     public var output: SurfacePool { compositor.output }
 
     /// Opens a VPP context rendering into `output`'s surfaces.
-    public init(output: SurfacePool) throws(FFmpegError) {
+    public init(output: SurfacePool) throws(VAError) {
         compositor = try SurfaceCompositor(output: output)
     }
 
     /// `source` (a surface of any size) scaled into a free surface of the output pool with
     /// `mode`, converted to full or limited range when `outputFullRange` says (nil keeps
     /// the source's); timestamps and colour tags carry over. Outside the picture (bars) is black.
-    public func scale(_ source: Frame, fit mode: PictureFit.Mode, outputFullRange: Bool? = nil) throws(FFmpegError) -> Frame {
+    public func scale(_ source: Frame, fit mode: PictureFit.Mode, outputFullRange: Bool? = nil) throws(VAError) -> Frame {
         let fit = PictureFit(source: Size(width: source.width, height: source.height), pixelAspect: source.pixelAspect,
                              output: Size(width: output.width, height: output.height), mode: mode)
         let layer = SurfaceLayer(source: source, sourceRegion: fit.source, outputRegion: fit.output)

@@ -1,23 +1,27 @@
-internal import CFFmpeg
+package import CFFmpeg
 import MediaCore
 
-/// libavutil's handle on a VA-API device (`AVHWDeviceContext`), shared by decoders, filters and
-/// encoders so they exchange GPU surfaces without copying.
+/// libavutil's reference to a VA-API device (`AVHWDeviceContext`), which decoders, surface pools
+/// and encoders share so they exchange GPU surfaces without copying. It is not a device of its
+/// own: `VADevice` (HardwareAcceleration) owns the display and makes this context over it.
 // @unchecked: the device context is immutable after init; libva serialises calls on its display.
-public final class HardwareDevice: @unchecked Sendable {
+public final class HardwareDeviceContext: @unchecked Sendable {
     let reference: UnsafeMutablePointer<AVBufferRef>
+    /// The object that owns the display and terminates it after this context's last reference.
+    package let displayOwner: AnyObject
 
-    /// Wraps a VADisplay that `owner` opened and initialised, and will terminate after this
-    /// context is gone. The corresponding C functions are `av_hwdevice_ctx_alloc` and `av_hwdevice_ctx_init`.
-    public init(vaDisplay: UnsafeMutableRawPointer, owner: AnyObject) throws(FFmpegError) {
+    /// A VA-API context whose display `attachDisplay` sets, keeping `owner` alive until
+    /// libavutil's last reference to it is gone: the display is terminated only after every
+    /// surface on it is destroyed, whichever of them outlives this object. The display is set
+    /// by its owner's module, so it never crosses into this one as a value. The corresponding
+    /// C functions are `av_hwdevice_ctx_alloc` and `av_hwdevice_ctx_init`.
+    package init(vaapiKeepingAlive owner: AnyObject,
+                 attachDisplay: (inout AVVAAPIDeviceContext) -> Void) throws(FFmpegError) {
         guard let ref = av_hwdevice_ctx_alloc(AV_HWDEVICE_TYPE_VAAPI) else {
             throw FFmpegError(code: .outOfMemory, function: "av_hwdevice_ctx_alloc")
         }
         let device = UnsafeMutableRawPointer(ref.pointee.data).assumingMemoryBound(to: AVHWDeviceContext.self)
-        device.pointee.hwctx.assumingMemoryBound(to: AVVAAPIDeviceContext.self).pointee.display = vaDisplay
-        // libavutil frees the context when its last reference goes, which may be a surface pool
-        // outliving this object: it then releases the owner, so the display is terminated only
-        // after every surface on it is destroyed.
+        attachDisplay(&device.pointee.hwctx.assumingMemoryBound(to: AVVAAPIDeviceContext.self).pointee)
         device.pointee.user_opaque = Unmanaged.passRetained(owner).toOpaque()
         device.pointee.free = { context in
             guard let opaque = context?.pointee.user_opaque else { return }
@@ -30,15 +34,7 @@ public final class HardwareDevice: @unchecked Sendable {
             throw FFmpegError(status, "av_hwdevice_ctx_init")
         }
         reference = ref
-    }
-
-    /// Lets libavutil open the device itself: a DRM render node path or an X11 display name.
-    /// The corresponding C function is `av_hwdevice_ctx_create`.
-    public init(openingVAAPIDevice device: String) throws(FFmpegError) {
-        var ref: UnsafeMutablePointer<AVBufferRef>? = nil
-        try check(av_hwdevice_ctx_create(&ref, AV_HWDEVICE_TYPE_VAAPI, device, nil, 0), "av_hwdevice_ctx_create")
-        guard let ref else { throw FFmpegError(code: .outOfMemory, function: "av_hwdevice_ctx_create") }
-        reference = ref
+        displayOwner = owner
     }
 
     deinit {
@@ -48,12 +44,6 @@ public final class HardwareDevice: @unchecked Sendable {
 
     /// A new reference for a codec or filter context to own.
     func newReference() -> UnsafeMutablePointer<AVBufferRef>? { av_buffer_ref(reference) }
-
-    /// The VADisplay libavutil uses for this device.
-    var vaDisplay: VADisplay {
-        let device = UnsafeMutableRawPointer(reference.pointee.data).assumingMemoryBound(to: AVHWDeviceContext.self)
-        return device.pointee.hwctx.assumingMemoryBound(to: AVVAAPIDeviceContext.self).pointee.display
-    }
 }
 
 /// Bytes moved between GPU surfaces and host memory by this process's transfers, so a

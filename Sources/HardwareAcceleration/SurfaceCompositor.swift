@@ -1,4 +1,5 @@
-internal import CFFmpeg
+internal import CVA
+import FFmpegSupport
 import MediaCore
 
 /// One picture the video processor draws: a region of a VA surface, turned by quarter turns and
@@ -48,30 +49,35 @@ public struct SurfaceLayer {
 /// config and context; one task or queue at a time.
 public final class SurfaceCompositor {
     public let output: SurfacePool
-    private let display: VADisplay
-    private var config = VAConfigID(VA_INVALID_ID)
-    private var context = VAContextID(VA_INVALID_ID)
+    /// The display the pool's surfaces and the VPP context live on, kept alive by this object.
+    private let connection: VADisplayConnection
+    private var config = VAConfigID(cva_VA_INVALID_ID())
+    private var context = VAContextID(cva_VA_INVALID_ID())
 
-    /// Opens a VPP context rendering into `output`'s surfaces. The corresponding C functions
-    /// are `vaCreateConfig` and `vaCreateContext`.
-    public init(output: SurfacePool) throws(FFmpegError) {
-        self.output = output
-        display = output.device.vaDisplay
-        var status = vaCreateConfig(display, VAProfileNone, VAEntrypointVideoProc, nil, 0, &config)
-        guard status == VA_STATUS_SUCCESS else { throw Self.failure(status, "vaCreateConfig(VideoProc)") }
-        var targets = output.surfaceIDs
-        status = targets.withUnsafeMutableBufferPointer { ids in
-            vaCreateContext(display, config, Int32(output.width), Int32(output.height), Int32(VA_PROGRESSIVE),
-                            ids.baseAddress, Int32(ids.count), &context)
+    /// Opens a VPP context rendering into `output`'s surfaces, on the `VADevice` they were made
+    /// on. The corresponding C functions are `vaCreateConfig` and `vaCreateContext`.
+    public init(output: SurfacePool) throws(VAError) {
+        guard let connection = output.device.displayOwner as? VADisplayConnection else {
+            throw VAError(status: .invalidDisplay, message: "the surface pool is not on a VADevice's display", call: "SurfaceCompositor")
         }
+        self.output = output
+        self.connection = connection
+        let display = connection.display
+        try vaCheck("vaCreateConfig(VideoProc)") { vaCreateConfig(display, VAProfileNone, VAEntrypointVideoProc, nil, 0, &config) }
+        var targets = output.surfaceIDs
         // On failure `deinit` runs (every property is set) and destroys the config: once.
-        guard status == VA_STATUS_SUCCESS else { throw Self.failure(status, "vaCreateContext(VideoProc)") }
+        try vaCheck("vaCreateContext(VideoProc)") {
+            targets.withUnsafeMutableBufferPointer { ids in
+                vaCreateContext(display, config, Int32(output.width), Int32(output.height), Int32(VA_PROGRESSIVE),
+                                ids.baseAddress, Int32(ids.count), &context)
+            }
+        }
     }
 
     /// Destroys what `init` created, and only that: a failed `init` leaves invalid IDs behind.
     deinit {
-        if context != VAContextID(VA_INVALID_ID) { vaDestroyContext(display, context) }
-        if config != VAConfigID(VA_INVALID_ID) { vaDestroyConfig(display, config) }
+        if context != VAContextID(cva_VA_INVALID_ID()) { vaDestroyContext(connection.display, context) }
+        if config != VAConfigID(cva_VA_INVALID_ID()) { vaDestroyConfig(connection.display, config) }
     }
 
     /// `layers` (bottom first) drawn into a free surface of the output pool over `background`
@@ -79,10 +85,14 @@ public final class SurfaceCompositor {
     /// The first layer's timestamps and colour tags carry over. The corresponding C functions
     /// are `vaCreateBuffer`, `vaBeginPicture`, `vaRenderPicture` and `vaEndPicture`.
     public func draw(_ layers: [SurfaceLayer], background: UInt32, outputMatrix: String? = nil,
-                     outputFullRange: Bool) throws(FFmpegError) -> Frame {
-        guard let first = layers.first else { throw FFmpegError(code: .invalidArgument, function: "SurfaceCompositor.draw (no layer)") }
-        let destination = try output.waitForSurface()
-        guard let target = destination.vaSurface else { throw FFmpegError(code: .invalidArgument, function: "SurfaceCompositor.draw (pool frame)") }
+                     outputFullRange: Bool) throws(VAError) -> Frame {
+        guard let first = layers.first else { throw Self.misuse("no layer to draw") }
+        let destination: Frame
+        do { destination = try output.waitForSurface() } catch {
+            throw VAError(status: .allocationFailed, message: error.description, call: "SurfaceCompositor.draw")
+        }
+        guard let target = destination.vaSurface else { throw Self.misuse("the output pool gave a host frame") }
+        let display = connection.display
         let outputStandard = Self.colourStandard(outputMatrix ?? first.source.colorMatrix)
         // The regions and blend states the buffers point at must live until vaEndPicture.
         let regions = UnsafeMutablePointer<VARectangle>.allocate(capacity: 2 * layers.count)
@@ -94,7 +104,7 @@ public final class SurfaceCompositor {
             blends.deallocate()
         }
         for (index, layer) in layers.enumerated() {
-            guard let input = layer.source.vaSurface else { throw FFmpegError(code: .invalidArgument, function: "SurfaceCompositor.draw (host frame)") }
+            guard let input = layer.source.vaSurface else { throw Self.misuse("layer \(index) is a host frame, not a VA surface") }
             regions[2 * index] = Self.rectangle(layer.sourceRegion)
             regions[2 * index + 1] = Self.rectangle(layer.outputRegion)
             var parameters = VAProcPipelineParameterBuffer()
@@ -119,22 +129,26 @@ public final class SurfaceCompositor {
                 blends[index] = blend
                 parameters.blend_state = UnsafePointer(blends + index)
             }
-            var buffer = VABufferID(VA_INVALID_ID)
-            let status = vaCreateBuffer(display, context, VAProcPipelineParameterBufferType,
-                                        UInt32(MemoryLayout<VAProcPipelineParameterBuffer>.size), 1, &parameters, &buffer)
-            guard status == VA_STATUS_SUCCESS else { throw Self.failure(status, "vaCreateBuffer(VAProcPipelineParameterBuffer)") }
+            var buffer = VABufferID(cva_VA_INVALID_ID())
+            try vaCheck("vaCreateBuffer(VAProcPipelineParameterBuffer)") {
+                vaCreateBuffer(display, context, VAProcPipelineParameterBufferType,
+                               UInt32(MemoryLayout<VAProcPipelineParameterBuffer>.size), 1, &parameters, &buffer)
+            }
             buffers.append(buffer)
         }
-        var status = vaBeginPicture(display, context, target)
-        guard status == VA_STATUS_SUCCESS else { throw Self.failure(status, "vaBeginPicture(VideoProc)") }
-        status = buffers.withUnsafeMutableBufferPointer { ids in vaRenderPicture(display, context, ids.baseAddress, Int32(ids.count)) }
-        guard status == VA_STATUS_SUCCESS else {
+        try vaCheck("vaBeginPicture(VideoProc)") { vaBeginPicture(display, context, target) }
+        do {
+            try vaCheck("vaRenderPicture(VideoProc)") {
+                buffers.withUnsafeMutableBufferPointer { ids in vaRenderPicture(display, context, ids.baseAddress, Int32(ids.count)) }
+            }
+        } catch {
             vaEndPicture(display, context)
-            throw Self.failure(status, "vaRenderPicture(VideoProc)")
+            throw error
         }
-        status = vaEndPicture(display, context)
-        guard status == VA_STATUS_SUCCESS else { throw Self.failure(status, "vaEndPicture(VideoProc)") }
-        try check(av_frame_copy_props(destination.pointer, first.source.pointer), "av_frame_copy_props")
+        try vaCheck("vaEndPicture(VideoProc)") { vaEndPicture(display, context) }
+        do { try destination.copyProperties(from: first.source) } catch {
+            throw VAError(status: .operationFailed, message: error.description, call: "SurfaceCompositor.draw")
+        }
         destination.isFullRange = outputFullRange
         return destination
     }
@@ -154,8 +168,8 @@ public final class SurfaceCompositor {
         }
     }
 
-    static func failure(_ status: VAStatus, _ call: String) -> FFmpegError {
-        let text = vaErrorStr(status).map { String(cString: $0) } ?? "VA status \(status)"
-        return FFmpegError(code: .externalFailure, function: "\(call): \(text)")
+    /// A drawing this compositor cannot do with what it was given.
+    private static func misuse(_ problem: String) -> VAError {
+        VAError(status: .invalidParameter, message: problem, call: "SurfaceCompositor.draw")
     }
 }
