@@ -23,6 +23,8 @@ public struct BitmapSubtitleRect: Sendable {
 /// Decodes bitmap subtitle packets (HDMV PGS, DVD VobSub, DVB) into positioned RGBA pictures,
 /// for drawing into video. Owns its codec context; one task at a time.
 public final class BitmapSubtitleDecoder {
+    /// Holds the context for each call: one thread at a time, checked.
+    package let use = ExclusiveUse("BitmapSubtitleDecoder")
     private let decoder: UnsafeMutablePointer<AVCodecContext>
 
     /// Opens the decoder for `source`, whose packets are timed in `timeBase`. Throws for text
@@ -64,6 +66,7 @@ public final class BitmapSubtitleDecoder {
     /// in several packets) or carries no time. The corresponding C functions are
     /// `avcodec_decode_subtitle2` and `avsubtitle_free`.
     public func decode(_ packet: Packet) throws(FFmpegError) -> BitmapSubtitle? {
+        use.begin(); defer { use.end() }
         var subtitle = AVSubtitle()
         var got: Int32 = 0
         try check(avcodec_decode_subtitle2(decoder, &subtitle, &got, packet.pointer), "avcodec_decode_subtitle2")

@@ -5,6 +5,8 @@ internal import CFFmpeg
 /// Feeding and draining follow FFmpeg's send/receive model: one packet may yield several
 /// frames, so callers drain `receiveFrame()` until it reports `.needsInput`.
 public final class Decoder {
+    /// Holds the context for each call: one thread at a time, checked.
+    package let use = ExclusiveUse("Decoder")
     let context: UnsafeMutablePointer<AVCodecContext>
     /// The device frames are decoded on, kept alive while the decoder uses it.
     private let hardware: HardwareDeviceContext?
@@ -84,6 +86,7 @@ public final class Decoder {
 
     /// Hands a packet to the decoder. The corresponding C function is `avcodec_send_packet`.
     public func send(_ packet: Packet) throws(FFmpegError) -> SendResult {
+        use.begin(); defer { use.end() }
         let result = avcodec_send_packet(context, packet.pointer)
         if result == cffmpeg_averror(EAGAIN) { return .outputPending }
         try check(result, "avcodec_send_packet")
@@ -93,6 +96,7 @@ public final class Decoder {
     /// Tells the decoder no more packets follow, so it releases the frames it holds back.
     /// The corresponding C function is `avcodec_send_packet` with a null packet.
     public func sendEndOfStream() throws(FFmpegError) {
+        use.begin(); defer { use.end() }
         let result = avcodec_send_packet(context, nil)
         if result == cffmpeg_AVERROR_EOF() { return }
         try check(result, "avcodec_send_packet")
@@ -101,6 +105,7 @@ public final class Decoder {
     /// Takes the next decoded frame, if one is ready, with the container's sample aspect ratio
     /// where it declares one. The corresponding C function is `avcodec_receive_frame`.
     public func receiveFrame() throws(FFmpegError) -> ReceiveResult {
+        use.begin(); defer { use.end() }
         let frame = Frame()
         let result = avcodec_receive_frame(context, frame.pointer)
         if result == cffmpeg_averror(EAGAIN) { return .needsInput }
@@ -114,7 +119,10 @@ public final class Decoder {
     public var isDecodingToSurfaces: Bool { context.pointee.hw_frames_ctx != nil && context.pointee.pix_fmt == AV_PIX_FMT_VAAPI }
 
     /// Drops buffered frames, e.g. after a seek. The corresponding C function is `avcodec_flush_buffers`.
-    public func flush() { avcodec_flush_buffers(context) }
+    public func flush() {
+        use.begin(); defer { use.end() }
+        avcodec_flush_buffers(context)
+    }
 }
 
 /// libavcodec's format negotiation: VA surfaces when offered, else the decoder's first

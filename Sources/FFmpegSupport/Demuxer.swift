@@ -9,6 +9,8 @@ import MediaCore
 /// hands out, and every one it is given to seek to, is moved by that start, the way ffmpeg's
 /// command line moves them. Streams keep their offsets to each other.
 public final class Demuxer {
+    /// Holds the context for each call: one thread at a time, checked.
+    package let use = ExclusiveUse("Demuxer")
     let context: UnsafeMutablePointer<AVFormatContext>
     /// The path the demuxer was opened on.
     public let path: String
@@ -128,6 +130,7 @@ public final class Demuxer {
     /// Packets of streams found after opening are skipped (see `streamsFoundMidFile`), so every
     /// packet returned belongs to one of `streams`. The corresponding C function is `av_read_frame`.
     public func readPacket(into packet: Packet) throws(FFmpegError) -> ReadResult {
+        use.begin(); defer { use.end() }
         while true {
             packet.reset()
             let result = av_read_frame(context, packet.pointer)
@@ -193,6 +196,7 @@ public final class Demuxer {
     /// A raw elementary stream, which has no timestamps to seek by, is read again from its
     /// first byte instead (the caller decodes forward to the time it wants, as for any seek).
     public func seek(stream: Int, toKeyframeAtOrBefore timestamp: Int64) throws(FFmpegError) {
+        use.begin(); defer { use.end() }
         // Untimed: a raw stream that declares no start (its generic seek would read the whole
         // file looking for a time before failing).
         let untimed = context.pointee.iformat.pointee.raw_codec_id != AV_CODEC_ID_NONE.rawValue
@@ -212,6 +216,7 @@ public final class Demuxer {
     /// Goes back to the first byte of the file, to read it all again.
     /// The corresponding C function is `av_seek_frame` with `AVSEEK_FLAG_BYTE`.
     public func rewind() throws(FFmpegError) {
+        use.begin(); defer { use.end() }
         try check(av_seek_frame(context, -1, 0, AVSEEK_FLAG_BYTE), "av_seek_frame")
         jumpOffset = 0
         expectedDTS = expectedDTS.map { _ in nil }
@@ -221,6 +226,7 @@ public final class Demuxer {
 
     /// Only packets of `wanted` streams are read; the demuxer skips the others cheaply.
     public func selectStreams(_ wanted: Set<Int>) {
+        use.begin(); defer { use.end() }
         for i in 0..<Int(context.pointee.nb_streams) {
             context.pointee.streams[i]!.pointee.discard = wanted.contains(i) ? AVDISCARD_DEFAULT : AVDISCARD_ALL
         }

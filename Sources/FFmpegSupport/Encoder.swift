@@ -5,6 +5,8 @@ internal import CFFmpeg
 /// Feeding and draining follow FFmpeg's send/receive model: one frame may yield no packet
 /// or several, so callers drain `receivePacket()` until it reports `.needsInput`.
 public final class Encoder {
+    /// Holds the context for each call: one thread at a time, checked.
+    package let use = ExclusiveUse("Encoder")
     let context: UnsafeMutablePointer<AVCodecContext>
     /// The surfaces a VA-API encoder reads, kept alive while it runs.
     public let hardwareFrames: SurfacePool?
@@ -184,6 +186,7 @@ public final class Encoder {
     /// keyframe (an IDR picture where the encoder is told `forced-idr`, as for libx264 and
     /// libx265; always for VA-API encoders). The corresponding C function is `avcodec_send_frame`.
     public func send(_ frame: Frame, forcingKeyframe: Bool = false) throws(FFmpegError) -> SendResult {
+        use.begin(); defer { use.end() }
         if context.pointee.flags & AV_CODEC_FLAG_QSCALE != 0, frame.pointer.pointee.quality == 0 {
             frame.pointer.pointee.quality = context.pointee.global_quality
         }
@@ -202,6 +205,7 @@ public final class Encoder {
     /// Tells the encoder no more frames follow, so it releases the packets it holds back.
     /// The corresponding C function is `avcodec_send_frame` with a null frame.
     public func sendEndOfStream() throws(FFmpegError) {
+        use.begin(); defer { use.end() }
         let result = avcodec_send_frame(context, nil)
         if result == cffmpeg_AVERROR_EOF() { return }
         try check(result, "avcodec_send_frame")
@@ -210,6 +214,7 @@ public final class Encoder {
     /// Takes the next encoded packet, if one is ready; its timestamps are in `timeBase`.
     /// The corresponding C function is `avcodec_receive_packet`.
     public func receivePacket() throws(FFmpegError) -> ReceiveResult {
+        use.begin(); defer { use.end() }
         let packet = Packet()
         let result = avcodec_receive_packet(context, packet.pointer)
         if result == cffmpeg_averror(EAGAIN) { return .needsInput }

@@ -4,6 +4,8 @@ internal import CFFmpeg
 /// source, run through the filters of a description ("bwdif=mode=send_frame", "zscale=…"),
 /// and come out of a buffer sink. Owns the graph (and with it both ends); one task at a time.
 public final class FilterGraph {
+    /// Holds the graph for each call: one thread at a time, checked.
+    package let use = ExclusiveUse("FilterGraph")
     private let graph: UnsafeMutablePointer<AVFilterGraph>
     private let source: UnsafeMutablePointer<AVFilterContext>
     private let sink: UnsafeMutablePointer<AVFilterContext>
@@ -68,6 +70,7 @@ public final class FilterGraph {
     /// Hands `frame` to the graph; the frame itself is left as it was (the graph takes its own
     /// reference). The corresponding C function is `av_buffersrc_add_frame_flags`.
     public func push(_ frame: Frame) throws(FFmpegError) {
+        use.begin(); defer { use.end() }
         guard frame.width == width, frame.height == height, frame.pixelFormat == pixelFormat, !ended else {
             throw FFmpegError(code: .invalidArgument, function: "av_buffersrc_add_frame_flags")
         }
@@ -76,6 +79,7 @@ public final class FilterGraph {
 
     /// Tells the graph no more pictures come, so it lets go of those it holds back.
     public func pushEndOfStream() throws(FFmpegError) {
+        use.begin(); defer { use.end() }
         guard !ended else { return }
         ended = true
         try FilterGraphParts.send(nil, to: source)
@@ -84,6 +88,7 @@ public final class FilterGraph {
     /// The next filtered picture, or the state the graph is in. The corresponding C function is
     /// `av_buffersink_get_frame`.
     public func pull() throws(FFmpegError) -> PullResult {
+        use.begin(); defer { use.end() }
         let result = try FilterGraphParts.receive(from: sink)
         guard case .frame(let frame) = result else { return result }
         // bwdif and yadif count in half frames (their time base is half the input's): the
@@ -195,6 +200,8 @@ enum FilterGraphParts {
 /// through an audio buffer source and come out of an audio buffer sink in the same format
 /// (the description decides the rest). Owns the graph; one task at a time.
 public final class AudioFilterGraph {
+    /// Holds the graph for each call: one thread at a time, checked.
+    package let use = ExclusiveUse("AudioFilterGraph")
     private let graph: UnsafeMutablePointer<AVFilterGraph>
     private let source: UnsafeMutablePointer<AVFilterContext>
     private let sink: UnsafeMutablePointer<AVFilterContext>
@@ -215,17 +222,22 @@ public final class AudioFilterGraph {
 
     /// Hands `frame` to the graph (which takes its own reference).
     public func push(_ frame: Frame) throws(FFmpegError) {
+        use.begin(); defer { use.end() }
         guard !ended else { throw FFmpegError(code: .invalidArgument, function: "av_buffersrc_add_frame_flags") }
         try FilterGraphParts.send(frame, to: source)
     }
 
     /// Tells the graph no more audio comes, so it lets go of what it holds back.
     public func pushEndOfStream() throws(FFmpegError) {
+        use.begin(); defer { use.end() }
         guard !ended else { return }
         ended = true
         try FilterGraphParts.send(nil, to: source)
     }
 
     /// The next filtered block, or the state the graph is in.
-    public func pull() throws(FFmpegError) -> FilterGraph.PullResult { try FilterGraphParts.receive(from: sink) }
+    public func pull() throws(FFmpegError) -> FilterGraph.PullResult {
+        use.begin(); defer { use.end() }
+        return try FilterGraphParts.receive(from: sink)
+    }
 }

@@ -6,6 +6,8 @@ import MediaCore
 /// a time. The output is closed in `deinit` if `finish` was not reached, so a failed header
 /// or write never leaks the context, the descriptor or the buffer.
 public final class Muxer {
+    /// Holds the context for each call: one thread at a time, checked.
+    package let use = ExclusiveUse("Muxer")
     let context: UnsafeMutablePointer<AVFormatContext>
     /// The path being written; empty for a muxer writing into memory.
     public let path: String
@@ -74,6 +76,7 @@ public final class Muxer {
     /// goes on into a new buffer. The corresponding C functions are `avio_close_dyn_buf` and
     /// `avio_open_dyn_buf`.
     public func takeWrittenBytes() throws(FFmpegError) -> [UInt8] {
+        use.begin(); defer { use.end() }
         guard writesToMemory else { return [] }
         let bytes = Self.closeMemory(&context.pointee.pb)
         guard !trailerWritten else { return bytes }
@@ -247,6 +250,7 @@ public final class Muxer {
     /// Writes the file header. `options` are muxer options such as `movflags`; an option the
     /// muxer does not know is an error. The corresponding C function is `avformat_write_header`.
     public func writeHeader(options: [(name: String, value: String)] = []) throws(FFmpegError) {
+        use.begin(); defer { use.end() }
         var dict: OpaquePointer? = nil
         defer { av_dict_free(&dict) }
         for option in options {
@@ -262,6 +266,7 @@ public final class Muxer {
     /// Writes a packet (timestamps in its stream's time base), interleaving streams by
     /// decode time. Takes the packet's data. The corresponding C function is `av_interleaved_write_frame`.
     public func write(_ packet: Packet) throws(FFmpegError) {
+        use.begin(); defer { use.end() }
         try check(av_interleaved_write_frame(context, packet.pointer), "av_interleaved_write_frame")
     }
 
@@ -270,6 +275,7 @@ public final class Muxer {
     /// corresponding C functions are `av_interleaved_write_frame` and `av_write_frame` with
     /// a null packet.
     public func flushFragment() throws(FFmpegError) {
+        use.begin(); defer { use.end() }
         try check(av_interleaved_write_frame(context, nil), "av_interleaved_write_frame")
         try check(av_write_frame(context, nil), "av_write_frame")
     }
@@ -278,6 +284,7 @@ public final class Muxer {
     /// file; a memory muxer keeps its last bytes for `takeWrittenBytes()`.
     /// The corresponding C functions are `av_write_trailer` and `avio_closep`.
     public func finish() throws(FFmpegError) {
+        use.begin(); defer { use.end() }
         guard !trailerWritten else { return }
         trailerWritten = true
         try check(av_write_trailer(context), "av_write_trailer")

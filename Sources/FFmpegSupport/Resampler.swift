@@ -3,6 +3,8 @@ internal import CFFmpeg
 /// Converts audio between sample rates, formats and channel layouts. Owns the `SwrContext`;
 /// one task at a time.
 public final class Resampler {
+    /// Holds the context for each call: one thread at a time, checked.
+    package let use = ExclusiveUse("Resampler")
     let context: OpaquePointer
     public let outputSampleRate: Int
     public let outputFormat: SampleFormatID
@@ -65,6 +67,7 @@ public final class Resampler {
     /// converted samples, or nil when none are ready. Timestamps are not touched.
     /// The corresponding C function is `swr_convert_frame`.
     public func convert(_ source: Frame?) throws(FFmpegError) -> Frame? {
+        use.begin(); defer { use.end() }
         if let source, !accepts(source) {
             // A stream whose parameters change mid-way (a damaged header): the caller makes a new resampler.
             throw FFmpegError(code: .invalidArgument, function: "swr_convert (a \(source.sampleRate) Hz \(source.channelCount)-channel frame into a resampler made for \(sourceSampleRate) Hz, \(sourceChannelCount) channels)")

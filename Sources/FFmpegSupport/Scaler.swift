@@ -3,6 +3,8 @@ internal import CFFmpeg
 /// Converts pictures between sizes and pixel formats on the CPU. Owns the `SwsContext`;
 /// one task at a time.
 public final class Scaler {
+    /// Holds the context for each call: one thread at a time, checked.
+    package let use = ExclusiveUse("Scaler")
     let context: OpaquePointer
     public let sourceWidth: Int, sourceHeight: Int, sourceFormat: PixelFormatID
     public let outputWidth: Int, outputHeight: Int, outputFormat: PixelFormatID
@@ -63,6 +65,7 @@ public final class Scaler {
     /// `x, y, outputWidth × outputHeight` of `destination`, leaving the rest of it untouched.
     /// The corresponding C function is `sws_scale`.
     public func scale(_ source: Frame, into destination: Frame, x: Int = 0, y: Int = 0) throws(FFmpegError) {
+        use.begin(); defer { use.end() }
         guard source.width == sourceWidth, source.height == sourceHeight, source.pixelFormat == sourceFormat,
               destination.pixelFormat == outputFormat, x >= 0, y >= 0,
               x + outputWidth <= destination.width, y + outputHeight <= destination.height else {

@@ -5,6 +5,8 @@ internal import CFFmpeg
 /// decoded to ASS events and encoded again. Timing stays with the caller: a text packet's
 /// time is its container's, not its bytes'. Owns both codec contexts; one task at a time.
 public final class SubtitleConverter {
+    /// Holds the context for each call: one thread at a time, checked.
+    package let use = ExclusiveUse("SubtitleConverter")
     private let decoder: UnsafeMutablePointer<AVCodecContext>
     private let encoder: UnsafeMutablePointer<AVCodecContext>
     /// The converted stream's parameters (mov_text's sample description, ASS's header).
@@ -69,6 +71,7 @@ public final class SubtitleConverter {
     /// cue, or a decoder that swallowed it). The corresponding C functions are
     /// `avcodec_decode_subtitle2` and `avcodec_encode_subtitle`.
     public func convert(_ packet: Packet) throws(FFmpegError) -> Packet? {
+        use.begin(); defer { use.end() }
         var subtitle = AVSubtitle()
         var got: Int32 = 0
         try check(avcodec_decode_subtitle2(decoder, &subtitle, &got, packet.pointer), "avcodec_decode_subtitle2")

@@ -53,6 +53,8 @@ public final class SurfaceCompositor {
     private let connection: VADisplayConnection
     private var config = VAConfigID(cva_VA_INVALID_ID())
     private var context = VAContextID(cva_VA_INVALID_ID())
+    /// Holds the VPP context for each drawing: one thread at a time, checked.
+    package let use = ExclusiveUse("SurfaceCompositor")
 
     /// Opens a VPP context rendering into `output`'s surfaces, on the `VADevice` they were made
     /// on. The corresponding C functions are `vaCreateConfig` and `vaCreateContext`.
@@ -86,6 +88,7 @@ public final class SurfaceCompositor {
     /// are `vaCreateBuffer`, `vaBeginPicture`, `vaRenderPicture` and `vaEndPicture`.
     public func draw(_ layers: [SurfaceLayer], background: UInt32, outputMatrix: String? = nil,
                      outputFullRange: Bool) throws(VAError) -> Frame {
+        use.begin(); defer { use.end() }
         guard let first = layers.first else { throw Self.misuse("no layer to draw") }
         let destination: Frame
         do { destination = try output.waitForSurface() } catch {

@@ -17,8 +17,10 @@ struct WebVTTCue: Sendable, Equatable {
 enum StreamingSubtitles {
     /// `track`'s cues from `asset`, moved to a package starting at `range.start`, cut to the
     /// range and to `end` (where the package's picture and sound end), and how many cues could
-    /// not be converted (passed over, as ffmpeg does). A cue with no duration lasts until the
-    /// next one, or that end. Reading a track may read the whole file: `isCancelled` is asked
+    /// not be converted (passed over, as ffmpeg does). A cue that lasts "until the next one"
+    /// (Matroska's 2³²−1 ms, or no duration known) ends where the next starts, or at that end;
+    /// a cue of zero duration never shows and is left out (ffmpeg writes it with its end at its
+    /// start). Reading a track may read the whole file: `isCancelled` is asked
     /// at every cue, and a cancel ends it with a `.cancelled` error.
     static func cues(of track: AssetTrack, in asset: Asset, range: MediaTimeRange, end: MediaTime,
                      isCancelled: () -> Bool = { Task.isCancelled }) throws(MediaError) -> (cues: [WebVTTCue], refused: Int) {
@@ -56,7 +58,8 @@ enum StreamingSubtitles {
         var cues: [WebVTTCue] = []
         for (i, cue) in timed.enumerated() {
             let next = i + 1 < timed.count ? timed[i + 1].start : rangeEnd
-            let last = cue.duration.isNumeric && cue.duration > .zero ? cue.start + cue.duration : next
+            let openEnded = !cue.duration.isNumeric || cue.duration >= AssetInspector.StreamTiming.openEndedCue
+            let last = openEnded ? next : cue.start + cue.duration
             let start = max(cue.start, range.start), stop = min(last, rangeEnd)
             guard stop > start else { continue }
             cues.append(WebVTTCue(start: start - range.start, end: stop - range.start, text: cue.text))
