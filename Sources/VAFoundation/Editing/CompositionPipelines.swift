@@ -4,12 +4,16 @@ import HardwareAcceleration
 /// Reads one composition track, segment after segment: each segment opens its source file,
 /// decodes its source range with the output's settings (so sources of any codec, size, rate
 /// or layout come out alike) and carries the timestamps onto the composition's timeline.
-/// Empty segments give a black picture or silence for their length.
+/// Empty segments give a black picture or silence for their length. While a segment decodes,
+/// the next one's file is opened, sought and its decoder made on a thread of its own, so a
+/// joint waits for no file.
 ///
 /// Audio is cut to the sample: each segment fills exactly the samples from its start to its
 /// end on the composition's timeline (padded with silence when its source runs short), so
 /// joints never drift. Segments played faster or slower are time-stretched with their pitch kept.
 final class CompositionTrackPipeline: TrackPipeline {
+    typealias OpenedSource = (session: DemuxSession, pipeline: TrackPipeline, stretch: TimeStretch?)
+
     enum Media {
         case video(PixelBufferAttributes)
         case audio(LinearPCMSettings, AudioTimePitchAlgorithm)
@@ -19,7 +23,13 @@ final class CompositionTrackPipeline: TrackPipeline {
     let media: Media
     private let segments: [CompositionTrackSegment]
     private var index = 0
-    private var current: (session: DemuxSession, pipeline: TrackPipeline, stretch: TimeStretch?)?
+    private var current: OpenedSource?
+    /// The next segment with a source, opening on `opener`'s thread.
+    private var upcoming: (index: Int, opened: Completion<OpenedSegment>)?
+    /// The thread segments are opened ahead on, started with the first one opened ahead.
+    private lazy var opener = StageThread(name: "vaf.segments")
+    /// What each segment's source is opened with.
+    private let opening: SegmentOpening
     private var cancelled = false
     private var damage: [String] = []
     /// Audio: the composition's sample rate, and the next sample to vend (at that rate).
@@ -38,22 +48,13 @@ final class CompositionTrackPipeline: TrackPipeline {
     /// which shows what lies below instead).
     private let picturesEmptySegments: Bool
 
-    /// Video: the device segments are decoded on, and what to tell of it.
-    private let device: VADevice?
-    private let observations: StageObservations?
-    /// Video: the threads each segment's decoder may use (0: FFmpeg's default).
-    private let decoderThreads: Int
-
     /// A pipeline for `track` over `timeRange` of the composition. With a `device`, video
     /// segments are decoded there and their pictures stay in GPU surfaces (`.vaapiSurface`),
     /// for a compositor that shows nothing in empty segments.
     init(track: CompositionTrack, media: Media, timeRange: MediaTimeRange, picturesEmptySegments: Bool = true,
          device: VADevice? = nil, observations: StageObservations? = nil, decoderThreads: Int = 0) throws(MediaError) {
         self.track = track
-        self.decoderThreads = decoderThreads
         self.picturesEmptySegments = picturesEmptySegments
-        self.device = device
-        self.observations = observations
         let range = timeRange.isValid && timeRange.duration.isNumeric
             ? timeRange : MediaTimeRange(start: timeRange.start.isNumeric ? timeRange.start : .zero, end: track.timeRange.end)
         segments = track.segments.compactMap { segment in
@@ -69,6 +70,7 @@ final class CompositionTrackPipeline: TrackPipeline {
             }
             self.media = media
             sampleRate = 0
+            opening = SegmentOpening(media: media, device: device, observations: observations, decoderThreads: decoderThreads)
         case .audio(var pcm, let algorithm):
             let first = sources.first?.formatDescription.audio
             // One rate and layout for every segment: the settings', else the first source's.
@@ -79,9 +81,13 @@ final class CompositionTrackPipeline: TrackPipeline {
             }
             self.media = .audio(pcm, algorithm)
             sampleRate = pcm.sampleRate ?? 48000
+            opening = SegmentOpening(media: self.media, device: nil, observations: nil, decoderThreads: decoderThreads)
         }
         position = segments.first.map { samples(at: $0.targetRange.start) } ?? 0
     }
+
+    /// The segment being opened ahead, if one is (for tests).
+    var upcomingSegment: Int? { upcoming?.index }
 
     var damageReport: String? { damage.isEmpty ? nil : damage.joined(separator: "; ") }
 
@@ -89,6 +95,8 @@ final class CompositionTrackPipeline: TrackPipeline {
         cancelled = true
         current?.pipeline.stop()
         current = nil
+        if let upcoming { (try? upcoming.opened.wait().result.get())?.pipeline.stop() }
+        upcoming = nil
     }
 
     func next() throws(MediaError) -> SampleBuffer? {
@@ -117,27 +125,33 @@ final class CompositionTrackPipeline: TrackPipeline {
         index += 1
     }
 
-    /// The segment's source, opened on first use.
-    private func source(for segment: CompositionTrackSegment) throws(MediaError) -> (session: DemuxSession, pipeline: TrackPipeline, stretch: TimeStretch?) {
+    /// The segment's source: opened ahead while the previous segment decoded, or now.
+    private func source(for segment: CompositionTrackSegment) throws(MediaError) -> OpenedSource {
         if let current { return current }
-        guard let sourceTrack = segment.sourceTrack, let path = sourceTrack.sourcePath else {
-            throw MediaError(.invalidState, "segment \(index) of composition track \(track.trackID) names no source file", path: "composition")
-        }
-        let range = segment.timeMapping.source
-        let session = try DemuxSession(path: path, timeRange: range, streams: [sourceTrack.streamIndex])
-        let opened: (DemuxSession, TrackPipeline, TimeStretch?)
-        switch media {
-        case .video(let attributes):
-            opened = (session, try VideoDecodePipeline(session: session, track: sourceTrack, attributes: attributes, timeRange: range,
-                                                       device: device, observations: observations, decoderThreads: decoderThreads), nil)
-        case .audio(let pcm, let algorithm):
-            // Only a scaled segment is stretched; the filter takes its speed as a number.
-            let stretch = range.duration == segment.targetRange.duration ? nil
-                : try TimeStretch(speed: range.duration.seconds / segment.targetRange.duration.seconds, pcm: pcm, algorithm: algorithm, path: path)
-            opened = (session, try AudioDecodePipeline(session: session, track: sourceTrack, pcm: pcm, timeRange: range), stretch)
+        let opened: OpenedSource
+        if let upcoming, upcoming.index == index {
+            self.upcoming = nil
+            opened = try upcoming.opened.wait().result.get()
+        } else {
+            opened = try opening.open(segment, number: index, of: track.trackID)
         }
         current = opened
+        openAhead()
         return opened
+    }
+
+    /// Starts opening the next segment that has a source on the opener's thread, so its file
+    /// is open, sought and its decoder made by the time this segment ends. A failure to open
+    /// it is kept for when it is reached, as if it had been opened then.
+    private func openAhead() {
+        guard upcoming == nil, !cancelled,
+              let next = segments.indices.first(where: { $0 > index && segments[$0].sourceTrack != nil }) else { return }
+        let segment = segments[next], trackID = track.trackID, opening = opening
+        let done = Completion<OpenedSegment>()
+        opener.async {
+            done.complete(OpenedSegment(result: Result { () throws(MediaError) in try opening.open(segment, number: next, of: trackID) }))
+        }
+        upcoming = (next, done)
     }
 
     // MARK: Video
@@ -277,4 +291,40 @@ extension AudioBuffer {
             throw error as? MediaError ?? MediaError(.invalidState, "cannot cut an audio buffer", path: nil, underlying: error)
         }
     }
+}
+
+/// What a composition track's segments are opened with, and the opening itself: on the
+/// output's thread, or ahead on the segment opener's.
+struct SegmentOpening: Sendable {
+    let media: CompositionTrackPipeline.Media
+    /// Video: the device segments are decoded on, and what to tell of it.
+    let device: VADevice?
+    let observations: StageObservations?
+    /// Video: the threads each segment's decoder may use (0: FFmpeg's default).
+    let decoderThreads: Int
+
+    /// `segment`'s source file opened and sought to its range, and its decoder made.
+    func open(_ segment: CompositionTrackSegment, number: Int, of trackID: Int) throws(MediaError) -> CompositionTrackPipeline.OpenedSource {
+        guard let sourceTrack = segment.sourceTrack, let path = sourceTrack.sourcePath else {
+            throw MediaError(.invalidState, "segment \(number) of composition track \(trackID) names no source file", path: "composition")
+        }
+        let range = segment.timeMapping.source
+        let session = try DemuxSession(path: path, timeRange: range, streams: [sourceTrack.streamIndex])
+        switch media {
+        case .video(let attributes):
+            return (session, try VideoDecodePipeline(session: session, track: sourceTrack, attributes: attributes, timeRange: range,
+                                                     device: device, observations: observations, decoderThreads: decoderThreads), nil)
+        case .audio(let pcm, let algorithm):
+            // Only a scaled segment is stretched; the filter takes its speed as a number.
+            let stretch = range.duration == segment.targetRange.duration ? nil
+                : try TimeStretch(speed: range.duration.seconds / segment.targetRange.duration.seconds, pcm: pcm, algorithm: algorithm, path: path)
+            return (session, try AudioDecodePipeline(session: session, track: sourceTrack, pcm: pcm, timeRange: range), stretch)
+        }
+    }
+}
+
+/// A segment's source opened ahead, handed from the opener's thread to the output's.
+// @unchecked: made on the opener's thread and handed once, through a Completion, to the output's thread, which alone uses it after.
+struct OpenedSegment: @unchecked Sendable {
+    let result: Result<CompositionTrackPipeline.OpenedSource, MediaError>
 }

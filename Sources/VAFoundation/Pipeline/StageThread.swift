@@ -141,9 +141,10 @@ private final class JobQueue: Sendable {
     }
 }
 
-/// One result handed from the stage's thread to a caller blocked in `sync`.
-private final class Completion<T>: Sendable {
-    // @unchecked: the result is made on the stage's thread and read once by the caller blocked in `sync`, which made this completion.
+/// A result made on one thread and waited for, once, on another (a caller blocked in `sync`,
+/// a segment opened ahead).
+final class Completion<T>: Sendable {
+    // @unchecked: the result is made on one thread and read once by the one waiting for it, which made this completion.
     private struct Handed: @unchecked Sendable { var value: T? }
     private let result = ConditionLocked(Handed(value: nil))
 
