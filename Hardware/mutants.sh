@@ -68,6 +68,8 @@ MUTATIONS = [
      "        current = opened\n        openAhead()\n", "        current = opened\n"),
     ("composition-opens-the-wrong-segment-ahead", "composition", "SegmentOpenAheadTests", "Sources/VAFoundation/Editing/CompositionPipelines.swift",
      "segments.indices.first(where: { $0 > index && segments[$0].sourceTrack != nil })", "segments.indices.first(where: { $0 >= index && segments[$0].sourceTrack != nil })"),
+    ("writer-audio-held-too-long", "writer", "theWriterHoldsBackAtMostTheHoldbacksWorthOfEncodedAudio", "Sources/VAFoundation/Writing/WriterEngine.swift",
+     "let pts = first.pts, newest - pts > window {", "let pts = first.pts, newest - pts > 4 * window {"),
     ("demux-queue-unbounded", "reader", "DemuxerQueueTests", "Sources/VAFoundation/Reading/AssetReader.swift",
      "                let passesBound = packet.streamIndex != stream\n", "                let passesBound = Bool(false)\n"),
     ("demux-separate-skips-one-too-few", "reader", "DemuxerQueueTests", "Sources/VAFoundation/Reading/AssetReader.swift",

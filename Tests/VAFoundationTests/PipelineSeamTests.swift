@@ -120,6 +120,25 @@ struct PipelineSeamTests {
         #expect(probe.peakQueuedPackets <= bound, "\(probe.peakQueuedPackets) packets waited at once (bound \(bound))")
     }
 
+    /// The writer holds encoded audio back so that `endSession` can still trim it: no more than
+    /// `PipelineBounds.audioHoldback` of it, however long the export.
+    @Test func theWriterHoldsBackAtMostTheHoldbacksWorthOfEncodedAudio() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = dir.appendingPathComponent("ten-seconds.mp4")
+        let made = try run(which("ffmpeg")!, ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25:duration=10",
+                                              "-f", "lavfi", "-i", "sine=duration=10", "-c:v", "libx264", "-preset", "ultrafast",
+                                              "-c:a", "aac", source.path])
+        try #require(made.status == 0, "ffmpeg could not make the source")
+        let session = ExportSession(asset: Asset(url: source), preset: .preset640x480)
+        let probe = StageProbe { _ throws(MediaError) in }
+        session.stageProbe = probe
+        _ = try await session.export(to: dir.appendingPathComponent("out.mp4"), as: .mp4)
+        let held = probe.peakHeldAudio
+        #expect(held.packets > 1, "no audio was held back")
+        #expect(held.span <= PipelineBounds.audioHoldback, "\(held.span.seconds) s of audio held at once")
+    }
+
     @Test(arguments: presets)
     func interleavingStaysWithinABoundOfMediaTime(preset: ExportPreset) async throws {
         let dir = try TestFiles.temporaryDirectory()

@@ -20,7 +20,8 @@ public struct ExportResult: Sendable, Codable {
     /// The constant output frame rate, nil when the source timing was kept.
     public var frameRate: Double?
     public var videoFrames = 0
-    public var durationSeconds = 0.0
+    /// How long the output lasts: the span its tracks cover.
+    public var duration: MediaTime = .zero
     public var outputBytes: Int64 = 0
     public var elapsedSeconds = 0.0
     public var path: Path = .software
@@ -44,6 +45,9 @@ public struct ExportResult: Sendable, Codable {
         self.fileType = fileType
         self.preset = preset
     }
+
+    /// `duration` in seconds, as reports print it.
+    public var durationSeconds: Double { duration.seconds }
 
     /// Media seconds exported per wall-clock second.
     public var speed: Double { elapsedSeconds > 0 ? durationSeconds / elapsedSeconds : 0 }

@@ -32,8 +32,11 @@ extension ExportSession {
         /// Where a writer's session for `range` starts: its start, or 0 for an open one.
         static func start(of range: MediaTimeRange) -> MediaTime { range.start.isNumeric ? range.start : .zero }
 
-        /// Progress and the reported duration are fractions and seconds for people, not engine time.
-        var seconds: Double { max((stop - start).seconds, 0.001) }
+        /// How long the exported media lasts.
+        var length: MediaTime { stop - start }
+
+        /// The length in seconds, for progress: a fraction for people, not engine time.
+        var seconds: Double { max(length.seconds, 0.001) }
     }
 
     /// One attempt's graph: the readers, the writer, and an edge from each reader output to its writer input.

@@ -42,7 +42,7 @@ extension ExportSession {
             edge.output.releaseResources()
         }
         describeStages(graph.observations, plan: plan, into: &result)
-        result.durationSeconds = span.seconds
+        result.duration = span.length
     }
 
     /// The file's size, and the metadata it could not hold: said from what the file holds,

@@ -1,3 +1,5 @@
+import FFmpegSupport
+import MediaCore
 
 /// The export's embedded test seam: attached to an `ExportSession`, it is told of every step
 /// of every stage, on that stage's own thread, and may fail the step (by throwing) or slow it
@@ -31,6 +33,7 @@ final class StageProbe: Sendable {
     private struct State {
         var stages: [WeakStage] = []
         var peakQueuedPackets = 0
+        var peakHeldAudio = (packets: 0, span: MediaTime.zero)
         var fanOutReadsParked = 0
         var fanOutReadsBlocked = 0
     }
@@ -63,6 +66,17 @@ final class StageProbe: Sendable {
     var fanOutReadsBlocked: Int { state.withLock { $0.fanOutReadsBlocked } }
     func countFanOutRead(parked: Bool) {
         state.withLock { if parked { $0.fanOutReadsParked += 1 } else { $0.fanOutReadsBlocked += 1 } }
+    }
+
+    /// The most encoded audio the writer held back at once (so that `endSession` could still
+    /// trim it): packets, and the time from the oldest to the newest.
+    var peakHeldAudio: (packets: Int, span: MediaTime) { state.withLock { $0.peakHeldAudio } }
+    func countHeldAudio(_ held: [Packet], timeBase: Rational) {
+        guard let first = held.first?.pts, let last = held.last?.pts else { return }
+        let span = timeBase.time(ofTicks: last - first)
+        state.withLock {
+            $0.peakHeldAudio = (max($0.peakHeldAudio.packets, held.count), max($0.peakHeldAudio.span, span))
+        }
     }
 
     /// The most compressed packets the demuxer held queued for outputs at once.

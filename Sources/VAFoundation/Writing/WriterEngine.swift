@@ -757,7 +757,10 @@ final class WriterEngine: @unchecked Sendable {
         if !headerWritten || pipeline.audio != nil {
             pipeline.held.append(packet)
             if pipeline.audio != nil { trimHeldAudio(pipeline) }
-            if headerWritten { try releaseHeldAudio(pipeline) }
+            if headerWritten {
+                try releaseHeldAudio(pipeline)
+                if pipeline.audio != nil, let probe = configuration.probe { probe.countHeldAudio(pipeline.held, timeBase: pipeline.timeBase) }
+            }
             return
         }
         try write(packet, pipeline)
