@@ -188,6 +188,47 @@ extension HardwareExportTests {
         }
     }
 
+    /// A plain composition (no video composition): clip A, half a second of nothing, clip B
+    /// drawn from a 640x480 source. On the device every segment is decoded there, scaled by the
+    /// video processor and joined without a copy; the gap shows one black surface the video
+    /// processor drew. Its pictures and their count match the same export in software.
+    @Test func aPlainCompositionIsDecodedScaledAndJoinedOnTheDevice() async throws {
+        let dir = try TemporaryDirectory()
+        let (a, _) = try await Self.sources(in: dir)
+        let large = URL(fileURLWithPath: dir.file("large.mp4"))
+        let made = try await ChildProcess.run(Tools.ffmpeg, ["-v", "error", "-nostdin", "-f", "lavfi", "-i", "testsrc2=size=640x480:rate=30",
+                                                             "-t", "1", "-c:v", "libx264", "-pix_fmt", "yuv420p", "-crf", "12", large.path], timeLimit: 60)
+        try #require(made.succeeded, "ffmpeg: \(made.stderr)")
+        let composition = MutableComposition()
+        let track = try #require(composition.addMutableTrack(withMediaType: .video))
+        try track.insertTimeRange(MediaTimeRange(start: .zero, duration: Self.second),
+                                  of: try #require(try await Asset(url: a).loadTracks(withMediaType: .video).first), at: .zero)
+        try track.insertTimeRange(MediaTimeRange(start: .zero, duration: Self.second),
+                                  of: try #require(try await Asset(url: large).loadTracks(withMediaType: .video).first), at: Self.second + Self.half)
+        func export(_ device: VADevice?, _ name: String) async throws -> ExportResult {
+            let session = ExportSession(asset: composition, preset: .preset640x480)
+            session.hardwareDevice = device
+            session.hardwarePolicy = device == nil ? .off : .auto
+            return try await session.export(to: URL(fileURLWithPath: dir.file(name)), as: .mp4)
+        }
+        let counters = dir.file("counters.txt")
+        let hardware = try await HardwareExportTests.withDevice(SoftVAOptions(countersPath: counters)) { device in
+            try await export(device, "hardware.mp4")
+        }
+        let software = try await export(nil, "software.mp4")
+        let driver = try SoftVACounters(path: counters)
+        print("softva plain composition: path \(hardware.path), \(hardware.pathReason); \(hardware.hostTransfers) host transfers; counters \(driver.values)")
+        #expect(hardware.path == .hardware, "\(hardware.pathReason)")
+        #expect(hardware.pathReason.contains("joined on the device"), "\(hardware.pathReason)")
+        #expect(hardware.hostTransfers == 0 && hardware.hostTransferBytes == 0, "\(hardware.hostTransfers) copies to or from host memory")
+        #expect(driver["h264_decodes"] == 60, "both segments' 60 pictures decoded on the device: \(driver.values)")
+        #expect(software.path == .software)
+        let frames = try HardwareExportTests.frameCount(hardware.outputURL.path)
+        #expect(frames == (try HardwareExportTests.frameCount(software.outputURL.path)) && frames >= 60, "\(frames) frames")
+        let quality = try HardwareExportTests.psnr(hardware.outputURL.path, software.outputURL.path)
+        #expect(quality >= 35, "PSNR of the device's export against the software one: \(quality) dB")
+    }
+
     /// A video composition over an interlaced source (the stripes clip of `VPPDeinterlacingTests`
     /// under the picture-in-picture and crossfade): on a device that deinterlaces by bob, every
     /// picture of it is deinterlaced and drawn by the video processor with no copy to host memory;

@@ -35,8 +35,11 @@ final class CompositionTrackPipeline: TrackPipeline {
     /// Audio: the composition's sample rate, and the next sample to vend (at that rate).
     private let sampleRate: Int
     private var position: Int64 = 0
-    /// Video: the last picture's size and format, which an empty segment's black picture takes.
+    /// Video: the last picture's size and format (a surface's layout), which an empty segment's
+    /// black picture takes.
     private var lastPicture: (width: Int, height: Int, format: PixelFormatID)?
+    /// Video on a device: the black surface every gap shows, uploaded once.
+    private var blackSurface: Frame?
     /// Video: the empty segment under way has had its black picture.
     private var gapServed = false
     /// Video: the latest picture of the segment under way, out once the next one's time is known.
@@ -49,8 +52,9 @@ final class CompositionTrackPipeline: TrackPipeline {
     private let picturesEmptySegments: Bool
 
     /// A pipeline for `track` over `timeRange` of the composition. With a `device`, video
-    /// segments are decoded there and their pictures stay in GPU surfaces (`.vaapiSurface`),
-    /// for a compositor that shows nothing in empty segments.
+    /// segments are decoded there, and with `.vaapiSurface` their pictures stay in GPU
+    /// surfaces, scaled by the video processor; an empty segment then shows one black surface
+    /// (or nothing, for a compositor).
     init(track: CompositionTrack, media: Media, timeRange: MediaTimeRange, picturesEmptySegments: Bool = true,
          device: VADevice? = nil, observations: StageObservations? = nil, decoderThreads: Int = 0) throws(MediaError) {
         self.track = track
@@ -64,9 +68,8 @@ final class CompositionTrackPipeline: TrackPipeline {
         let sources = track.sourceTracks
         switch media {
         case .video(let attributes):
-            // Empty segments' black pictures are made in host memory.
-            guard attributes.pixelFormat != .vaapiSurface || (device != nil && !picturesEmptySegments) else {
-                throw MediaError(.unsupported, "composition tracks are read into host memory; ask for a host pixel format", path: "composition")
+            guard attributes.pixelFormat != .vaapiSurface || device != nil else {
+                throw MediaError(.unsupported, "composition tracks are read into GPU surfaces on a device only; give the output a hardwareDevice", path: "composition")
             }
             self.media = media
             sampleRate = 0
@@ -172,7 +175,7 @@ final class CompositionTrackPipeline: TrackPipeline {
                 held = nil
                 return last.retimed(presentationTimeStamp: last.presentationTimeStamp, duration: mapping.target.end - last.presentationTimeStamp)
             }
-            lastPicture = (picture.width, picture.height, picture.frame.pixelFormat)
+            lastPicture = (picture.width, picture.height, picture.frame.surfaceSoftwareFormat ?? picture.frame.pixelFormat)
             var start = MediaTimeRange.mapTime(sample.presentationTimeStamp, from: mapping.source, to: mapping.target)
             // The first picture is shown from the segment's start, whatever time it has: one
             // shown before the source range, or the first decodable one after a seek (leading
@@ -199,14 +202,14 @@ final class CompositionTrackPipeline: TrackPipeline {
         let size = track.naturalSize
         let width = attributes.width ?? lastPicture?.width ?? Int(size.width)
         let height = attributes.height ?? lastPicture?.height ?? Int(size.height)
-        let format = PixelFormatID(attributes.pixelFormat) ?? lastPicture?.format ?? .yuv420p
+        let onDevice = attributes.pixelFormat == .vaapiSurface
+        let format = onDevice ? lastPicture?.format ?? .nv12 : PixelFormatID(attributes.pixelFormat) ?? lastPicture?.format ?? .yuv420p
         guard width > 0, height > 0 else {
             throw MediaError(.invalidArgument, "composition track \(track.trackID) starts with an empty segment and has no picture size; give the output a width and height", path: "composition")
         }
         do {
-            let frame = try Frame(width: width, height: height, pixelFormat: format)
-            try frame.fillBlack()
-            let picture = PixelBuffer(frame: frame)
+            let picture = PixelBuffer(frame: onDevice ? try blackSurface(width: width, height: height, layout: format)
+                                                      : try Self.black(width: width, height: height, format: format))
             var description = track.sourceTracks.first?.formatDescription ?? FormatDescription(mediaType: .video, codec: "rawvideo")
             description.video = VideoFormat(width: width, height: height, pixelFormat: format.name, bitDepth: format.bitDepth)
             return SampleBuffer(content: .pixelBuffer(picture), packet: nil, codecParameters: nil, presentationTimeStamp: range.start,
@@ -214,6 +217,37 @@ final class CompositionTrackPipeline: TrackPipeline {
         } catch {
             throw MediaError(.invalidState, "cannot make a \(width)x\(height) black picture", path: "composition", underlying: error)
         }
+    }
+
+    /// A black host picture.
+    private static func black(width: Int, height: Int, format: PixelFormatID) throws(FFmpegError) -> Frame {
+        let frame = try Frame(width: width, height: height, pixelFormat: format)
+        try frame.fillBlack()
+        return frame
+    }
+
+    /// A black surface of `width`×`height` in `layout` on the device, made the first time a gap
+    /// shows it and shared by every gap of that size: drawn by the video processor as a
+    /// transparent pass over a black background, as the device compositor draws an empty
+    /// frame; uploaded from host memory (one counted copy) where the video processor refuses.
+    private func blackSurface(width: Int, height: Int, layout: PixelFormatID) throws(FFmpegError) -> Frame {
+        if let blackSurface, blackSurface.width == width, blackSurface.height == height,
+           blackSurface.surfaceSoftwareFormat == layout { return try blackSurface.reference() }
+        guard let device = opening.device else { throw FFmpegError(code: .invalidArgument, function: "CompositionTrackPipeline (no device)") }
+        let pool = try SurfacePool(device: device.hardware, width: width, height: height, softwareFormat: layout, capacity: 2)
+        let surface: Frame
+        do {
+            let whole = Rect(x: 0, y: 0, width: width, height: height)
+            let canvas = SurfaceLayer(source: try pool.waitForSurface(), sourceRegion: whole, outputRegion: whole, opacity: 0)
+            surface = try SurfaceCompositor(output: pool).draw([canvas], background: 0xff00_0000, outputFullRange: false)
+            opening.observations?.scaled(on: .device)
+        } catch {
+            let host = try Self.black(width: width, height: height, format: layout)
+            surface = try pool.upload(host)
+            opening.observations?.transferred(host)
+        }
+        blackSurface = surface
+        return try surface.reference()
     }
 
     // MARK: Audio

@@ -246,7 +246,6 @@ extension ExportSession {
     /// An encoding preset: the video track and its hardware path, the audio outputs, and the tracks left out.
     private func planEncoding(_ tracks: [AssetTrack], settings s: Settings, fileType: FileType, softwareOnly: Bool,
                               into plan: inout ExportPlan) async throws {
-        let isComposition = asset is Composition
         let assistant = try await makeAssistant(tracks: tracks, fileType: fileType, settings: s)
         let codecs = Self.codecs(s, preset: preset, fileType: fileType)
         if fileType == .webm { try checkWebM(s, codecs: codecs, into: &plan) }
@@ -280,9 +279,6 @@ extension ExportSession {
         try await planAudio(tracks, assistant: assistant, codecs: codecs, settings: s, fileType: fileType, into: &plan)
         plan.path = plan.hardware?.path ?? .software
         plan.pathReason = plan.hardware?.reason ?? "audio is encoded in software"
-        if isComposition && s.videoComposition == nil {
-            plan.pathReason = "software: a composition's segments are decoded from their files and joined in host memory"
-        }
     }
 
     /// A WebM file holds VP9 or AV1 video and Opus audio: other codecs asked for are refused,
@@ -303,15 +299,16 @@ extension ExportSession {
     private func planHardware(for video: AssetTrack, tracks: [AssetTrack], settings s: Settings, softwareOnly: Bool,
                               into plan: inout ExportPlan) throws {
         guard let videoSettings = plan.videoSettings else { return }
-        // A composition's segments are decoded and joined in host memory, unless a video
-        // composition draws them on the device.
-        let policy = softwareOnly || (asset is Composition && s.videoComposition == nil) ? .off : s.hardwarePolicy
+        let policy = softwareOnly ? .off : s.hardwarePolicy
         let (device, problem) = policy == .off ? (nil, nil) : resolveDevice(s)
         let decision: HardwareDecision
         if let composition = s.videoComposition {
             decision = try Self.compositionDecision(composition, sources: Self.videoSources(tracks), settings: videoSettings,
                                                     customCompositor: s.customVideoCompositor, policy: policy,
                                                     device: device, problem: problem)
+        } else if asset is Composition {
+            decision = try Self.plainCompositionDecision(sources: Self.videoSources([video]), settings: videoSettings, policy: policy,
+                                                         burnsSubtitles: plan.burnedSubtitles != nil, device: device, problem: problem)
         } else {
             var job = Self.hardwareJob(video, settings: videoSettings)
             // The writer makes progressive pictures only: an interlaced source is deinterlaced.
@@ -397,6 +394,36 @@ extension ExportSession {
     static func videoSources(_ tracks: [AssetTrack]) -> [AssetTrack] {
         let video = tracks.filter { $0.mediaType == .video && !$0.isAttachedPicture }
         return video.flatMap { track in track.compositionTrack.map { $0.sourceTracks.filter { $0.mediaType == .video } } ?? [track] }
+    }
+
+    /// Where a plain composition's segments run (no video composition): decoded, scaled by the
+    /// video processor, joined and encoded on the device when it takes every stage of every
+    /// source with no filter in host memory (a gap then shows one black surface drawn by the
+    /// video processor); else decoded and joined in host memory, as before a device was asked for.
+    static func plainCompositionDecision(sources: [AssetTrack], settings: VideoSettings, policy: HardwarePolicy, burnsSubtitles: Bool,
+                                         device: VADevice?, problem: String?) throws(MediaError) -> HardwareDecision {
+        let joinedOnHost = "software: a composition's segments are decoded from their files and joined in host memory"
+        guard policy != .off else { return .software("\(joinedOnHost) (hardware is off)") }
+        guard policy != .hybrid else { return .software("\(joinedOnHost) (hybrid puts one stage on the device; a composition is joined there whole or not at all)") }
+        let decisions = try sources.map { source throws(MediaError) in
+            var job = hardwareJob(source, settings: settings)
+            job.deinterlaces = isInterlaced(source)
+            job.toneMapsHDR = toneMapping(from: source, to: settings) != nil
+            job.burnsSubtitles = burnsSubtitles
+            return try job.decide(policy: .auto, capabilities: device?.capabilities, problem: problem)
+        }
+        let name = device?.capabilities.driver.map { "the \($0) device" } ?? "the device"
+        if let encoder = decisions.first?.encoder, !decisions.isEmpty, decisions.allSatisfy({ $0.path == .hardware && $0.scalesOnDevice }) {
+            let deinterlaced = decisions.contains { $0.deinterlacing == .device }
+            return HardwareDecision(path: .hardware, decodesOnDevice: true, encodesOnDevice: true, encoder: encoder,
+                                    reason: "full hardware on \(name): the composition's \(sources.count) source\(sources.count == 1 ? "" : "s") decoded\(deinterlaced ? " and deinterlaced" : "") and scaled by the video processor, joined on the device, \(encoder); a gap shows one black surface drawn there",
+                                    deinterlacing: deinterlaced ? .device : nil)
+        }
+        let why = decisions.first { $0.path != .hardware || !$0.scalesOnDevice }?.reason ?? "the composition has no video source"
+        if policy == .require {
+            throw MediaError(.hardwareFailed, "--hw require: \(name) cannot decode, scale and encode every segment of this composition (\(why))")
+        }
+        return .software("\(joinedOnHost) (\(why))")
     }
 
     /// Where a video composition of `sources` runs: decoded, drawn by the video processor and

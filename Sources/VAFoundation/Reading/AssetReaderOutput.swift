@@ -300,6 +300,7 @@ public final class AssetReaderTrackOutput: AssetReaderOutput, VideoDecodingOutpu
             throw MediaError(.unsupported, "a composition track is read decoded: give the output video or audio settings", path: "composition")
         case .video(let attributes):
             pipeline = try CompositionTrackPipeline(track: compositionTrack, media: .video(attributes), timeRange: timeRange,
+                                                    device: hardwareDevice, observations: observations.withLock { $0 },
                                                     decoderThreads: decoderThreadCount)
         case .audio(let pcm):
             pipeline = try CompositionTrackPipeline(track: compositionTrack, media: .audio(pcm, audioTimePitchAlgorithm), timeRange: timeRange)
