@@ -70,6 +70,8 @@ MUTATIONS = [
      "segments.indices.first(where: { $0 > index && segments[$0].sourceTrack != nil })", "segments.indices.first(where: { $0 >= index && segments[$0].sourceTrack != nil })"),
     ("writer-audio-held-too-long", "writer", "theWriterHoldsBackAtMostTheHoldbacksWorthOfEncodedAudio", "Sources/VAFoundation/Writing/WriterEngine.swift",
      "let pts = first.pts, newest - pts > window {", "let pts = first.pts, newest - pts > 4 * window {"),
+    ("package-older-layout-skipped", "package", "aPackageOfAnOlderLayoutIsMadeAgain", "Sources/vaf/Package.swift",
+     " + \" layout=\\(Self.layout)\"", ""),
     ("demux-queue-unbounded", "reader", "DemuxerQueueTests", "Sources/VAFoundation/Reading/AssetReader.swift",
      "                let passesBound = packet.streamIndex != stream\n", "                let passesBound = Bool(false)\n"),
     ("demux-separate-skips-one-too-few", "reader", "DemuxerQueueTests", "Sources/VAFoundation/Reading/AssetReader.swift",

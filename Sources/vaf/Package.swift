@@ -168,11 +168,15 @@ extension Vaf {
             try ShardAssignment.checkOptions(shard: shard, shardCount: shardCount)
         }
 
-        /// Everything that decides a package, for the journal.
+        /// Everything that decides a package, for the journal, with the package layout it is made in.
         var settingsText: String {
             "package format=\(format.lowercased()) ladder=\(ladder) codec=\(videoCodec.lowercased()) segment=\(segmentDuration) hw=\(hw.lowercased())"
-                + (subtitles.lowercased() == "all" ? "" : " subtitles=\(subtitles)")
+                + (subtitles.lowercased() == "all" ? "" : " subtitles=\(subtitles)") + " layout=\(Self.layout)"
         }
+
+        /// What a package holds, by version: 2 adds the WebVTT renditions of text subtitles. A
+        /// package the journal records under another layout is made again on a rerun.
+        static let layout = 2
 
         func run() async throws {
             logging.apply()

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import vaf
 
 /// One package made for the suite: an 8 s 640x360 30 fps source with two audio languages,
 /// packaged as a two-rung ladder with 2 s segments. Made once, checked by every test.
@@ -356,6 +357,28 @@ actor PackageFixture {
         #expect(run.status == 0)
         let row = try #require(try Vaf.jsonLines(run.stdout).first)
         #expect(row["status"] as? String == "skipped" && (row["error"] as? String ?? "").hasPrefix("done"), "\(row)")
+    }
+
+    /// A package the journal records from a vaf whose packages held no subtitle renditions (no
+    /// layout in its settings) is made again, not skipped as done.
+    @Test func aPackageOfAnOlderLayoutIsMadeAgain() async throws {
+        let made = try await made()
+        let out = made.dir.appendingPathComponent("older-layout")
+        let arguments = ["package", made.source.path, "--output-dir", out.path, "--ladder", "320x180@300k", "--segment-duration", "2", "--json"]
+        let first = try Vaf.run(arguments)
+        try #require(first.status == 0, "\(first.stderr)")
+        let journal = out.appendingPathComponent(".vaf-journal.jsonl")
+        let older = ResumeJournal.fingerprint(ResumeJournal.identity(ofInput: made.source.path)
+                                              + ["package format=both ladder=320x180@300k codec=h264 segment=2 hw=auto"])
+        let lines = try String(contentsOf: journal, encoding: .utf8)
+        let recorded = lines.replacing(/"plan":"[^"]*"/) { _ in "\"plan\":\"\(older)\"" }
+        try #require(recorded != lines, "the journal records a plan: \(lines)")
+        try recorded.write(to: journal, atomically: false, encoding: .utf8)
+        let again = try Vaf.run(arguments)
+        let row = try #require(try Vaf.jsonLines(again.stdout).first)
+        #expect(again.status == 0 && row["status"] as? String == "completed", "the package was made again: \(row)")
+        let rerun = try Vaf.jsonLines(try Vaf.run(arguments).stdout).first
+        #expect(rerun?["status"] as? String == "skipped", "and then skipped as done: \(String(describing: rerun))")
     }
 
     /// out/sub is a link to a folder outside out/: the mirrored package would land there, and
