@@ -38,7 +38,7 @@ final class CompositionTrackPipeline: TrackPipeline {
     /// Video: the last picture's size and format (a surface's layout), which an empty segment's
     /// black picture takes.
     private var lastPicture: (width: Int, height: Int, format: PixelFormatID)?
-    /// Video on a device: the black surface every gap shows, uploaded once.
+    /// Video on a device: the black surface every gap shows, made once.
     private var blackSurface: Frame?
     /// Video: the empty segment under way has had its black picture.
     private var gapServed = false
