@@ -4,7 +4,7 @@ import MediaCore
 extension VADisplayConnection {
     /// Everything the device reports: each profile × entry point with its config attributes, surface
     /// attributes per config, image formats, and video processing filters and pipeline limits.
-    func capabilities(vendor: String, driverName: String?, apiVersion: String) throws(VAError) -> DeviceCapabilities {
+    func capabilities(vendor: String, driverName: String?) throws(VAError) -> DeviceCapabilities {
         let pairs = try profileEntrypoints()
         var configs: [ConfigCapabilities] = []
         var surfaces: [SurfaceCapabilities] = []

@@ -102,7 +102,7 @@ public final class VADevice: @unchecked Sendable {
             return DeviceDiagnosis.driverName(fromLibraryPath: String(line[range.upperBound...]).trimmingWhitespace())
         }.last
         do {
-            capabilities = try opened.capabilities(vendor: vendor, driverName: driverName, apiVersion: version)
+            capabilities = try opened.capabilities(vendor: vendor, driverName: driverName)
         } catch {
             throw DeviceDiagnosis(kind: .queryFailed, device: path, message: error.description, status: error.status.name,
                                   log: opened.log.lines)

@@ -308,15 +308,10 @@ extension ExportSession {
                                                     device: device, problem: problem)
         } else if asset is Composition {
             decision = try Self.plainCompositionDecision(sources: Self.videoSources([video]), settings: videoSettings, policy: policy,
-                                                         burnsSubtitles: plan.burnedSubtitles != nil, device: device, problem: problem)
+                                                         burning: plan.burnedSubtitles, device: device, problem: problem)
         } else {
-            var job = Self.hardwareJob(video, settings: videoSettings)
-            // The writer makes progressive pictures only: an interlaced source is deinterlaced.
-            job.deinterlaces = Self.isInterlaced(video)
-            job.toneMapsHDR = Self.toneMapping(from: video, to: videoSettings) != nil
-            job.burnsSubtitles = plan.burnedSubtitles != nil
-            job.subtitlesAreBitmaps = plan.burnedSubtitles?.isBitmap == true
-            decision = try job.decide(policy: policy, capabilities: device?.capabilities, problem: problem)
+            decision = try Self.filteredHardwareJob(video, settings: videoSettings, burning: plan.burnedSubtitles)
+                .decide(policy: policy, capabilities: device?.capabilities, problem: problem)
         }
         plan.hardware = decision
         if decision.decodesOnDevice || decision.encodesOnDevice { plan.device = device }
@@ -400,17 +395,13 @@ extension ExportSession {
     /// video processor, joined and encoded on the device when it takes every stage of every
     /// source with no filter in host memory (a gap then shows one black surface drawn by the
     /// video processor); else decoded and joined in host memory, as before a device was asked for.
-    static func plainCompositionDecision(sources: [AssetTrack], settings: VideoSettings, policy: HardwarePolicy, burnsSubtitles: Bool,
+    static func plainCompositionDecision(sources: [AssetTrack], settings: VideoSettings, policy: HardwarePolicy, burning: SubtitleBurnIn?,
                                          device: VADevice?, problem: String?) throws(MediaError) -> HardwareDecision {
         let joinedOnHost = "software: a composition's segments are decoded from their files and joined in host memory"
         guard policy != .off else { return .software("\(joinedOnHost) (hardware is off)") }
         guard policy != .hybrid else { return .software("\(joinedOnHost) (hybrid puts one stage on the device; a composition is joined there whole or not at all)") }
         let decisions = try sources.map { source throws(MediaError) in
-            var job = hardwareJob(source, settings: settings)
-            job.deinterlaces = isInterlaced(source)
-            job.toneMapsHDR = toneMapping(from: source, to: settings) != nil
-            job.burnsSubtitles = burnsSubtitles
-            return try job.decide(policy: .auto, capabilities: device?.capabilities, problem: problem)
+            try filteredHardwareJob(source, settings: settings, burning: burning).decide(policy: .auto, capabilities: device?.capabilities, problem: problem)
         }
         let name = device?.capabilities.driver.map { "the \($0) device" } ?? "the device"
         if let encoder = decisions.first?.encoder, !decisions.isEmpty, decisions.allSatisfy({ $0.path == .hardware && $0.scalesOnDevice }) {
@@ -485,6 +476,17 @@ extension ExportSession {
             targetCodec: settings.codec,
             targetBitDepth: settings.pixelFormat == .yuv420p10 || (settings.profile?.contains("10") ?? false) ? 10 : 8,
             targetSize: Size(width: settings.width, height: settings.height))
+    }
+
+    /// `track`'s job with the filters its pictures go through on the way: deinterlacing (the
+    /// writer makes progressive pictures only), tone mapping to SDR settings, and `burning`.
+    static func filteredHardwareJob(_ track: AssetTrack, settings: VideoSettings, burning: SubtitleBurnIn?) -> HardwareJob {
+        var job = hardwareJob(track, settings: settings)
+        job.deinterlaces = isInterlaced(track)
+        job.toneMapsHDR = toneMapping(from: track, to: settings) != nil
+        job.burnsSubtitles = burning != nil
+        job.subtitlesAreBitmaps = burning?.isBitmap == true
+        return job
     }
 
     /// True when `track` says it is interlaced: its field order names two fields per frame.
