@@ -68,6 +68,8 @@ MUTATIONS = [
      "        current = opened\n        openAhead()\n", "        current = opened\n"),
     ("composition-opens-the-wrong-segment-ahead", "composition", "SegmentOpenAheadTests", "Sources/VAFoundation/Editing/CompositionPipelines.swift",
      "segments.indices.first(where: { $0 > index && segments[$0].sourceTrack != nil })", "segments.indices.first(where: { $0 >= index && segments[$0].sourceTrack != nil })"),
+    ("muxer-truncates-regardless", "writer", "MuxerOpeningTests", "Sources/FFmpegSupport/Muxer.swift",
+     "if !truncating { av_dict_set(&options, \"truncate\", \"0\", 0) }", "_ = truncating"),
     ("writer-audio-held-too-long", "writer", "theWriterHoldsBackAtMostTheHoldbacksWorthOfEncodedAudio", "Sources/VAFoundation/Writing/WriterEngine.swift",
      "let pts = first.pts, newest - pts > window {", "let pts = first.pts, newest - pts > 4 * window {"),
     ("package-older-layout-skipped", "package", "aPackageOfAnOlderLayoutIsMadeAgain", "Sources/vaf/Package.swift",

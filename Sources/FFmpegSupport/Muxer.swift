@@ -16,14 +16,21 @@ public final class Muxer {
     private var headerWritten = false
     private var trailerWritten = false
 
-    /// Creates the file at `path` (replacing it) for FFmpeg's muxer `formatName` ("mp4", "matroska").
-    /// The corresponding C functions are `avformat_alloc_output_context2` and `avio_open`.
-    public init(formatName: String, path: String) throws(FFmpegError) {
+    /// Creates the file at `path` for FFmpeg's muxer `formatName` ("mp4", "matroska"), replacing
+    /// it, or, with `truncating: false`, writing over the file already there from its start: for
+    /// a file the caller has just created empty. Truncating an existing file on ext4 makes its
+    /// close start writing the whole file back to disk (the "replace via truncate" heuristic of
+    /// `auto_da_alloc`), 60 ms for a 200 MB file on this VM, waited for by the writer's thread.
+    /// The corresponding C functions are `avformat_alloc_output_context2` and `avio_open2`.
+    public init(formatName: String, path: String, truncating: Bool = true) throws(FFmpegError) {
         FFmpegLogging.installDefaultLevel()
         var allocated: UnsafeMutablePointer<AVFormatContext>? = nil
         try check(avformat_alloc_output_context2(&allocated, nil, formatName, path), "avformat_alloc_output_context2")
         guard let context = allocated else { throw FFmpegError(code: .outOfMemory, function: "avformat_alloc_output_context2") }
-        let opened = avio_open(&context.pointee.pb, path, AVIO_FLAG_WRITE)
+        var options: OpaquePointer? = nil
+        defer { av_dict_free(&options) }
+        if !truncating { av_dict_set(&options, "truncate", "0", 0) }
+        let opened = avio_open2(&context.pointee.pb, path, AVIO_FLAG_WRITE, nil, &options)
         if opened < 0 {
             avformat_free_context(context)
             throw FFmpegError(opened, "avio_open")

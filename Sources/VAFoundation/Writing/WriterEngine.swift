@@ -216,11 +216,12 @@ final class WriterEngine: @unchecked Sendable {
         let muxer: Muxer
         if let file = configuration.file {
             // The partial file is created and locked before the muxer opens it, so it is never
-            // there unlocked for another run's clean-up to take as abandoned.
+            // there unlocked for another run's clean-up to take as abandoned. It is new and
+            // empty, so the muxer writes into it without truncating it (see `Muxer.init`).
             do { partialLock = try PartialFileLock(creating: file.temporary) } catch {
                 throw MediaError(error.code, "cannot create the output beside \(name)", path: path, underlying: error)
             }
-            do { muxer = try Muxer(formatName: fileType.muxerName, path: file.temporary.path) } catch {
+            do { muxer = try Muxer(formatName: fileType.muxerName, path: file.temporary.path, truncating: false) } catch {
                 let code: MediaError.Code = error.code == .permissionDenied ? .permissionDenied : .ioError
                 throw MediaError(code, "cannot create the output beside \(name)", path: path, underlying: error)
             }
