@@ -15,6 +15,10 @@ public final class Muxer {
     public let writesToMemory: Bool
     private var headerWritten = false
     private var trailerWritten = false
+    /// Packets waiting for their turn in decode-time order, when the format leaves the order to
+    /// libavformat's generic interleaving (every format but a few broadcast ones, such as MXF,
+    /// with an interleaver of their own); otherwise nil, and libavformat's queue is used.
+    private var interleaver: PacketInterleaver?
 
     /// Creates the file at `path` for FFmpeg's muxer `formatName` ("mp4", "matroska"), replacing
     /// it, or, with `truncating: false`, writing over the file already there from its start: for
@@ -38,6 +42,7 @@ public final class Muxer {
         self.context = context
         self.path = path
         writesToMemory = false
+        if context.pointee.oformat.pointee.interleave_packet == nil { interleaver = PacketInterleaver() }
     }
 
     /// A muxer for `formatName` writing into memory; `takeWrittenBytes()` hands out what it
@@ -56,6 +61,7 @@ public final class Muxer {
         self.context = context
         path = ""
         writesToMemory = true
+        if context.pointee.oformat.pointee.interleave_packet == nil { interleaver = PacketInterleaver() }
     }
 
     deinit {
@@ -144,6 +150,7 @@ public final class Muxer {
         } else {
             par.pointee.codec_tag = 0
         }
+        registerStreamsForInterleaving()
         return Int(stream.pointee.index)
     }
 
@@ -265,16 +272,70 @@ public final class Muxer {
         }
         try check(avformat_write_header(context, &dict), "avformat_write_header")
         headerWritten = true
+        registerStreamsForInterleaving()
         if av_dict_count(dict) > 0 {
             throw FFmpegError(code: .invalidArgument, function: "avformat_write_header (unknown muxer option)")
         }
     }
 
-    /// Writes a packet (timestamps in its stream's time base), interleaving streams by
-    /// decode time. Takes the packet's data. The corresponding C function is `av_interleaved_write_frame`.
+    /// Writes a packet (timestamps in its stream's time base), interleaving streams by decode
+    /// time: it waits in the interleaving queue until no audio or video stream that has not
+    /// ended can still send an earlier packet. Takes the packet. The corresponding C functions
+    /// are `av_write_frame`, or `av_interleaved_write_frame` for a format that interleaves itself.
     public func write(_ packet: Packet) throws(FFmpegError) {
         use.begin(); defer { use.end() }
-        try check(av_interleaved_write_frame(context, packet.pointer), "av_interleaved_write_frame")
+        guard interleaver != nil else {
+            try check(av_interleaved_write_frame(context, packet.pointer), "av_interleaved_write_frame")
+            return
+        }
+        interleaver!.queue(packet)
+        try writeInterleaved(all: false)
+    }
+
+    /// Stream `index` sends no more packets: packets no longer wait for it.
+    public func endStream(_ index: Int) throws(FFmpegError) {
+        use.begin(); defer { use.end() }
+        interleaver?.end(stream: index)
+        try writeInterleaved(all: false)
+    }
+
+    /// Stream `index` sends no packet decoded before `ticks` of `timeBase`: packets decoded
+    /// earlier no longer wait for it.
+    public func promiseNoPacket(inStream index: Int, before ticks: Int64, timeBase: Rational) throws(FFmpegError) {
+        use.begin(); defer { use.end() }
+        interleaver?.promise(stream: index, noPacketBefore: ticks, timeBase: timeBase.avRational)
+        try writeInterleaved(all: false)
+    }
+
+    /// The longest the interleaving queue waits for a stream: libavformat's default
+    /// `max_interleave_delta`.
+    public static let maximumInterleavingSpan = MediaTime(value: PacketInterleaver.maximumSpanMicroseconds, timescale: 1_000_000)
+
+    /// What waits in the interleaving queue now: packets, their payload bytes, and the time
+    /// from the earliest decode time to the latest (all zero where libavformat interleaves).
+    public var interleavingQueue: (packets: Int, bytes: Int, span: MediaTime) {
+        guard let interleaver else { return (0, 0, .zero) }
+        return (interleaver.packetCount, interleaver.byteCount, interleaver.span)
+    }
+
+    /// Gives the interleaving queue every stream's final time base and whether it is awaited.
+    private func registerStreamsForInterleaving() {
+        guard interleaver != nil else { return }
+        for index in 0..<Int(context.pointee.nb_streams) {
+            let stream = context.pointee.streams[index]!.pointee
+            let type = stream.codecpar.pointee.codec_type
+            let isCoverPicture = stream.disposition & AV_DISPOSITION_ATTACHED_PIC != 0
+            interleaver!.set(stream: index, timeBase: stream.time_base,
+                             awaited: (type == AVMEDIA_TYPE_VIDEO || type == AVMEDIA_TYPE_AUDIO) && !isCoverPicture)
+        }
+    }
+
+    /// Writes the queued packets that may go now, or all of them.
+    private func writeInterleaved(all: Bool) throws(FFmpegError) {
+        guard headerWritten else { return }
+        while let packet = interleaver?.next(all: all) {
+            try check(av_write_frame(context, packet.pointer), "av_write_frame")
+        }
     }
 
     /// Writes every packet waiting for interleaving, then ends the fragment under way (a
@@ -283,6 +344,7 @@ public final class Muxer {
     /// a null packet.
     public func flushFragment() throws(FFmpegError) {
         use.begin(); defer { use.end() }
+        try writeInterleaved(all: true)
         try check(av_interleaved_write_frame(context, nil), "av_interleaved_write_frame")
         try check(av_write_frame(context, nil), "av_write_frame")
     }
@@ -294,6 +356,7 @@ public final class Muxer {
         use.begin(); defer { use.end() }
         guard !trailerWritten else { return }
         trailerWritten = true
+        try writeInterleaved(all: true)
         try check(av_write_trailer(context), "av_write_trailer")
         if !writesToMemory { try check(avio_closep(&context.pointee.pb), "avio_closep") }
     }

@@ -84,8 +84,14 @@ extension ExportSession {
         }
 
         private func advance(_ s: inout State) throws -> EdgeProgress {
+            let starting = s.next == nil
             var next = try s.next ?? edges.map { try $0.output.copyNextSampleBuffer() }
             defer { s.next = next }
+            if starting {
+                for (i, sample) in next.enumerated() where inputs[i] >= 0 {
+                    if let sample { try s.sink.prepareCopy(from: sample, input: inputs[i]) }
+                }
+            }
             let tally = context.tally
             for _ in 0..<PipelineBounds.packetBatch {
                 guard s.sink.isWriting, let i = Self.earliest(next), let sample = next[i] else { break }
@@ -104,6 +110,12 @@ extension ExportSession {
                 tally.counts.withLock { $0[i] += 1 }
                 tally.bytes.withLock { $0[i] += size }
                 next[i] = try edges[i].output.copyNextSampleBuffer()
+            }
+            // The muxer writes each track's packets without waiting for a track whose next
+            // sample is known to come later, or that has ended.
+            for (i, sample) in next.enumerated() where s.sink.isWriting && inputs[i] >= 0 {
+                let time = sample.map { [$0.decodeTimeStamp, $0.presentationTimeStamp].filter(\.isNumeric).min() ?? .negativeInfinity }
+                try s.sink.expectNoSample(input: inputs[i], before: time ?? .positiveInfinity)
             }
             if s.sink.isWriting, !tally.limitReached.withLock({ $0 }), Self.earliest(next) != nil { return .again }
             try finish()

@@ -34,6 +34,7 @@ final class StageProbe: Sendable {
         var stages: [WeakStage] = []
         var peakQueuedPackets = 0
         var peakHeldAudio = (packets: 0, span: MediaTime.zero)
+        var peakMuxerQueue = (packets: 0, bytes: 0, span: MediaTime.zero)
         var fanOutReadsParked = 0
         var fanOutReadsBlocked = 0
     }
@@ -76,6 +77,16 @@ final class StageProbe: Sendable {
         let span = timeBase.time(ofTicks: last - first)
         state.withLock {
             $0.peakHeldAudio = (max($0.peakHeldAudio.packets, held.count), max($0.peakHeldAudio.span, span))
+        }
+    }
+
+    /// The most the muxer's interleaving queue held at once: packets, bytes, and the time from
+    /// its earliest decode time to its latest.
+    var peakMuxerQueue: (packets: Int, bytes: Int, span: MediaTime) { state.withLock { $0.peakMuxerQueue } }
+    func countMuxerQueue(_ queue: (packets: Int, bytes: Int, span: MediaTime)) {
+        state.withLock {
+            let peak = $0.peakMuxerQueue
+            $0.peakMuxerQueue = (max(peak.packets, queue.packets), max(peak.bytes, queue.bytes), max(peak.span, queue.span))
         }
     }
 

@@ -516,6 +516,25 @@ struct WriterThreadSink {
         }
     }
 
+    /// Takes copied input `input`'s stream from `sample`, its first: see `WriterEngine.prepareCopy`.
+    func prepareCopy(from sample: SampleBuffer, input: Int) throws(MediaError) {
+        core.stage.preconditionIsCurrent()
+        do { try engine.prepareCopy(from: sample, input: input) } catch {
+            core.fail(error, engine: engine)
+            throw core.error ?? error
+        }
+    }
+
+    /// Input `input` takes no sample decoded or shown before `time` (positive infinity: no
+    /// more samples): see `WriterEngine.expectNoSample`.
+    func expectNoSample(input: Int, before time: MediaTime) throws(MediaError) {
+        core.stage.preconditionIsCurrent()
+        do { try engine.expectNoSample(input: input, before: time) } catch {
+            core.fail(error, engine: engine)
+            throw core.error ?? error
+        }
+    }
+
     /// Ends the session at `time`, as `AssetWriter.endSession(atSourceTime:)` does.
     func endSession(at time: MediaTime) {
         core.stage.preconditionIsCurrent()

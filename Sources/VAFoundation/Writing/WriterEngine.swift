@@ -425,6 +425,7 @@ final class WriterEngine: @unchecked Sendable {
                 }
                 let start = ticks(relative, pipeline.timeBase)
                 try emit(audio.encode(buffer, start: start), pipeline)
+                try promiseNextAudio(pipeline)
             } else {
                 try passThrough(sample, pipeline, input: i)
             }
@@ -451,15 +452,7 @@ final class WriterEngine: @unchecked Sendable {
         guard case .compressed = sample.content, let source = sample.packet else {
             throw MediaError(.invalidArgument, "input \(i) has no output settings, so it takes compressed samples only", path: path)
         }
-        if pipeline.parameters == nil {
-            guard let parameters = sample.codecParameters else {
-                throw MediaError(.invalidArgument, "input \(i): the compressed sample carries no codec parameters to pass through", path: path)
-            }
-            let scale = pipeline.configuration.mediaTimeScale > 0 ? pipeline.configuration.mediaTimeScale
-                : (sample.presentationTimeStamp.timescale > 0 ? sample.presentationTimeStamp.timescale : 90000)
-            try adopt(parameters, timeScale: scale, pipeline, input: i)
-            try writeHeaderIfReady()
-        }
+        try adoptParameters(of: sample, pipeline, input: i)
         var presentation = sample.presentationTimeStamp
         var duration = sample.duration
         if pipeline.configuration.mediaType == .subtitle {
@@ -497,6 +490,32 @@ final class WriterEngine: @unchecked Sendable {
             ? ticks(sample.decodeTimeStamp - sessionStart, pipeline.timeBase) : pts
         packet.duration = duration.isNumeric ? ticks(duration, pipeline.timeBase) : 0
         try emit([packet], pipeline)
+    }
+
+    /// Takes a copying input's stream from its first sample's codec parameters, and writes the
+    /// header once every input has its stream.
+    private func adoptParameters(of sample: SampleBuffer, _ pipeline: Pipeline, input i: Int) throws {
+        guard pipeline.parameters == nil else { return }
+        guard let parameters = sample.codecParameters else {
+            throw MediaError(.invalidArgument, "input \(i): the compressed sample carries no codec parameters to pass through", path: path)
+        }
+        let scale = pipeline.configuration.mediaTimeScale > 0 ? pipeline.configuration.mediaTimeScale
+            : (sample.presentationTimeStamp.timescale > 0 ? sample.presentationTimeStamp.timescale : 90000)
+        try adopt(parameters, timeScale: scale, pipeline, input: i)
+        try writeHeaderIfReady()
+    }
+
+    /// Takes copied input `i`'s stream from `sample`, its first, before the sample is written:
+    /// a remux knows every track's first sample at once, so the header need not wait for a
+    /// track that starts late (its predecessors would be held until then).
+    func prepareCopy(from sample: SampleBuffer, input i: Int) throws(MediaError) {
+        checkConfinement()
+        guard !closed, pipelines[i].video == nil, pipelines[i].audio == nil, case .compressed = sample.content else { return }
+        do { try adoptParameters(of: sample, pipelines[i], input: i) } catch let error as MediaError {
+            throw error
+        } catch {
+            throw MediaError(.writeFailed, "cannot write the header", path: path, underlying: error as? FFmpegError)
+        }
     }
 
     /// Takes `parameters` as a copying input's stream (converted first where its settings name
@@ -584,6 +603,8 @@ final class WriterEngine: @unchecked Sendable {
             try writeHeaderIfReady()
             if let stream = pipeline.streamIndex {
                 written.withLock { $0[stream]?.finished = true }
+                // Held audio waits for `finish` (an `endSession` may still trim it).
+                if pipeline.held.isEmpty { try endStream(pipeline) } else { try promiseNextAudio(pipeline) }
                 if configuration.segmentation != nil && headerWritten {
                     // A finished track's held packets are its last: they go to the cutter now,
                     // before it counts the track as complete, or they would land in a later segment.
@@ -615,6 +636,7 @@ final class WriterEngine: @unchecked Sendable {
             for pipeline in pipelines {
                 for packet in pipeline.held { try write(packet, pipeline) }
                 pipeline.held = []
+                try endStream(pipeline)
             }
             try writeCompleteFragments(final: true)
             try muxer.finish()
@@ -777,6 +799,43 @@ final class WriterEngine: @unchecked Sendable {
         }
     }
 
+    /// Tells the muxer's interleaving queue when an encoded audio stream's next packet comes at
+    /// the earliest: its oldest held packet, or before any, its first sample less the encoder's
+    /// priming. Packets decoded before it then do not wait for it (audio held back behind the
+    /// pictures, or a sound track starting late).
+    private func promiseNextAudio(_ pipeline: Pipeline) throws {
+        guard headerWritten, configuration.segmentation == nil, let muxer, let stream = pipeline.streamIndex,
+              let bound = pipeline.held.first.flatMap({ $0.dts ?? $0.pts }) ?? pipeline.audio?.earliestPacketTime else { return }
+        try muxer.promiseNoPacket(inStream: stream, before: bound, timeBase: pipeline.timeBase)
+    }
+
+    /// Copied input `i` takes no sample decoded or shown before `time` (source time; positive
+    /// infinity once it takes none): the muxer need not hold its other streams' earlier packets
+    /// for it. Encoding inputs are left out: their encoders decide their packets' times.
+    func expectNoSample(input i: Int, before time: MediaTime) throws(MediaError) {
+        checkConfinement()
+        let pipeline = pipelines[i]
+        guard !closed, headerWritten, configuration.segmentation == nil, pipeline.video == nil, pipeline.audio == nil,
+              let muxer, let stream = pipeline.streamIndex else { return }
+        // Packets the writer still holds go first; one tick less covers rounding to ticks.
+        guard time.isNumeric || time.isPositiveInfinity else { return }
+        var bound = time.isNumeric ? ticks(time - sessionStart, pipeline.timeBase) - 1 : Int64.max
+        for packet in [pipeline.pendingVideo, pipeline.openGOP.first, pipeline.held.first].compactMap({ $0 }) {
+            if let earliest = [packet.dts, packet.pts].compactMap({ $0 }).min() { bound = min(bound, earliest) }
+        }
+        do { try muxer.promiseNoPacket(inStream: stream, before: bound, timeBase: pipeline.timeBase) } catch {
+            throw MediaError(.writeFailed, "cannot write packets after the header", path: path, underlying: error)
+        }
+        configuration.probe?.countMuxerQueue(muxer.interleavingQueue)
+    }
+
+    /// Tells the muxer that `pipeline` has written its last packet, so nothing waits for it.
+    private func endStream(_ pipeline: Pipeline) throws {
+        guard configuration.segmentation == nil, let muxer, let stream = pipeline.streamIndex else { return }
+        try muxer.endStream(stream)
+        configuration.probe?.countMuxerQueue(muxer.interleavingQueue)
+    }
+
     private func write(_ packet: Packet, _ pipeline: Pipeline) throws {
         guard let muxer, let stream = pipeline.streamIndex else { return }
         packet.streamIndex = stream
@@ -807,6 +866,7 @@ final class WriterEngine: @unchecked Sendable {
             try cut(packet, stream: stream, timeBase: muxer.timeBase(ofStream: stream))
         } else {
             try muxer.write(packet)
+            configuration.probe?.countMuxerQueue(muxer.interleavingQueue)
         }
         didWrite?(writtenSeconds)
     }

@@ -139,6 +139,10 @@ final class WriterAudioStage {
     /// No sample at or after this index (the session end) is encoded.
     var limit: Int64?
 
+    /// No packet of this encoder starts before this (in samples after the session start): its
+    /// first sample less the encoder's priming. Nil before the first buffer.
+    var earliestPacketTime: Int64? { chunkStart.map { $0 - Int64(encoder.initialPadding) - 1 } }
+
     init(encoder: Encoder) {
         self.encoder = encoder
         chunker = WriterAudioChunker(format: encoder.sampleFormat, sampleRate: encoder.sampleRate,
