@@ -312,10 +312,12 @@ public final class Muxer {
     public static let maximumInterleavingSpan = MediaTime(value: PacketInterleaver.maximumSpanMicroseconds, timescale: 1_000_000)
 
     /// What waits in the interleaving queue now: packets, their payload bytes, and the time
-    /// from the earliest decode time to the latest (all zero where libavformat interleaves).
-    public var interleavingQueue: (packets: Int, bytes: Int, span: MediaTime) {
-        guard let interleaver else { return (0, 0, .zero) }
-        return (interleaver.packetCount, interleaver.byteCount, interleaver.span)
+    /// from the earliest decode time to the latest; and how many packets it has written out of
+    /// decode-time order, having waited `maximumInterleavingSpan` (all zero where libavformat
+    /// interleaves).
+    public var interleavingQueue: (packets: Int, bytes: Int, span: MediaTime, outOfOrder: Int) {
+        guard let interleaver else { return (0, 0, .zero, 0) }
+        return (interleaver.packetCount, interleaver.byteCount, interleaver.span, interleaver.writtenOutOfOrder)
     }
 
     /// Gives the interleaving queue every stream's final time base and whether it is awaited.

@@ -34,6 +34,9 @@ struct PacketInterleaver {
     /// Packets and payload bytes queued now.
     private(set) var packetCount = 0
     private(set) var byteCount = 0
+    /// Packets written while an awaited stream could still send an earlier one, because the
+    /// queue had reached `maximumSpanMicroseconds`: out of decode-time order.
+    private(set) var writtenOutOfOrder = 0
 
     /// Registers stream `index`, or sets its final time base once the header is written.
     mutating func set(stream index: Int, timeBase: AVRational, awaited: Bool) {
@@ -73,8 +76,10 @@ struct PacketInterleaver {
     /// `all` (the end, or a fragment's).
     mutating func next(all: Bool) -> Packet? {
         guard let earliest = earliestStream() else { return nil }
-        if all || !isWaiting(before: earliest) || spansTooLong(from: earliest) { return take(earliest) }
-        return nil
+        if all || !isWaiting(before: earliest) { return take(earliest) }
+        guard spansTooLong(from: earliest) else { return nil }
+        writtenOutOfOrder += 1
+        return take(earliest)
     }
 
     private func isWaiting(before index: Int) -> Bool {

@@ -38,6 +38,37 @@ import Testing
         #expect(Set(both.rows.compactMap { $0["errorCode"] as? String }) == ["notMediaFile", "hardwareFailed"])
     }
 
+    /// A disk that fills while the muxer writes (a 300 KB tmpfs in a private mount namespace):
+    /// exit 75 (retrying elsewhere may help), errorCode writeFailed, the output named, and
+    /// nothing left but the journal.
+    @Test(.enabled(if: PackageCommandTests.canMountScratchDisk,
+                   "this machine cannot mount a small tmpfs in a private mount namespace (unshare --mount needs root or user namespaces)"))
+    func aFullDiskExits75WithNothingLeft() async throws {
+        let dir = try ResumeCommandTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = dir.appendingPathComponent("ten-seconds.mp4")
+        let made = try Vaf.run(executable: "/usr/bin/ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25:duration=10",
+                                                    "-f", "lavfi", "-i", "sine=duration=10", "-c:v", "libx264", "-preset", "ultrafast",
+                                                    "-c:a", "aac", source.path])
+        try #require(made.status == 0, "ffmpeg could not make the source: \(made.stderr)")
+        let out = dir.appendingPathComponent("full")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        let script = """
+            mount -t tmpfs -o size=300k none "$1" || exit 99
+            "$0" transcode "$2" --preset 640x480 --output-dir "$1" --json > "$3/full.json" 2>/dev/null
+            echo $?
+            ls -A "$1"
+            """
+        let run = try Vaf.run(executable: "/usr/bin/unshare", ["--mount", "/bin/bash", "-c", script, Vaf.binary, out.path, source.path, dir.path])
+        let lines = run.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first == "75", "exit status on a full disk: \(run.stdout) \(run.stderr)")
+        #expect(lines.dropFirst().filter { $0 != ".vaf-journal.jsonl" }.isEmpty, "nothing left: \(lines.dropFirst())")
+        let row = try #require(try Vaf.jsonLines(String(decoding: try Data(contentsOf: dir.appendingPathComponent("full.json")), as: UTF8.self)).first)
+        #expect(row["errorCode"] as? String == "writeFailed", "\(row)")
+        let error = row["error"] as? String ?? ""
+        #expect(error.contains(out.appendingPathComponent("ten-seconds.mp4").path) && !error.contains("vaf-partial"), "names the output: \(error)")
+    }
+
     @Test func aFolderWithoutMediaExits65WithOneLine() async throws {
         let dir = try ResumeCommandTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

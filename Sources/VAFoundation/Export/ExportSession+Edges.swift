@@ -90,6 +90,7 @@ extension ExportSession {
             if starting {
                 for (i, sample) in next.enumerated() where inputs[i] >= 0 {
                     if let sample { try s.sink.prepareCopy(from: sample, input: inputs[i]) }
+                    try s.sink.expectNoSample(input: inputs[i], before: Self.earliestTime(of: sample))
                 }
             }
             let tally = context.tally
@@ -110,16 +111,19 @@ extension ExportSession {
                 tally.counts.withLock { $0[i] += 1 }
                 tally.bytes.withLock { $0[i] += size }
                 next[i] = try edges[i].output.copyNextSampleBuffer()
-            }
-            // The muxer writes each track's packets without waiting for a track whose next
-            // sample is known to come later, or that has ended.
-            for (i, sample) in next.enumerated() where s.sink.isWriting && inputs[i] >= 0 {
-                let time = sample.map { [$0.decodeTimeStamp, $0.presentationTimeStamp].filter(\.isNumeric).min() ?? .negativeInfinity }
-                try s.sink.expectNoSample(input: inputs[i], before: time ?? .positiveInfinity)
+                try s.sink.expectNoSample(input: inputs[i], before: Self.earliestTime(of: next[i]))
             }
             if s.sink.isWriting, !tally.limitReached.withLock({ $0 }), Self.earliest(next) != nil { return .again }
             try finish()
             return .ended
+        }
+
+        /// No packet of a track comes before its next sample's decode or presentation time (the
+        /// earlier), or ever once it has ended: the muxer writes the other tracks' earlier packets
+        /// without waiting for it.
+        private static func earliestTime(of next: SampleBuffer?) -> MediaTime {
+            guard let next else { return .positiveInfinity }
+            return [next.decodeTimeStamp, next.presentationTimeStamp].filter(\.isNumeric).min() ?? .negativeInfinity
         }
 
         /// The track whose next sample comes first in decode order (samples without a time at

@@ -240,6 +240,7 @@ extension ExportSession {
         // The tracks are read independently: the writer's inputs keep them within the edges'
         // window of each other, which bounds what the demuxer queues for a track behind.
         writer.interleavingWindow = PipelineBounds.exportInterleavingWindow
+        writer.keepsFinishedAudioTrimmable = false
         run.withLock {
             $0.reader = reader
             $0.writer = writer

@@ -34,7 +34,7 @@ final class StageProbe: Sendable {
         var stages: [WeakStage] = []
         var peakQueuedPackets = 0
         var peakHeldAudio = (packets: 0, span: MediaTime.zero)
-        var peakMuxerQueue = (packets: 0, bytes: 0, span: MediaTime.zero)
+        var peakMuxerQueue = (packets: 0, bytes: 0, span: MediaTime.zero, outOfOrder: 0)
         var fanOutReadsParked = 0
         var fanOutReadsBlocked = 0
     }
@@ -81,12 +81,13 @@ final class StageProbe: Sendable {
     }
 
     /// The most the muxer's interleaving queue held at once: packets, bytes, and the time from
-    /// its earliest decode time to its latest.
-    var peakMuxerQueue: (packets: Int, bytes: Int, span: MediaTime) { state.withLock { $0.peakMuxerQueue } }
-    func countMuxerQueue(_ queue: (packets: Int, bytes: Int, span: MediaTime)) {
+    /// its earliest decode time to its latest; and the packets it wrote out of order.
+    var peakMuxerQueue: (packets: Int, bytes: Int, span: MediaTime, outOfOrder: Int) { state.withLock { $0.peakMuxerQueue } }
+    func countMuxerQueue(_ queue: (packets: Int, bytes: Int, span: MediaTime, outOfOrder: Int)) {
         state.withLock {
             let peak = $0.peakMuxerQueue
-            $0.peakMuxerQueue = (max(peak.packets, queue.packets), max(peak.bytes, queue.bytes), max(peak.span, queue.span))
+            $0.peakMuxerQueue = (max(peak.packets, queue.packets), max(peak.bytes, queue.bytes), max(peak.span, queue.span),
+                                 max(peak.outOfOrder, queue.outOfOrder))
         }
     }
 

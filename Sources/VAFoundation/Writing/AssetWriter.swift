@@ -37,6 +37,7 @@ public final class AssetWriter: Sendable {
         var movieTimeScale: Int32 = 0
         var expectedContent: ExpectedContent?
         var probe: StageProbe?
+        var keepsFinishedAudioTrimmable = true
     }
     private let options = Locked(Options())
     /// The hidden partial file being written, once `startWriting` has run.
@@ -108,6 +109,16 @@ public final class AssetWriter: Sendable {
         set { options.withLock { $0.shouldOptimizeForNetworkUse = newValue } }
     }
     /// The export's test seam (set before `startWriting()`).
+    /// Whether an input's held-back audio stays trimmable by `endSession` after the input is
+    /// finished (AVFoundation's contract, the default). An export turns it off: it ends its
+    /// session after writing starts only where its unfinished tracks have arrived (a length
+    /// limit), never inside a finished track, so that audio goes to the muxer at once and the
+    /// pictures after it do not wait for it.
+    var keepsFinishedAudioTrimmable: Bool {
+        get { options.withLock { $0.keepsFinishedAudioTrimmable } }
+        set { options.withLock { $0.keepsFinishedAudioTrimmable = newValue } }
+    }
+
     var probe: StageProbe? {
         get { options.withLock { $0.probe } }
         set { options.withLock { $0.probe = newValue } }
@@ -291,7 +302,8 @@ public final class AssetWriter: Sendable {
             overwritesExistingFile: overwritesExistingFile, metadata: snapshot.metadata, chapters: snapshot.chapters,
             shouldOptimizeForNetworkUse: snapshot.shouldOptimizeForNetworkUse,
             movieFragmentInterval: snapshot.movieFragmentInterval, segmentation: segmentation, movieTimeScale: snapshot.movieTimeScale,
-            expectedContent: snapshot.expectedContent, probe: snapshot.probe)
+            expectedContent: snapshot.expectedContent, probe: snapshot.probe,
+            keepsFinishedAudioTrimmable: snapshot.keepsFinishedAudioTrimmable)
         try core.start(configuration, inputs: snapshot.inputs.map { $0.configurationSnapshot() })
     }
 

@@ -73,6 +73,9 @@ struct WriterConfiguration: Sendable {
     var expectedContent: AssetWriter.ExpectedContent?
     /// The export's test seam, told of each sample taken and of finishing.
     var probe: StageProbe?
+    /// A finished input's held audio waits for `finish`, where `endSession` may still trim it
+    /// (`AssetWriter.keepsFinishedAudioTrimmable`).
+    var keepsFinishedAudioTrimmable = true
 }
 
 /// The encoders, the muxer and the timing state of one writer. Every member is touched only
@@ -430,7 +433,7 @@ final class WriterEngine: @unchecked Sendable {
                 try passThrough(sample, pipeline, input: i)
             }
         } catch let error as FFmpegError {
-            let code: MediaError.Code = error.function.hasPrefix("av_interleaved") || error.function.hasPrefix("avformat") ? .writeFailed : .encodeFailed
+            let code: MediaError.Code = ["av_interleaved", "av_write", "avformat"].contains(where: error.function.hasPrefix) ? .writeFailed : .encodeFailed
             let failure = MediaError(code, "\(subject(i)): \(pipeline.encoderName.map { "\($0) failed" } ?? "writing failed") at \(pts.seconds) s", path: code == .writeFailed ? path : errorPath(i), underlying: error)
             if code == .encodeFailed && pipeline.configuration.resumable && pipeline.configuration.hardwareDevice != nil {
                 pipeline.deviceFailed = true
@@ -603,15 +606,16 @@ final class WriterEngine: @unchecked Sendable {
             try writeHeaderIfReady()
             if let stream = pipeline.streamIndex {
                 written.withLock { $0[stream]?.finished = true }
-                // Held audio waits for `finish` (an `endSession` may still trim it).
-                if pipeline.held.isEmpty { try endStream(pipeline) } else { try promiseNextAudio(pipeline) }
-                if configuration.segmentation != nil && headerWritten {
-                    // A finished track's held packets are its last: they go to the cutter now,
-                    // before it counts the track as complete, or they would land in a later segment.
+                // A finished track's held packets are its last. In segments they go to the cutter
+                // now, before it counts the track as complete, or they would land in a later
+                // segment; an export writes them now so later pictures do not wait for them.
+                // Otherwise they wait for `finish`, as a later `endSession` may still trim them.
+                if headerWritten && (configuration.segmentation != nil || !configuration.keepsFinishedAudioTrimmable) {
                     let held = pipeline.held
                     pipeline.held = []
                     for packet in held { try write(packet, pipeline) }
                 }
+                if pipeline.held.isEmpty { try endStream(pipeline) } else { try promiseNextAudio(pipeline) }
                 cutter?.finish(track: stream)
                 try writeCompleteFragments(final: false)
             }
