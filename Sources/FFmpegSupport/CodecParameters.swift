@@ -41,6 +41,11 @@ public final class CodecParameters: @unchecked Sendable {
     public var profile: Int32 { pointer.pointee.profile }
     /// Bytes of codec-specific configuration (avcC, hvcC, esds…).
     public var extradataSize: Int { Int(pointer.pointee.extradata_size) }
+    /// The codec-specific configuration itself (an ASS track's script header, for example).
+    public var extradata: [UInt8] {
+        guard let data = pointer.pointee.extradata, extradataSize > 0 else { return [] }
+        return Array(UnsafeBufferPointer(start: data, count: extradataSize))
+    }
 }
 
 /// An FFmpeg codec identifier (`AVCodecID`), open so codecs from newer releases round-trip.

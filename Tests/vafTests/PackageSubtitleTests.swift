@@ -198,4 +198,67 @@ import VATestSupport
         #expect((report["error"] as? String)?.contains("nothing to package: the source has no video or audio with samples") == true, "\(report)")
         #expect(!FileManager.default.fileExists(atPath: out.appendingPathComponent("cues").path))
     }
+
+    /// Placed cues keep their place: an ASS track's styles, `\an` and `\pos` overrides, and a
+    /// SubRip cue's `{\an8}`, become WebVTT cue settings (FFmpeg's WebVTT encoder drops them,
+    /// so a sign at the top of the picture would fall to the bottom).
+    @Test(.disabled(if: !FileManager.default.fileExists(atPath: PackageCommandTests.ffmpeg), "ffmpeg is not installed (Hardware/setup.sh installs it)"))
+    func placedCuesKeepTheirPlace() throws {
+        let dir = try ResumeCommandTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let ass = dir.appendingPathComponent("signs.ass"), srt = dir.appendingPathComponent("top.srt")
+        try """
+        [Script Info]
+        ScriptType: v4.00+
+        PlayResX: 640
+        PlayResY: 360
+
+        [V4+ Styles]
+        Format: Name, Fontname, Fontsize, PrimaryColour, SecondaryColour, OutlineColour, BackColour, Bold, Italic, Underline, StrikeOut, ScaleX, ScaleY, Spacing, Angle, BorderStyle, Outline, Shadow, Alignment, MarginL, MarginR, MarginV, Encoding
+        Style: Default,Arial,20,&H00FFFFFF,&H000000FF,&H00000000,&H00000000,0,0,0,0,100,100,0,0,1,1,0,2,10,10,10,1
+        Style: Sign,Arial,20,&H00FFFFFF,&H000000FF,&H00000000,&H00000000,0,0,0,0,100,100,0,0,1,1,0,8,10,10,10,1
+
+        [Events]
+        Format: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text
+        Dialogue: 0,0:00:00.50,0:00:01.50,Default,,0,0,0,,At the bottom
+        Dialogue: 0,0:00:02.00,0:00:03.00,Sign,,0,0,0,,A sign at the top
+        Dialogue: 0,0:00:03.50,0:00:04.50,Default,,0,0,0,,{\\an7}Top left
+        Dialogue: 0,0:00:05.00,0:00:06.00,Default,,0,0,0,,{\\pos(320,90)}Placed
+        Dialogue: 0,0:00:06.50,0:00:07.50,Default,,0,0,0,,{\\an4\\b1}Middle left
+        """.write(to: ass, atomically: true, encoding: .utf8)
+        try "1\n00:00:01,000 --> 00:00:02,000\n{\\an8}SubRip at the top\n\n2\n00:00:03,000 --> 00:00:04,000\nSubRip below\n"
+            .write(to: srt, atomically: true, encoding: .utf8)
+        let source = dir.appendingPathComponent("signs.mkv")
+        let made = try Vaf.run(executable: PackageCommandTests.ffmpeg, [
+            "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25:duration=8", "-f", "lavfi", "-i", "sine=duration=8",
+            "-i", ass.path, "-i", srt.path, "-map", "0", "-map", "1", "-map", "2", "-map", "3",
+            "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", "-c:s:0", "copy", "-c:s:1", "srt",
+            "-metadata:s:s:0", "language=eng", "-metadata:s:s:1", "language=fra", source.path,
+        ])
+        try #require(made.status == 0, "ffmpeg: \(made.stderr)")
+        let out = dir.appendingPathComponent("out")
+        let run = try Vaf.run(["package", source.path, "--output-dir", out.path, "--segment-duration", "4", "--quiet"])
+        try #require(run.status == 0, "vaf package: \(run.stderr)")
+        /// Each cue's text and the settings on its timing line.
+        func placed(_ folder: String) throws -> [String: String] {
+            let url = out.appendingPathComponent("signs").appendingPathComponent(folder).appendingPathComponent("subtitles.vtt")
+            let document = try String(contentsOf: url, encoding: .utf8)
+            #expect(Self.cues(try Self.webVTT(url.path)).count == Self.cues(document).count, "ffmpeg reads every cue of \(folder)")
+            var settings: [String: String] = [:]
+            for block in document.components(separatedBy: "\n\n") {
+                let lines = block.split(separator: "\n")
+                guard let timing = lines.firstIndex(where: { $0.contains(" --> ") }), timing + 1 < lines.count else { continue }
+                settings[String(lines[timing + 1])] = lines[timing].split(separator: " ", maxSplits: 3).dropFirst(3).first.map(String.init) ?? ""
+            }
+            return settings
+        }
+        #expect(try placed("subtitles-eng") == [
+            "At the bottom": "",
+            "A sign at the top": "line:0",
+            "Top left": "line:0 align:left",
+            "Placed": "line:25%,end position:50%,center align:center",
+            "<b>Middle left</b>": "line:50%,center align:left",
+        ])
+        #expect(try placed("subtitles-fra") == ["SubRip at the top": "line:0", "SubRip below": ""])
+    }
 }

@@ -7,6 +7,8 @@ struct WebVTTCue: Sendable, Equatable {
     var start: MediaTime
     var end: MediaTime
     var text: String
+    /// Cue settings (line, position, align) after the timing; empty for bottom centre.
+    var settings = ""
 }
 
 /// A text subtitle track of a streaming package, as WebVTT (RFC 8216 3.5, and DASH's `text/vtt`):
@@ -25,17 +27,31 @@ enum StreamingSubtitles {
     static func cues(of track: AssetTrack, in asset: Asset, range: MediaTimeRange, end: MediaTime,
                      isCancelled: () -> Bool = { Task.isCancelled }) throws(MediaError) -> (cues: [WebVTTCue], refused: Int) {
         let reader = AssetReader(asset: asset)
-        var timed: [(start: MediaTime, duration: MediaTime, text: String)] = []
+        var timed: [(start: MediaTime, duration: MediaTime, text: String, settings: String)] = []
         var refused = 0
         do {
             let output = try AssetReaderTrackOutput(track: track, outputSettings: nil)
             try reader.add(output)
             try reader.startReading()
             var converter: SubtitleConverter?
+            var script: ASSPlacement.Script?
+            var isSubRip = false
             while let sample = try output.copyNextSampleBuffer() {
                 if isCancelled() { throw MediaError(.cancelled, "packaging cancelled while reading subtitle track \(track.trackID)", path: asset.displayPath) }
                 guard let packet = sample.packet, let parameters = sample.codecParameters, sample.presentationTimeStamp.isNumeric else { continue }
-                if converter == nil { converter = try SubtitleConverter(source: parameters, target: "webvtt") }
+                if converter == nil {
+                    converter = try SubtitleConverter(source: parameters, target: "webvtt")
+                    if ["ass", "ssa"].contains(parameters.codec.name) {
+                        script = ASSPlacement.script(header: String(decoding: parameters.extradata, as: UTF8.self))
+                    } else if ["subrip", "srt"].contains(parameters.codec.name) {
+                        (script, isSubRip) = (ASSPlacement.subRip, true)
+                    }
+                }
+                let settings = script.map { script in
+                    let event = packet.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+                    return isSubRip ? ASSPlacement.cueSettings(style: nil, text: Substring(event), script: script)
+                        : ASSPlacement.cueSettings(event: event, script: script)
+                }
                 let converted: Packet?
                 do { converted = try converter?.convert(packet) } catch {
                     refused += 1
@@ -45,7 +61,7 @@ enum StreamingSubtitles {
                 let text = converted.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
                     .trimmingCharacters(in: .whitespacesAndNewlines)
                 guard !text.isEmpty else { continue }
-                timed.append((sample.presentationTimeStamp, sample.duration, text))
+                timed.append((sample.presentationTimeStamp, sample.duration, text, settings ?? ""))
             }
         } catch let error as MediaError {
             throw error
@@ -62,7 +78,7 @@ enum StreamingSubtitles {
             let last = openEnded ? next : cue.start + cue.duration
             let start = max(cue.start, range.start), stop = min(last, rangeEnd)
             guard stop > start else { continue }
-            cues.append(WebVTTCue(start: start - range.start, end: stop - range.start, text: cue.text))
+            cues.append(WebVTTCue(start: start - range.start, end: stop - range.start, text: cue.text, settings: cue.settings))
         }
         return (cues, refused)
     }
@@ -106,7 +122,8 @@ enum StreamingSubtitles {
             // "-->" may not appear in a cue's text; an empty line would end it early.
             let body = escaped(cue.text).replacingOccurrences(of: "-->", with: "->")
                 .split(separator: "\n", omittingEmptySubsequences: true).joined(separator: "\n")
-            text += "\n\(timestamp(cue.start)) --> \(timestamp(cue.end))\n\(body)\n"
+            let settings = cue.settings.isEmpty ? "" : " " + cue.settings
+            text += "\n\(timestamp(cue.start)) --> \(timestamp(cue.end))\(settings)\n\(body)\n"
         }
         return text
     }
