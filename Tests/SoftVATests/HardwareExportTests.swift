@@ -164,6 +164,40 @@ import HardwareAcceleration
         }
     }
 
+    /// A ladder's rendition whose own video processor fails mid-stream (the writer fits the
+    /// shared decoded surface for its encoder; SoftVA fails its 13th VPP operation): that
+    /// rendition goes on in software from the keyframe of the group it was writing, every
+    /// picture once and in order; the rendition that needs no VPP stays on the device.
+    @Test func aLadderRenditionWhoseVideoProcessorFailsGoesOnInSoftware() async throws {
+        let dir = try TemporaryDirectory()
+        let source = URL(fileURLWithPath: dir.file("source.mov"))
+        try await Self.writeMJPEGSource(to: source)
+        let options = SoftVAOptions(failAfter: 12, failStatus: "VA_STATUS_ERROR_HW_BUSY", failOn: "vpp")
+        try await Self.withDevice(options, maximumConcurrentSessions: 1) { device in
+            let session = ExportSession(asset: Asset(url: source), preset: .preset640x480)
+            session.videoCodec = .mjpeg
+            session.hardwareDevice = device
+            let outputs = [ExportPreset.preset640x480, .mediumQuality].map {
+                ExportSession.Output(url: URL(fileURLWithPath: dir.file("\($0.name).mov")), fileType: .mov, preset: $0)
+            }
+            let results = try await session.export(to: outputs).map { try $0.get() }
+            let (unscaled, scaled) = (results[0], results[1])
+            #expect(unscaled.path == .hardware && unscaled.fallbackReason == nil, "\(unscaled.pathReason)")
+            #expect(scaled.fallbackReason != nil)
+            #expect(scaled.pathReason.contains("the video processor failed") && scaled.pathReason.contains("went on in software from the keyframe at"),
+                    "\(scaled.pathReason)")
+            #expect(scaled.warnings.contains { $0.hasPrefix("device failure: the video went on in software") }, "\(scaled.warnings)")
+            for result in results {
+                let times = try Self.videoPacketTimes(result.outputURL.path)
+                #expect(times.count == Self.frames, "\(result.outputURL.lastPathComponent): every picture once: \(times.count)")
+                #expect(times == times.sorted() && Set(times).count == times.count, "in order, none twice: \(times)")
+                #expect(try Self.frameCount(result.outputURL.path) == Self.frames, "the output decodes whole")
+            }
+            let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.contains("vaf-partial") }
+            #expect(leftovers.isEmpty, "no partial file: \(leftovers)")
+        }
+    }
+
     /// SoftVA without its H.264 entry points: H.264 sources take the hybrid path there.
     static let jpegOnly = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Hardware/Profiles/softva-jpeg-vpp.profile").path
