@@ -77,7 +77,7 @@ MUTATIONS = [
     ("export-keeps-finished-audio-held", "writer", "MuxerQueueTests", "Sources/VAFoundation/Export/ExportSession+Running.swift",
      "        writer.keepsFinishedAudioTrimmable = false\n", ""),
     ("muxer-error-counted-as-encoder", "writer", "aFullDiskExits75WithNothingLeft", "Sources/VAFoundation/Writing/WriterEngine.swift",
-     '["av_interleaved", "av_write", "avformat"]', '["av_interleaved", "avformat"]'),
+     '["av_interleaved", "av_write", "avformat", "avio"]', '["av_interleaved", "avformat", "avio"]'),
     ("muxer-ignores-promises", "writer", "MuxerQueueTests", "Sources/FFmpegSupport/PacketInterleaver.swift",
      "        streams[index].noPacketBefore = (ticks, timeBase)", "        _ = (ticks, timeBase)"),
     ("muxer-writes-latest-first", "writer", "MuxerQueueTests", "Sources/FFmpegSupport/PacketInterleaver.swift",

@@ -280,8 +280,9 @@ public final class Muxer {
 
     /// Writes a packet (timestamps in its stream's time base), interleaving streams by decode
     /// time: it waits in the interleaving queue until no audio or video stream that has not
-    /// ended can still send an earlier packet. Takes the packet. The corresponding C functions
-    /// are `av_write_frame`, or `av_interleaved_write_frame` for a format that interleaves itself.
+    /// ended can still send an earlier packet. Takes the packet: the muxer may keep it until its
+    /// turn, so the caller must not change or reuse it. The corresponding C functions are
+    /// `av_write_frame`, or `av_interleaved_write_frame` for a format that interleaves itself.
     public func write(_ packet: Packet) throws(FFmpegError) {
         use.begin(); defer { use.end() }
         guard interleaver != nil else {

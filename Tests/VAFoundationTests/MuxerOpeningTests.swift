@@ -14,8 +14,10 @@ struct MuxerOpeningTests {
         let muxer = try Muxer(formatName: "mp4", path: path, truncating: truncating)
         let output = try muxer.addStream(parameters: try demuxer.codecParameters(ofStream: video.index), timeBase: video.timeBase)
         try muxer.writeHeader()
-        let packet = Packet()
-        while try demuxer.readPacket(into: packet) == .packet {
+        while true {
+            // The muxer keeps each packet it is given until its turn: a new one for each read.
+            let packet = Packet()
+            guard try demuxer.readPacket(into: packet) == .packet else { break }
             guard packet.streamIndex == video.index else { continue }
             packet.streamIndex = output
             packet.rescaleTimestamps(from: video.timeBase, to: muxer.timeBase(ofStream: output))

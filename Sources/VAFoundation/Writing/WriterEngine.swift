@@ -433,7 +433,7 @@ final class WriterEngine: @unchecked Sendable {
                 try passThrough(sample, pipeline, input: i)
             }
         } catch let error as FFmpegError {
-            let code: MediaError.Code = ["av_interleaved", "av_write", "avformat"].contains(where: error.function.hasPrefix) ? .writeFailed : .encodeFailed
+            let code: MediaError.Code = Self.isMuxerFailure(error) ? .writeFailed : .encodeFailed
             let failure = MediaError(code, "\(subject(i)): \(pipeline.encoderName.map { "\($0) failed" } ?? "writing failed") at \(pts.seconds) s", path: code == .writeFailed ? path : errorPath(i), underlying: error)
             if code == .encodeFailed && pipeline.configuration.resumable && pipeline.configuration.hardwareDevice != nil {
                 pipeline.deviceFailed = true
@@ -621,6 +621,8 @@ final class WriterEngine: @unchecked Sendable {
             }
         } catch let error as MediaError {
             throw error
+        } catch let error as FFmpegError where Self.isMuxerFailure(error) {
+            throw MediaError(.writeFailed, "\(subject(i)): writing its last packets failed", path: path, underlying: error)
         } catch {
             throw MediaError(.encodeFailed, "\(subject(i)): flushing \(pipeline.encoderName ?? "the input") failed", path: errorPath(i),
                              underlying: error as? FFmpegError)
@@ -831,6 +833,11 @@ final class WriterEngine: @unchecked Sendable {
             throw MediaError(.writeFailed, "cannot write packets after the header", path: path, underlying: error)
         }
         configuration.probe?.countMuxerQueue(muxer.interleavingQueue)
+    }
+
+    /// Whether a failure is the muxer's (writing the file: a full disk) rather than a codec's.
+    static func isMuxerFailure(_ error: FFmpegError) -> Bool {
+        ["av_interleaved", "av_write", "avformat", "avio"].contains(where: error.function.hasPrefix)
     }
 
     /// Tells the muxer that `pipeline` has written its last packet, so nothing waits for it.
