@@ -121,10 +121,13 @@ struct PacketInterleaver {
     /// The latest decode time queued in an awaited stream: a subtitle cue queued far ahead of
     /// the pictures is not a span of media held.
     private func latestMicroseconds() -> Int64? {
-        streams.compactMap { stream -> Int64? in
-            guard stream.awaited, !stream.isEmpty, let dts = stream.queue.last.flatMap(decodeTime) else { return nil }
-            return av_rescale_q(dts, stream.timeBase, AVRational(num: 1, den: 1_000_000))
-        }.max()
+        var latest: Int64?
+        for stream in streams where stream.awaited && !stream.isEmpty {
+            guard let dts = stream.queue.last.flatMap(decodeTime) else { continue }
+            let time = av_rescale_q(dts, stream.timeBase, AVRational(num: 1, den: 1_000_000))
+            latest = max(latest ?? time, time)
+        }
+        return latest
     }
 
     private mutating func take(_ index: Int) -> Packet {

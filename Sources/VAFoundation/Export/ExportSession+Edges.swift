@@ -123,7 +123,13 @@ extension ExportSession {
         /// without waiting for it.
         private static func earliestTime(of next: SampleBuffer?) -> MediaTime {
             guard let next else { return .positiveInfinity }
-            return [next.decodeTimeStamp, next.presentationTimeStamp].filter(\.isNumeric).min() ?? .negativeInfinity
+            let (decode, presentation) = (next.decodeTimeStamp, next.presentationTimeStamp)
+            switch (decode.isNumeric, presentation.isNumeric) {
+            case (true, true): return min(decode, presentation)
+            case (true, false): return decode
+            case (false, true): return presentation
+            case (false, false): return .negativeInfinity
+            }
         }
 
         /// The track whose next sample comes first in decode order (samples without a time at

@@ -34,24 +34,21 @@ enum StreamingSubtitles {
             try reader.add(output)
             try reader.startReading()
             var converter: SubtitleConverter?
-            var script: ASSPlacement.Script?
-            var isSubRip = false
+            /// The cue settings of a source packet's text, for ASS and SubRip tracks.
+            var placement: ((String) -> String)?
             while let sample = try output.copyNextSampleBuffer() {
                 if isCancelled() { throw MediaError(.cancelled, "packaging cancelled while reading subtitle track \(track.trackID)", path: asset.displayPath) }
                 guard let packet = sample.packet, let parameters = sample.codecParameters, sample.presentationTimeStamp.isNumeric else { continue }
                 if converter == nil {
                     converter = try SubtitleConverter(source: parameters, target: "webvtt")
                     if ["ass", "ssa"].contains(parameters.codec.name) {
-                        script = ASSPlacement.script(header: String(decoding: parameters.extradata, as: UTF8.self))
+                        let script = ASSPlacement.script(header: String(decoding: parameters.extradata, as: UTF8.self))
+                        placement = { ASSPlacement.cueSettings(event: $0, script: script) }
                     } else if ["subrip", "srt"].contains(parameters.codec.name) {
-                        (script, isSubRip) = (ASSPlacement.subRip, true)
+                        placement = { ASSPlacement.cueSettings(style: nil, text: Substring($0), script: ASSPlacement.subRip) }
                     }
                 }
-                let settings = script.map { script in
-                    let event = packet.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-                    return isSubRip ? ASSPlacement.cueSettings(style: nil, text: Substring(event), script: script)
-                        : ASSPlacement.cueSettings(event: event, script: script)
-                }
+                let settings = placement?(packet.withUnsafeBytes { String(decoding: $0, as: UTF8.self) })
                 let converted: Packet?
                 do { converted = try converter?.convert(packet) } catch {
                     refused += 1

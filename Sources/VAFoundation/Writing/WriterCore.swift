@@ -509,27 +509,24 @@ struct WriterThreadSink {
 
     /// Encodes or copies `sample` into input `input` at once; an error fails the writer.
     func write(_ sample: SampleBuffer, input: Int) throws(MediaError) {
-        core.stage.preconditionIsCurrent()
-        do { try engine.process(sample, input: input) } catch {
-            core.fail(error, engine: engine)
-            throw core.error ?? error
-        }
+        try onEngine { engine throws(MediaError) in try engine.process(sample, input: input) }
     }
 
     /// Takes copied input `input`'s stream from `sample`, its first: see `WriterEngine.prepareCopy`.
     func prepareCopy(from sample: SampleBuffer, input: Int) throws(MediaError) {
-        core.stage.preconditionIsCurrent()
-        do { try engine.prepareCopy(from: sample, input: input) } catch {
-            core.fail(error, engine: engine)
-            throw core.error ?? error
-        }
+        try onEngine { engine throws(MediaError) in try engine.prepareCopy(from: sample, input: input) }
     }
 
     /// Input `input` takes no sample decoded or shown before `time` (positive infinity: no
     /// more samples): see `WriterEngine.expectNoSample`.
     func expectNoSample(input: Int, before time: MediaTime) throws(MediaError) {
+        try onEngine { engine throws(MediaError) in try engine.expectNoSample(input: input, before: time) }
+    }
+
+    /// Runs `body` on the engine, on the writer's thread; its error fails the writer.
+    private func onEngine(_ body: (WriterEngine) throws(MediaError) -> Void) throws(MediaError) {
         core.stage.preconditionIsCurrent()
-        do { try engine.expectNoSample(input: input, before: time) } catch {
+        do { try body(engine) } catch {
             core.fail(error, engine: engine)
             throw core.error ?? error
         }

@@ -826,8 +826,9 @@ final class WriterEngine: @unchecked Sendable {
         // Packets the writer still holds go first; one tick less covers rounding to ticks.
         guard time.isNumeric || time.isPositiveInfinity else { return }
         var bound = time.isNumeric ? ticks(time - sessionStart, pipeline.timeBase) - 1 : Int64.max
-        for packet in [pipeline.pendingVideo, pipeline.openGOP.first, pipeline.held.first].compactMap({ $0 }) {
-            if let earliest = [packet.dts, packet.pts].compactMap({ $0 }).min() { bound = min(bound, earliest) }
+        for case let packet? in [pipeline.pendingVideo, pipeline.openGOP.first, pipeline.held.first] {
+            if let dts = packet.dts { bound = min(bound, dts) }
+            if let pts = packet.pts { bound = min(bound, pts) }
         }
         do { try muxer.promiseNoPacket(inStream: stream, before: bound, timeBase: pipeline.timeBase) } catch {
             throw MediaError(.writeFailed, "cannot write packets after the header", path: path, underlying: error)
