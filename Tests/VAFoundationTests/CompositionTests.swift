@@ -399,6 +399,53 @@ struct VideoCompositionExportTests {
         #expect(average > 30, "PSNR against ffmpeg's transpose=clock: \(line)")
     }
 
+    /// The times of the pictures a composition output hands out.
+    private static func frameTimes(of asset: Asset, _ composition: VideoComposition) async throws -> [MediaTime] {
+        let reader = AssetReader(asset: asset)
+        let output = try AssetReaderVideoCompositionOutput(videoTracks: try await asset.loadTracks(withMediaType: .video))
+        output.videoComposition = composition
+        try reader.add(output)
+        try reader.startReading()
+        var times: [MediaTime] = []
+        while let sample = try output.copyNextSampleBuffer() { times.append(sample.presentationTimeStamp) }
+        return times
+    }
+
+    /// Apple's `sourceTrackIDForFrameTiming`: a composition of one track (as
+    /// `videoComposition(withPropertiesOf:)` makes it) comes out at that track's own picture
+    /// times, a variable rate included, and fills an empty edit every `frameDuration`; with no
+    /// timing track it steps by `frameDuration`.
+    @Test func theTimingTracksPicturesTimeTheOutput() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // 60 pictures at 30 fps with one picture's gap at 1 s: 29.5 fps on average.
+        let clip = dir.appendingPathComponent("vfr.mp4")
+        let made = try await ChildProcess.run(which("ffmpeg")!, ["-v", "error", "-nostdin", "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=30:duration=2",
+                                                                 "-vf", "setpts='if(lt(N,30),N,N+1)/30/TB'", "-fps_mode", "passthrough",
+                                                                 "-c:v", "libx264", "-preset", "ultrafast", clip.path], timeLimit: 120)
+        try #require(made.exitStatus == 0, "\(made.stderr)")
+        let source = (0..<60).map { MediaTime(value: Int64($0 < 30 ? $0 : $0 + 1), timescale: 30) }
+        let asset = Asset(url: clip)
+        var video = try await VideoComposition.videoComposition(withPropertiesOf: asset)
+        #expect(video.sourceTrackIDForFrameTiming == 1)
+        video.frameDuration = MediaTime(value: 1, timescale: 24)
+        #expect(try await Self.frameTimes(of: asset, video) == source)
+
+        video.sourceTrackIDForFrameTiming = 0
+        let grid = try await Self.frameTimes(of: asset, video)
+        #expect(grid == (0..<grid.count).map { MediaTime(value: Int64($0), timescale: 24) } && grid.count == 49, "\(grid.count) frames")
+
+        // Placed at 1 s: the empty edit before it is filled every frameDuration.
+        let composition = MutableComposition()
+        try await composition.insertTimeRange(MediaTimeRange(start: .zero, duration: try await asset.load(.duration)), of: asset,
+                                              at: MediaTime(value: 1, timescale: 1))
+        let placed = try await VideoComposition.videoComposition(withPropertiesOf: composition)
+        let step = placed.frameDuration
+        let filler = (0..<30).map { step * Int32($0) }.filter { $0 < MediaTime(value: 1, timescale: 1) }
+        let times = try await Self.frameTimes(of: composition, placed)
+        #expect(times == filler + source.map { $0 + MediaTime(value: 1, timescale: 1) }, "\(times.prefix(40).map(\.seconds))")
+    }
+
     @Test func anInvalidVideoCompositionIsATypedErrorAndLeavesNoFile() async throws {
         let dir = try TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -294,6 +294,39 @@ actor PackageFixture {
         #expect(try #require(average, "no PSNR in \(psnr.stderr.suffix(300))") >= 30)
     }
 
+    /// A phone clip held upright keeps its own frame timing: a variable rate (a picture's gap at
+    /// 2 s, 29.75 fps on average) comes out picture for picture at the source's times, and a
+    /// container duration rounded short of the last picture's end (as Android's can be) is
+    /// no reason to refuse it.
+    @Test(.disabled(if: !FileManager.default.fileExists(atPath: ffmpeg), "ffmpeg is not installed (Hardware/setup.sh installs it)"))
+    func aRotatedPhoneClipKeepsItsFrameTiming() async throws {
+        let made = try await made()
+        let coded = made.dir.appendingPathComponent("vfr-landscape.mp4"), rotated = made.dir.appendingPathComponent("vfr-phone.mp4")
+        try #require(try Vaf.run(executable: Self.ffmpeg, ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=480x270:rate=30:duration=4",
+                                                         "-vf", "setpts='if(lt(N,60),N,N+1)/30/TB'", "-fps_mode", "passthrough",
+                                                         "-c:v", "libx264", "-preset", "ultrafast", coded.path]).status == 0)
+        try #require(try Vaf.run(executable: Self.ffmpeg, ["-v", "error", "-i", coded.path, "-c", "copy", "-metadata:s:v:0", "rotate=90", rotated.path]).status == 0)
+        // The movie header's duration (version 0: after version, flags, two dates and the time
+        // scale) made 5 ms shorter than the video track's 4.033 s.
+        var bytes = [UInt8](try Data(contentsOf: rotated))
+        let mvhd = try #require((0..<(bytes.count - 4)).first { bytes[$0..<($0 + 4)].elementsEqual("mvhd".utf8) })
+        try #require(bytes[mvhd + 4] == 0, "a version 0 movie header")
+        let duration = bytes[(mvhd + 20)..<(mvhd + 24)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) } - 5
+        for k in 0..<4 { bytes[mvhd + 20 + k] = UInt8(truncatingIfNeeded: duration >> (24 - 8 * k)) }
+        try Data(bytes).write(to: rotated)
+        let out = made.dir.appendingPathComponent("vfr-upright")
+        let run = try Vaf.run(["package", rotated.path, "--output-dir", out.path, "--format", "hls", "--ladder", "270x480@1M", "--quiet"])
+        #expect(run.status == 0, "\(run.stderr)")
+        func times(_ path: String) throws -> [String] {
+            let probe = try Vaf.run(executable: Self.ffprobe, ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time",
+                                                               "-of", "csv=p=0", path])
+            return probe.stdout.split(separator: "\n").map(String.init).sorted { Double($0)! < Double($1)! }
+        }
+        let source = try times(rotated.path)
+        #expect(source.count == 120)
+        #expect(try times(out.appendingPathComponent("vfr-phone/270p/index.m3u8").path) == source)
+    }
+
     /// An anamorphic phone clip (360x270 pixels 4:3 wide, turned 90°) is drawn as it is shown:
     /// 270x480 upright, as ffmpeg turns and widens it.
     @Test func anAnamorphicRotatedClipIsPackagedAsShown() async throws {

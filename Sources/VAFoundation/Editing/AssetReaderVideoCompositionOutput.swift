@@ -2,8 +2,9 @@ import FFmpegSupport
 import HardwareAcceleration
 
 /// Composited pictures of several video tracks (`AVAssetReaderVideoCompositionOutput`): at
-/// every `frameDuration` step of the video composition, the picture each track shows then
-/// goes to the compositor with the instruction in effect, and its result comes out.
+/// each picture of the `sourceTrackIDForFrameTiming` track, else at every `frameDuration` step
+/// of the video composition, the picture each track shows then goes to the compositor with the
+/// instruction in effect, and its result comes out.
 // @unchecked: `videoComposition`, `customVideoCompositor` are set before reading starts and `pipeline`, `scaler` are used by the output's one consumer, serialised by its thread.
 public final class AssetReaderVideoCompositionOutput: AssetReaderOutput, VideoDecodingOutput, @unchecked Sendable {
     public let videoTracks: [AssetTrack]
@@ -236,6 +237,11 @@ final class VideoCompositionPipeline: TrackPipeline {
     private let end: MediaTime
     private var index: Int64 = 0
     private let start: MediaTime
+    /// The input whose pictures time the output (`sourceTrackIDForFrameTiming`); nil steps
+    /// through the composition by `frameDuration`.
+    private let timingInput: Int?
+    /// The last frame's time, and when the picture that timed it stops showing.
+    private var previous: (time: MediaTime, until: MediaTime)?
     private let width: Int, height: Int
 
     /// Pictures the compositor renders into: the writer's queue and the encoder's look-ahead
@@ -262,6 +268,8 @@ final class VideoCompositionPipeline: TrackPipeline {
             overlays = nil
         }
         start = timeRange.start.isNumeric ? max(timeRange.start, .zero) : .zero
+        timingInput = composition.sourceTrackIDForFrameTiming == 0 ? nil
+            : inputs.firstIndex { $0.trackID == composition.sourceTrackIDForFrameTiming }
         let covered = composition.coveredRange.end
         let wanted = timeRange.end.isNumeric ? min(timeRange.end, end) : end
         self.end = covered.isNumeric ? min(wanted, covered) : wanted
@@ -272,8 +280,9 @@ final class VideoCompositionPipeline: TrackPipeline {
     }
 
     func next() throws(MediaError) -> SampleBuffer? {
-        let time = start + composition.frameDuration * Int32(clamping: index)
+        let (time, duration) = try nextFrameTime()
         guard time < end else { return nil }
+        previous = (time, time + duration)
         index += 1
         var frames: [Int: PixelBuffer] = [:]
         for i in inputs.indices {
@@ -309,7 +318,7 @@ final class VideoCompositionPipeline: TrackPipeline {
         format.video = VideoFormat(width: picture.width, height: picture.height, pixelFormat: picture.pixelFormat.rawValue,
                                    bitDepth: deep ? 10 : 8)
         return SampleBuffer(content: .pixelBuffer(picture), packet: nil, codecParameters: nil, presentationTimeStamp: time,
-                            decodeTimeStamp: .invalid, duration: composition.frameDuration, formatDescription: format,
+                            decodeTimeStamp: .invalid, duration: duration, formatDescription: format,
                             attachments: SampleAttachments())
     }
 
@@ -327,17 +336,38 @@ final class VideoCompositionPipeline: TrackPipeline {
         return picture
     }
 
+    /// When the next frame comes out, and how long it lasts. With a timing track, each of its
+    /// pictures makes a frame at its own time, for its own duration; where it shows nothing for
+    /// a whole `frameDuration` (a gap, or after its last picture) frames follow every
+    /// `frameDuration`, as Apple's compositor fills an empty edit. Without one, the frames
+    /// step through the composition every `frameDuration`. A time at or past `end` ends it.
+    private func nextFrameTime() throws(MediaError) -> (time: MediaTime, duration: MediaTime) {
+        let step = composition.frameDuration
+        guard let timing = timingInput else { return (start + step * Int32(clamping: index), step) }
+        let filled = previous?.until ?? start
+        if let picture = try upcoming(timing), picture.presentationTimeStamp < filled + step {
+            let time = previous == nil ? max(picture.presentationTimeStamp, start) : picture.presentationTimeStamp
+            let shown = picture.duration.isNumeric && picture.duration > .zero ? picture.duration : step
+            let until = picture.presentationTimeStamp + shown
+            return (time, until > time ? until - time : step)
+        }
+        // A sliver shorter than half a frame (a container's duration rounded up past the
+        // last picture's end) makes no frame of its own.
+        guard (end - filled) * Int32(2) >= step else { return (end, step) }
+        return (filled, step)
+    }
+
+    /// Track `i`'s next picture, after the one it shows now; nil once it has ended.
+    private func upcoming(_ i: Int) throws(MediaError) -> SampleBuffer? {
+        if inputs[i].upcoming == nil && !inputs[i].ended {
+            if let sample = try inputs[i].pipeline.next() { inputs[i].upcoming = sample } else { inputs[i].ended = true }
+        }
+        return inputs[i].upcoming
+    }
+
     /// Reads track `i` until its current picture is the last one starting at or before `time`.
     private func advance(_ i: Int, to time: MediaTime) throws(MediaError) {
-        while !inputs[i].ended {
-            if inputs[i].upcoming == nil {
-                guard let sample = try inputs[i].pipeline.next() else {
-                    inputs[i].ended = true
-                    break
-                }
-                inputs[i].upcoming = sample
-            }
-            guard let upcoming = inputs[i].upcoming, upcoming.presentationTimeStamp <= time else { break }
+        while let upcoming = try upcoming(i), upcoming.presentationTimeStamp <= time {
             inputs[i].current = upcoming
             inputs[i].upcoming = nil
         }

@@ -35,10 +35,12 @@ extension ExportSession {
     /// fits and encodes it on its own thread. A slow output holds the decode back; none runs
     /// more than `PipelineBounds.fanOutWindow` samples ahead of the slowest.
     ///
-    /// Returns one result per output, in order: a failure only for an optional output. The
-    /// first required output to fail ends the export: the others are cancelled, every output
-    /// (finished ones included) is removed, and its error is thrown. One `states()` stream
-    /// follows the slowest output.
+    /// Returns one result per output, in order: a failure only for an optional output, or for
+    /// one whose every track turned out unreadable while another output has something to
+    /// write (as one output leaves an unreadable track out, an export leaves out an output
+    /// made only of such tracks). The first other output to fail ends the export: the others
+    /// are cancelled, every output (finished ones included) is removed, and its error is
+    /// thrown. One `states()` stream follows the slowest output still running.
     public func export(to outputs: [Output]) async throws -> [Result<ExportResult, MediaError>] {
         guard !outputs.isEmpty else {
             throw MediaError(.invalidArgument, "an export needs at least one output", path: asset.displayPath)
@@ -107,7 +109,8 @@ extension ExportSession {
             }
             for await (i, result) in group {
                 results[i] = result
-                guard case .failure(let error) = result, !outputs[i].isOptional, firstFailure == nil else { continue }
+                guard case .failure(let error) = result, !outputs[i].isOptional, firstFailure == nil,
+                      !branches[i].run.withLock({ $0.readsNothing }) else { continue }
                 // The others' cancellations are not the cause: the first required failure is.
                 firstFailure = error
                 for branch in branches { branch.cancelExport() }
@@ -120,13 +123,20 @@ extension ExportSession {
             }
             throw firstFailure
         }
-        return results.map { $0! }
+        let finished = results.map { $0! }
+        // Outputs left out for want of a readable track need another to carry the export.
+        if !finished.contains(where: { if case .success = $0 { true } else { false } }),
+           let unreadable = finished.indices.first(where: { branches[$0].run.withLock { $0.readsNothing } }),
+           case .failure(let error) = finished[unreadable] {
+            throw error
+        }
+        return finished
     }
 
-    /// The progress of the slowest output, as the export's.
+    /// The progress of the slowest output still running, as the export's.
     private func followSlowestBranch() {
         let branches = run.withLock { $0.branches }
-        guard let slowest = branches.map(\.progress).min() else { return }
+        guard let slowest = branches.filter({ $0.status != .failed }).map(\.progress).min() else { return }
         advance(to: slowest)
     }
 

@@ -110,7 +110,10 @@ extension ExportSession {
                 // file's start and drop what lies before the range, as ffmpeg's output-side trim
                 // does, before deciding the track is unreadable.
                 if s.timeRange.start > .zero, run.withLock({ r in defer { r.readsFromFileStart = true }; return !r.readsFromFileStart }) { continue }
-                guard empty.otherEdges > 0 else { throw empty.error }
+                guard empty.otherEdges > 0 else {
+                    run.withLock { $0.readsNothing = true }
+                    throw empty.error
+                }
                 unreadable.append(.init(trackID: empty.trackID, mediaType: empty.mediaType.rawValue,
                                         reason: "no sample of it could be read (the file is damaged)"))
             }

@@ -88,6 +88,9 @@ public final class ExportSession: Sendable {
         var resumption: (at: MediaTime, framesKept: Int, cause: String)?
         /// The attempt reads the source from its start instead of seeking to the range's start.
         var readsFromFileStart = false
+        /// Not one track this export writes could be read: a multi-output export leaves this
+        /// output out while another of its outputs has something to write.
+        var readsNothing = false
         /// One session per output of a multi-output export (`export(to: [Output])`).
         var branches: [ExportSession] = []
         /// Told when the progress rises: a multi-output export follows its outputs' progress.

@@ -300,14 +300,27 @@ public final class StreamingPackager: Sendable {
         }
         let (recorders, outputs) = try renditionOutputs(in: folder, rungs: rungs, audio: audio, options: o)
         let results = try await exportSession.export(to: outputs)
-        let exports = try results.map { try $0.get() }
-        for (recorder, export) in zip(recorders, exports) where recorder.mediaType == .audio {
+        // A rendition fails alone only when its track cannot be read at all: the package is
+        // made without it, as a transcode leaves such a track out.
+        var kept: [(recorder: RenditionRecorder, export: ExportResult)] = []
+        var leftOut: [String] = []
+        for (recorder, result) in zip(recorders, results) {
+            switch result {
+            case .success(let export):
+                kept.append((recorder, export))
+            case .failure(let error):
+                try? FileManager.default.removeItem(at: recorder.folder)
+                leftOut.append("the \(recorder.name) rendition is left out of the package: \(error.message)")
+            }
+        }
+        for (recorder, export) in kept where recorder.mediaType == .audio {
             if let settings = export.audioSettings { recorder.audioFormat(sampleRate: settings.sampleRate, channels: settings.channelCount) }
         }
-        let reports = try recorders.map { try $0.report() }
+        let reports = try kept.map { try $0.recorder.report() }
         let finalVideo = reports.filter { $0.mediaType == .video }
         let finalAudio = reports.filter { $0.mediaType == .audio }
-        let (finalSubtitles, warnings) = try await writeSubtitles(in: folder, besideMedia: finalVideo + finalAudio, options: o)
+        var (finalSubtitles, warnings) = try await writeSubtitles(in: folder, besideMedia: finalVideo + finalAudio, options: o)
+        warnings = leftOut + warnings
         if o.formats.contains(.hls) {
             for report in reports + finalSubtitles {
                 let rendition = folder.appendingPathComponent(report.folder)
@@ -323,7 +336,7 @@ public final class StreamingPackager: Sendable {
             try OutputFile.write(Data(StreamingPlaylists.dashManifest(video: finalVideo, audio: finalAudio, subtitles: finalSubtitles).utf8),
                                  to: folder.appendingPathComponent("manifest.mpd"))
         }
-        return StreamingPackageResult(url: destination, video: finalVideo, audio: finalAudio, subtitles: finalSubtitles, exports: exports,
+        return StreamingPackageResult(url: destination, video: finalVideo, audio: finalAudio, subtitles: finalSubtitles, exports: kept.map(\.export),
                                       keyframeInterval: keyframeInterval, warnings: warnings)
     }
 
@@ -333,8 +346,12 @@ public final class StreamingPackager: Sendable {
         guard let video = try await videoTrack(), video.preferredTransform != .identity else { return nil }
         // The primary track alone, at its average rate: the shortest interval of a phone's
         // variable rate would multiply its pictures.
+        // To the container's end or the last picture's, whichever is later: a container's
+        // duration is rounded, and can end before its video does (0.1 s against 0.100067 s).
+        let (duration, tracks) = try await asset.load(.duration, .tracks)
+        let pictureEnd = tracks.filter { $0.mediaType == .video && !$0.isAttachedPicture }.map(\.timeRange.end).max() ?? duration
         var upright = VideoComposition.videoComposition(withPropertiesOf: [VideoCompositionSourceTrack(track: video)],
-                                                        duration: try await asset.load(.duration))
+                                                        duration: max(duration, pictureEnd))
         // Anamorphic pixels are widened before the turn: the picture is drawn as it is shown.
         if let format = video.formatDescription.video, format.width > 0 {
             let shown = format.presentationDimensions(usePixelAspectRatio: true, useCleanAperture: false)
