@@ -204,6 +204,35 @@ import Testing
         #expect(Set(bytes).count == 3, "three different pictures")
     }
 
+    /// A transport stream whose one keyframe is its first picture: a search by time lands on
+    /// the packet at the time, from which nothing decodes, so the still is found by seeking
+    /// further back. The poster and an exact still are the pictures on screen then, as
+    /// ffmpeg decodes them.
+    @Test func stillsOfAStreamWithOneKeyframeAreThePicturesAtTheirTimes() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let stream = dir + "/one-gop.ts"
+        let made = try Vaf.run(executable: "/usr/bin/ffmpeg", ["-v", "error", "-nostdin", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30:duration=2",
+                                                               "-c:v", "libx264", "-g", "1000", "-pix_fmt", "yuv420p", stream])
+        try #require(made.status == 0, "ffmpeg: \(made.stderr)")
+        let poster = try Vaf.run(["thumbnails", stream, "--output-dir", dir + "/poster"])
+        #expect(poster.status == 0, "\(poster.stderr)")
+        let exact = try Vaf.run(["thumbnails", stream, "--at", "1.5", "--exact", "--output-dir", dir + "/exact"])
+        #expect(exact.status == 0, "\(exact.stderr)")
+        /// PSNR of an image against ffmpeg's decode of picture `n`.
+        func psnr(_ image: String, picture n: Int) throws -> Double {
+            let run = try Vaf.run(executable: "/usr/bin/ffmpeg", ["-v", "info", "-nostats", "-nostdin", "-i", dir + "/" + image, "-i", stream, "-lavfi",
+                                                                  "[1:v]select=eq(n\\,\(n)),scale=320:240[ref];[0:v][ref]psnr", "-f", "null", "-"])
+            let average = run.stderr.components(separatedBy: "average:").last.flatMap { Double($0.prefix { $0 == "." || $0.isNumber }) }
+            return try #require(average, "no PSNR in \(run.stderr.suffix(300))")
+        }
+        // The middle (1 s) shows picture 30, 1.5 s picture 45: each closer to its own picture than to its neighbours.
+        for (image, n) in [("poster/one-gop-001.jpg", 30), ("exact/one-gop-001.jpg", 45)] {
+            let (own, before, after) = (try psnr(image, picture: n), try psnr(image, picture: n - 1), try psnr(image, picture: n + 1))
+            #expect(own > 32 && own > before + 3 && own > after + 3, "\(image): \(own) dB against \(before) and \(after) for its neighbours")
+        }
+    }
+
     @Test func badInputsAndArgumentsAreOneLineErrors() throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -366,15 +366,27 @@ private final class FrameSource {
         let decodesOn = position.map { p in
             p <= goal && (keyframeBefore.map { p >= $0 } ?? (goal - p < ticks(MediaTime(value: 5, timescale: 1))))
         } ?? false
-        if !decodesOn { try seek(to: goal) }
         var shown: Frame? = decodesOn ? current : nil
-        while let frame = try nextFrame() {
-            if pts(frame) > goal {
-                lookahead = frame
-                break
+        // Seeking by time lands on the packet at the goal, not on a keyframe, where a file has no
+        // index (MPEG-TS): the decoder then shows nothing before the next keyframe. Seek again
+        // further back, 1 s, 4 s, 16 s, 64 s, then from the track's start, until a picture at
+        // or before the goal decodes.
+        let first = ticks(track.timeRange.start)
+        var backoff = ticks(MediaTime(value: 1, timescale: 1))
+        var from: Int64? = decodesOn ? nil : goal
+        repeat {
+            if let from { try seek(to: from) }
+            while let frame = try nextFrame() {
+                if pts(frame) > goal {
+                    lookahead = frame
+                    break
+                }
+                shown = frame
             }
-            shown = frame
-        }
+            guard shown == nil, let last = from, last > first, keyframes.isEmpty else { break }
+            from = backoff > ticks(MediaTime(value: 64, timescale: 1)) ? first : max(goal - backoff, first)
+            backoff *= 4
+        } while true
         // Before the first picture: the first one. Past the last: the last one.
         let picture: Frame
         if let shown {
@@ -391,9 +403,14 @@ private final class FrameSource {
 
     private func pts(_ frame: Frame) -> Int64 { frame.bestEffortTimestamp ?? frame.pts ?? 0 }
 
-    /// Seeks to the keyframe shown at or before `time` (stream ticks, presentation time).
+    /// Seeks to the keyframe shown at or before `time` (stream ticks, presentation time); in a
+    /// file without an index (MPEG-TS), to its first byte for a time at or before the track's
+    /// start, which a search by time there can overshoot.
     private func seek(to time: Int64) throws {
-        do { try demuxer.seek(stream: stream, toKeyframeAtOrBefore: time) } catch {
+        do {
+            let rewound = keyframes.isEmpty && time <= ticks(track.timeRange.start) && (try? demuxer.rewind()) != nil
+            if !rewound { try demuxer.seek(stream: stream, toKeyframeAtOrBefore: time) }
+        } catch {
             throw MediaError(.corruptOrTruncated, "cannot seek to \(mediaTime(time).seconds) s", path: path, underlying: error)
         }
         decoder.flush()
