@@ -209,7 +209,10 @@ struct ThumbnailReport: Encodable, Sendable {
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             if let data = try? encoder.encode(self) { StandardOutput.write(data + Data("\n".utf8)) }
         } else if let error {
-            FileHandle.standardError.write(Data("\(JobReport.oneLine(input)): failed: \(JobReport.oneLine(error))\n".utf8))
+            // An error about the input names it already ("PATH: cause").
+            let names = [input, URL(fileURLWithPath: input).standardizedFileURL.path]
+            let line = names.contains { error.hasPrefix($0 + ": ") } ? error : "\(input): \(error)"
+            FileHandle.standardError.write(Data("\(JobReport.oneLine(line))\n".utf8))
         } else {
             let sheets = sprites.isEmpty ? "\(images.count) image\(images.count == 1 ? "" : "s")"
                 : "\(images.count) tiles on \(sprites.count) sheet\(sprites.count == 1 ? "" : "s")" + (vtt.map { " and \($0)" } ?? "")
