@@ -188,6 +188,30 @@ import Testing
         #expect(probe.stdout.contains("matroska"), "\(probe.stdout) \(probe.stderr)")
     }
 
+    /// A fragmented MP4 cut off at a quarter of its bytes (a recording that never finished):
+    /// its header says 2 s, its data ends sooner. The JSON line's seconds, and the speed from
+    /// them, are what was written (ffprobe's duration of the output), not what the header said.
+    @Test func aFileCutShortReportsTheSecondsItWrote() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-cut-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let whole = dir.appendingPathComponent("whole.mp4"), cut = dir.appendingPathComponent("cut.mp4")
+        let made = try Vaf.run(executable: "/usr/bin/ffmpeg", ["-v", "error", "-nostdin", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30",
+                                                               "-f", "lavfi", "-i", "sine=f=300:r=48000", "-t", "6", "-c:v", "libx264", "-preset", "ultrafast",
+                                                               "-g", "30", "-c:a", "aac", "-movflags", "frag_keyframe+empty_moov", whole.path])
+        try #require(made.status == 0, "\(made.stderr)")
+        let bytes = try Data(contentsOf: whole)
+        try bytes.prefix(bytes.count / 4).write(to: cut)
+        let run = try Vaf.run(["transcode", cut.path, "--preset", "640x480", "--output-dir", dir.appendingPathComponent("out").path, "--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let row = try #require(try Vaf.jsonLines(run.stdout).first)
+        let probe = try Vaf.run(executable: "/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0",
+                                                                 dir.appendingPathComponent("out/cut.mp4").path])
+        let written = try #require(Double(probe.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), "\(probe.stdout)")
+        let seconds = try #require(row["seconds"] as? Double)
+        #expect(written < 1.9 && abs(seconds - written) <= 1.0 / 30, "reported \(seconds) s, written \(written) s")
+    }
+
     @Test func aFileNamedLikeAnOptionIsAFile() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vaf-dash-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

@@ -20,7 +20,7 @@ public struct ExportResult: Sendable, Codable {
     /// The constant output frame rate, nil when the source timing was kept.
     public var frameRate: Double?
     public var videoFrames = 0
-    /// How long the output lasts: the span its tracks cover.
+    /// How long the output lasts: to the end of its last picture or sound, within the span exported.
     public var duration: MediaTime = .zero
     public var outputBytes: Int64 = 0
     public var elapsedSeconds = 0.0

@@ -42,7 +42,14 @@ extension ExportSession {
             edge.output.releaseResources()
         }
         describeStages(graph.observations, plan: plan, into: &result)
-        result.duration = span.length
+        result.duration = Self.writtenLength(span, ends: tally.ends.withLock { $0 }, sparse: tally.sparse)
+    }
+
+    /// How long the output lasts: to where its last picture or sound ends, within the span (a
+    /// file whose header claims more than its data holds ends early).
+    static func writtenLength(_ span: ExportSpan, ends: [MediaTime?], sparse: Set<Int>) -> MediaTime {
+        guard let latest = ends.indices.filter({ !sparse.contains($0) }).compactMap({ ends[$0] }).max() else { return span.length }
+        return min(max(latest - span.start, .zero), span.length)
     }
 
     /// The file's size, and the metadata it could not hold: said from what the file holds,
