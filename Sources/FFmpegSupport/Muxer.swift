@@ -73,28 +73,34 @@ public final class Muxer {
         avformat_free_context(context)
     }
 
-    /// Closes a memory output and returns its bytes. The corresponding C functions are
-    /// `avio_close_dyn_buf` and `av_free`.
-    private static func closeMemory(_ pb: inout UnsafeMutablePointer<AVIOContext>?) -> [UInt8] {
-        guard let open = pb else { return [] }
+    /// Closes a memory output and returns its bytes, in the buffer they were written into.
+    /// The corresponding C function is `avio_close_dyn_buf`.
+    private static func closeMemory(_ pb: inout UnsafeMutablePointer<AVIOContext>?) -> WrittenBytes {
+        guard let open = pb else { return WrittenBytes(nil, count: 0) }
         pb = nil
         var buffer: UnsafeMutablePointer<UInt8>? = nil
         let count = avio_close_dyn_buf(open, &buffer)
-        defer { av_free(buffer) }
-        guard let buffer, count > 0 else { return [] }
-        return Array(UnsafeBufferPointer(start: buffer, count: Int(count)))
+        return WrittenBytes(buffer, count: Int(max(count, 0)))
     }
 
-    /// The bytes a memory muxer wrote since the last call (empty for a file muxer); writing
-    /// goes on into a new buffer. The corresponding C functions are `avio_close_dyn_buf` and
-    /// `avio_open_dyn_buf`.
-    public func takeWrittenBytes() throws(FFmpegError) -> [UInt8] {
+    /// The bytes a memory muxer wrote since the last call (none for a file muxer), handed over
+    /// without a copy; writing goes on into a new buffer. The corresponding C functions are
+    /// `avio_close_dyn_buf` and `avio_open_dyn_buf`.
+    public func takeWrittenBytes() throws(FFmpegError) -> WrittenBytes {
         use.begin(); defer { use.end() }
-        guard writesToMemory else { return [] }
+        guard writesToMemory else { return WrittenBytes(nil, count: 0) }
         let bytes = Self.closeMemory(&context.pointee.pb)
         guard !trailerWritten else { return bytes }
         try check(avio_open_dyn_buf(&context.pointee.pb), "avio_open_dyn_buf")
         return bytes
+    }
+
+    /// Writes `bytes` into the output as they are, between what the muxer writes: a box the
+    /// format does not write itself. The corresponding C function is `avio_write`.
+    public func writeRawBytes(_ bytes: [UInt8]) {
+        use.begin(); defer { use.end() }
+        guard let pb = context.pointee.pb else { return }
+        bytes.withUnsafeBufferPointer { avio_write(pb, $0.baseAddress, Int32($0.count)) }
     }
 
     /// FFmpeg's short name for the container ("mp4").
@@ -363,4 +369,22 @@ public final class Muxer {
         try check(av_write_trailer(context), "av_write_trailer")
         if !writesToMemory { try check(avio_closep(&context.pointee.pb), "avio_closep") }
     }
+}
+
+/// Bytes a memory muxer wrote, in the buffer FFmpeg wrote them into, which is freed with them.
+/// The corresponding C function is `av_free`.
+// @unchecked: the buffer is never written after the muxer hands it over, and freed once, in deinit.
+public final class WrittenBytes: @unchecked Sendable {
+    private let buffer: UnsafeMutablePointer<UInt8>?
+    public let count: Int
+
+    init(_ buffer: UnsafeMutablePointer<UInt8>?, count: Int) {
+        self.buffer = buffer
+        self.count = buffer == nil ? 0 : count
+    }
+
+    deinit { av_free(buffer) }
+
+    /// Where the bytes start, valid while this value lives; nil when there are none.
+    public var baseAddress: UnsafeMutableRawPointer? { count > 0 ? UnsafeMutableRawPointer(buffer) : nil }
 }

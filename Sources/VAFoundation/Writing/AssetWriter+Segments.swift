@@ -84,8 +84,8 @@ struct WriterSegmentation: Sendable {
 enum SegmentBoxes {
     /// The `styp` box a CMAF media segment opens with: CMAF segment (`cmfs`), DASH media
     /// segment (`msdh`) with an index (`msix`).
-    static let segmentType: Data = {
-        var box = Data()
+    static let segmentType: [UInt8] = {
+        var box: [UInt8] = []
         func word(_ v: UInt32) { withUnsafeBytes(of: v.bigEndian) { box.append(contentsOf: $0) } }
         func fourCC(_ s: String) { box.append(contentsOf: Array(s.utf8)) }
         word(28)
@@ -100,7 +100,10 @@ enum SegmentBoxes {
     /// plus the track's `trun` data offset: the writer sets default-base-is-moof) and its size
     /// as stored (the `trun`'s, else the `tfhd`'s default). Nil when the segment has no such run.
     static func firstSample(ofTrack trackID: Int, in data: Data) -> (offset: Int, length: Int)? {
-        let bytes = [UInt8](data)
+        data.withUnsafeBytes { firstSample(ofTrack: trackID, in: $0) }
+    }
+
+    private static func firstSample(ofTrack trackID: Int, in bytes: UnsafeRawBufferPointer) -> (offset: Int, length: Int)? {
         func word(_ at: Int) -> UInt32? {
             guard at >= 0, at + 4 <= bytes.count else { return nil }
             return bytes[at..<at + 4].reduce(0) { $0 << 8 | UInt32($1) }

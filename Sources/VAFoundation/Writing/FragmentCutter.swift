@@ -16,6 +16,11 @@ struct FragmentCutter<Payload> {
         var duration: MediaTime
         var isSync: Bool
         var byteCount: Int
+
+        /// The sample's facts, without the payload (which may then be freed).
+        var withoutPayload: FragmentCutter<Void>.Item {
+            .init(payload: (), track: track, time: time, decodeTime: decodeTime, duration: duration, isSync: isSync, byteCount: byteCount)
+        }
     }
 
     private let leadTrack: Int

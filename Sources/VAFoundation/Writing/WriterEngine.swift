@@ -921,17 +921,22 @@ final class WriterEngine: @unchecked Sendable {
     /// ended with its own `moof`, and hands segments to the handler.
     private func writeCompleteFragments(final: Bool) throws {
         guard let muxer else { return }
-        while let fragment = cutter?.nextFragment(final: final) {
+        while var fragment = cutter?.nextFragment(final: final) {
             guard !fragment.isEmpty else { continue }
             for item in fragment { try muxer.write(item.payload) }
+            // The muxer holds the packets now, and frees each as it copies it into the fragment.
+            let samples = fragment.map(\.withoutPayload)
+            fragment = []
             try writeMovieHeaderIfNeeded()
+            let handler = configuration.segmentation?.handler
+            // A CMAF segment opens with its type box, written ahead of the fragment into the segment's bytes.
+            if handler != nil && configuration.segmentation?.profile == .mpeg4CMAFCompliant { muxer.writeRawBytes(SegmentBoxes.segmentType) }
             try muxer.flushFragment()
             segmentsWritten += 1
-            guard let handler = configuration.segmentation?.handler else { continue }
-            var data = Data(try muxer.takeWrittenBytes())
-            if configuration.segmentation?.profile == .mpeg4CMAFCompliant { data = SegmentBoxes.segmentType + data }
+            guard let handler else { continue }
+            let data = Self.data(try muxer.takeWrittenBytes())
             let report = SegmentReport(segmentType: .separable, sequenceNumber: segmentsWritten,
-                                       trackReports: trackReports(fragment, in: data))
+                                       trackReports: trackReports(samples, in: data))
             try handler(data, .separable, report)
         }
     }
@@ -943,11 +948,17 @@ final class WriterEngine: @unchecked Sendable {
         movieHeaderWritten = true
         try muxer.flushFragment()
         guard let handler = configuration.segmentation?.handler else { return }
-        try handler(Data(try muxer.takeWrittenBytes()), .initialization, nil)
+        try handler(Self.data(try muxer.takeWrittenBytes()), .initialization, nil)
+    }
+
+    /// The bytes a memory muxer wrote, as `Data` without a copy: their buffer lives as long as it.
+    private static func data(_ bytes: WrittenBytes) -> Data {
+        guard let start = bytes.baseAddress else { return Data() }
+        return Data(bytesNoCopy: start, count: bytes.count, deallocator: .custom { _, _ in withExtendedLifetime(bytes) {} })
     }
 
     /// Each track's part of a fragment, as its report gives it.
-    private func trackReports(_ fragment: [FragmentCutter<Packet>.Item], in data: Data) -> [SegmentTrackReport] {
+    private func trackReports(_ fragment: [FragmentCutter<Void>.Item], in data: Data) -> [SegmentTrackReport] {
         let tracks = Set(fragment.map(\.track)).sorted()
         return tracks.compactMap { track in
             let items = fragment.filter { $0.track == track }
