@@ -19,6 +19,10 @@ public final class Muxer {
     /// libavformat's generic interleaving (every format but a few broadcast ones, such as MXF,
     /// with an interleaver of their own); otherwise nil, and libavformat's queue is used.
     private var interleaver: PacketInterleaver?
+    /// Packets are written as they are handed over, not interleaved: a fragmented MP4 muxer
+    /// keeps each track's part of a fragment apart until the fragment ends, so their order
+    /// across tracks does not matter. Set before the first packet.
+    public var writesInCallOrder = false
 
     /// Creates the file at `path` for FFmpeg's muxer `formatName` ("mp4", "matroska"), replacing
     /// it, or, with `truncating: false`, writing over the file already there from its start: for
@@ -291,6 +295,10 @@ public final class Muxer {
     /// `av_write_frame`, or `av_interleaved_write_frame` for a format that interleaves itself.
     public func write(_ packet: Packet) throws(FFmpegError) {
         use.begin(); defer { use.end() }
+        if writesInCallOrder {
+            try check(av_write_frame(context, packet.pointer), "av_write_frame")
+            return
+        }
         guard interleaver != nil else {
             try check(av_interleaved_write_frame(context, packet.pointer), "av_interleaved_write_frame")
             return

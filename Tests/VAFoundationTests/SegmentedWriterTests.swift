@@ -241,60 +241,95 @@ final class SegmentCollector: AssetWriterDelegate {
         .init(payload: name, track: track, time: time, decodeTime: decode ?? time, duration: t(1), isSync: sync, byteCount: 1)
     }
 
+    /// Does what the cutter says, as the writer does: the fragments ended so far, and what was
+    /// written into the one under way.
+    private struct Muxer {
+        var fragments: [[String]] = []
+        var open: [String] = []
+
+        mutating func run(_ cutter: inout Cutter, final: Bool = false) {
+            while let step = cutter.next(final: final) {
+                switch step {
+                case .write(let item): open.append(item.payload)
+                case .endFragment(let samples):
+                    #expect(samples.count == open.count, "the fragment's report lists what was written into it")
+                    fragments.append(open)
+                    open = []
+                }
+            }
+        }
+    }
+
     @Test func aFragmentWaitsForEveryTrackToPassTheCut() {
         var cutter = Cutter(trackCount: 2, leadTrack: 0, interval: MediaTime(value: 1, timescale: 1), origin: .zero)
+        var muxer = Muxer()
         for i in 0..<30 { cutter.add(Self.item("v\(i)", track: 0, time: Self.t(Int64(i)), sync: i == 0)) }
+        muxer.run(&cutter)
+        #expect(muxer.open.count == 30 && muxer.fragments.isEmpty, "the lead's samples go on as they come: \(muxer.open.count)")
         cutter.add(Self.item("v30", track: 0, time: Self.t(30)))
-        #expect(cutter.nextFragment() == nil, "the audio has not reached 1 s")
+        muxer.run(&cutter)
+        #expect(muxer.fragments.isEmpty, "the audio has not reached 1 s")
         cutter.add(Self.item("a0", track: 1, time: .zero))
         cutter.add(Self.item("a1", track: 1, time: MediaTime(value: 99, timescale: 100)))
-        #expect(cutter.nextFragment() == nil)
+        muxer.run(&cutter)
+        #expect(muxer.fragments.isEmpty && muxer.open.count == 32, "the audio before the cut goes in; the fragment waits")
         cutter.add(Self.item("a2", track: 1, time: MediaTime(value: 1, timescale: 1)))
-        let first = cutter.nextFragment()?.map(\.payload)
-        #expect(first?.count == 32 && first?.contains("a1") == true && first?.contains("a2") == false && first?.contains("v30") == false)
-        #expect(cutter.nextFragment() == nil)
-        #expect(cutter.nextFragment(final: true)?.map(\.payload).sorted() == ["a2", "v30"])
+        muxer.run(&cutter)
+        let first = muxer.fragments.first ?? []
+        #expect(muxer.fragments.count == 1 && first.count == 32 && first.contains("a1") && !first.contains("a2") && !first.contains("v30"))
+        #expect(muxer.open == ["v30"], "the next fragment's picture goes on; its sound waits for the next cut")
+        muxer.run(&cutter, final: true)
+        #expect(muxer.fragments.count == 2 && muxer.fragments[1].sorted() == ["a2", "v30"] && muxer.open.isEmpty)
     }
 
     @Test func aLateKeyframeCutsLateAndTheNextBoundaryStaysOnTheGrid() {
         var cutter = Cutter(trackCount: 1, leadTrack: 0, interval: MediaTime(value: 1, timescale: 1), origin: .zero)
+        var muxer = Muxer()
         // Keyframes at 0, 1.2 s and 2.0 s: cuts at 1.2 (first at or after 1) and 2.0.
         for i in 0..<75 { cutter.add(Self.item("\(i)", track: 0, time: Self.t(Int64(i)), sync: [0, 36, 60].contains(i))) }
-        #expect(cutter.nextFragment()?.count == 36)
-        #expect(cutter.nextFragment()?.count == 24)
-        #expect(cutter.nextFragment() == nil)
-        #expect(cutter.nextFragment(final: true)?.count == 15)
+        muxer.run(&cutter)
+        #expect(muxer.fragments.map(\.count) == [36, 24] && muxer.open.count == 15)
+        muxer.run(&cutter, final: true)
+        #expect(muxer.fragments.map(\.count) == [36, 24, 15])
     }
 
     @Test func aFinishedTrackHoldsNothingBack() {
         var cutter = Cutter(trackCount: 2, leadTrack: 0, interval: MediaTime(value: 1, timescale: 1), origin: .zero)
+        var muxer = Muxer()
         cutter.add(Self.item("a0", track: 1, time: .zero))
         cutter.finish(track: 1)
         cutter.add(Self.item("v0", track: 0, time: .zero))
         cutter.add(Self.item("v1", track: 0, time: Self.t(30)))
-        #expect(cutter.nextFragment()?.map(\.payload).sorted() == ["a0", "v0"])
+        muxer.run(&cutter)
+        #expect(muxer.fragments.map { $0.sorted() } == [["a0", "v0"]])
     }
 
-    @Test func decodeOrderAcrossTracksAndARequestedCut() {
+    @Test func decodeOrderWithinATrackAndARequestedCut() {
         var cutter = Cutter(trackCount: 1, leadTrack: 0, interval: .indefinite, origin: .zero)
+        var muxer = Muxer()
         cutter.add(Self.item("I0", track: 0, time: Self.t(0), decode: Self.t(-1)))
         cutter.add(Self.item("P2", track: 0, time: Self.t(2), decode: Self.t(0), sync: false))
         cutter.add(Self.item("B1", track: 0, time: Self.t(1), decode: Self.t(1), sync: false))
         cutter.requestCut(at: Self.t(3))
         cutter.add(Self.item("I3", track: 0, time: Self.t(3), decode: Self.t(2)))
-        #expect(cutter.nextFragment()?.map(\.payload) == ["I0", "P2", "B1"])
+        muxer.run(&cutter)
+        #expect(muxer.fragments == [["I0", "P2", "B1"]])
         cutter.add(Self.item("I4", track: 0, time: Self.t(4)))
-        #expect(cutter.nextFragment() == nil, "with an indefinite interval only a requested cut ends a fragment")
+        muxer.run(&cutter)
+        #expect(muxer.fragments.count == 1 && muxer.open == ["I3", "I4"], "with an indefinite interval only a requested cut ends a fragment")
     }
 
     /// Requests made faster than the encoder returns their keyframes: each still cuts.
     @Test func requestsWaitingBehindTheEncoderAllCut() {
         var cutter = Cutter(trackCount: 1, leadTrack: 0, interval: .indefinite, origin: .zero)
+        var muxer = Muxer()
         cutter.requestCut(at: Self.t(30))
         cutter.requestCut(at: Self.t(60))
         cutter.requestCut(at: Self.t(90))
         for i in 0..<100 { cutter.add(Self.item("\(i)", track: 0, time: Self.t(Int64(i)), sync: i % 30 == 0)) }
-        #expect([cutter.nextFragment()?.count, cutter.nextFragment()?.count, cutter.nextFragment()?.count] == [30, 30, 30])
-        #expect(cutter.nextFragment(final: true)?.count == 10)
+        muxer.run(&cutter)
+        #expect(muxer.fragments.map(\.count) == [30, 30, 30])
+        muxer.run(&cutter, final: true)
+        #expect(muxer.fragments.map(\.count) == [30, 30, 30, 10])
     }
 }

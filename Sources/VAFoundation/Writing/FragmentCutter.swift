@@ -1,11 +1,12 @@
-/// Decides where a fragmented output's fragments end, and holds each track's samples until
-/// the fragment they belong to is complete in every track.
+/// Decides where a fragmented output's fragments end, and hands each sample on as soon as the
+/// fragment it belongs to is known, so the muxer (which buffers the fragment it is writing)
+/// holds a fragment's samples and the cutter only those it cannot place yet.
 ///
 /// The leading track (the first video track, else the first) sets the cuts: a fragment ends
 /// before its first sync sample at or after the next boundary (`origin` plus a multiple of
 /// `interval`, after the output's start at zero), or after a requested cut. Every other track's samples shown before that
 /// sync sample belong to the fragment; it is complete once each of them has a sample shown
-/// at or after the cut, or has finished. Pure bookkeeping: the caller writes what it returns.
+/// at or after the cut, or has finished. Pure bookkeeping: the caller writes and cuts as told.
 struct FragmentCutter<Payload> {
     struct Item {
         var payload: Payload
@@ -23,18 +24,28 @@ struct FragmentCutter<Payload> {
         }
     }
 
+    /// What the caller does next, in order.
+    enum Step {
+        /// Write the sample into the fragment under way.
+        case write(Item)
+        /// End the fragment under way: it holds these samples (in the order written).
+        case endFragment([FragmentCutter<Void>.Item])
+    }
+
     private let leadTrack: Int
     private let interval: MediaTime
     private var nextBoundary: MediaTime
     /// Requested cuts, oldest first: each at the lead's first sync sample shown at or after
     /// its time. Several may wait at once, the encoder's delay behind the requests.
     private var requestedCuts: [MediaTime] = []
-    /// Each track's samples not yet handed out, in decode order.
+    /// Each track's samples not yet handed on, in decode order.
     private var queues: [[Item]]
     private var finished: [Bool]
-    /// Where completed-but-not-yet-handed-out fragments end in the lead's queue (sample counts
-    /// from its front), and the cut's time.
+    /// Where known fragments end in the lead's queue (sample counts from its front), and the
+    /// cut's time; the first ends the fragment under way.
     private var cuts: [(leadCount: Int, time: MediaTime)] = []
+    /// The samples handed on into the fragment under way.
+    private var written: [FragmentCutter<Void>.Item] = []
 
     /// `interval` indefinite (or not numeric) cuts only where `requestCut(at:)` asks.
     init(trackCount: Int, leadTrack: Int, interval: MediaTime, origin: MediaTime) {
@@ -56,10 +67,13 @@ struct FragmentCutter<Payload> {
 
     mutating func add(_ item: Item) {
         if item.track == leadTrack && item.isSync {
-            let leadSinceLastCut = queues[leadTrack].count - (cuts.last?.leadCount ?? 0)
+            // The newest fragment has a lead sample: queued since the last known cut, or (with
+            // none known) queued or written into the fragment under way.
+            let leadInNewest = cuts.last.map { queues[leadTrack].count > $0.leadCount }
+                ?? (!queues[leadTrack].isEmpty || written.contains { $0.track == leadTrack })
             let requested = requestedCuts.contains { item.time >= $0 }
             let due = item.time >= nextBoundary || requested
-            if due && leadSinceLastCut > 0 { cuts.append((queues[leadTrack].count, item.time)) }
+            if due && leadInNewest { cuts.append((queues[leadTrack].count, item.time)) }
             // One sync sample answers every request at or before its time.
             if requested { requestedCuts.removeAll { item.time >= $0 } }
             if due { advanceBoundary(past: item.time) }
@@ -74,35 +88,36 @@ struct FragmentCutter<Payload> {
 
     mutating func finish(track: Int) { finished[track] = true }
 
-    /// The oldest fragment that is complete in every track, its samples in decode order
-    /// across tracks; nil while none is. With `final`, whatever is left is the last one.
-    mutating func nextFragment(final: Bool = false) -> [Item]? {
-        guard let cut = cuts.first else {
-            guard final, queues.contains(where: { !$0.isEmpty }) else { return nil }
-            let rest = queues.flatMap { $0 }
-            queues = queues.map { _ in [] }
-            return Self.decodeOrder(rest)
-        }
-        var taken: [[Item]] = []
+    /// The next thing to do: a sample to write into the fragment under way, or the end of
+    /// that fragment once it is complete in every track; nil while nothing can be placed.
+    /// With `final`, every track counts as finished, and what is left ends the last fragment.
+    mutating func next(final: Bool = false) -> Step? {
+        let cut = cuts.first
         for track in queues.indices {
-            if track == leadTrack {
-                taken.append(Array(queues[track].prefix(cut.leadCount)))
-                continue
+            guard let first = queues[track].first else { continue }
+            let belongs = if track == leadTrack {
+                cut.map { $0.leadCount > 0 } ?? true
+            } else {
+                // Another track's sample waits until the cut shows which fragment it is in.
+                cut.map { first.time < $0.time } ?? final
             }
-            let count = queues[track].prefix { $0.time < cut.time }.count
-            // Complete once a sample at or after the cut shows this track has passed it.
-            guard final || finished[track] || count < queues[track].count else { return nil }
-            taken.append(Array(queues[track].prefix(count)))
+            guard belongs else { continue }
+            queues[track].removeFirst()
+            if track == leadTrack && cut != nil { cuts = cuts.map { ($0.leadCount - 1, $0.time) } }
+            written.append(first.withoutPayload)
+            return .write(first)
         }
-        for track in queues.indices { queues[track].removeFirst(taken[track].count) }
-        cuts.removeFirst()
-        cuts = cuts.map { ($0.leadCount - cut.leadCount, $0.time) }
-        return Self.decodeOrder(taken.flatMap { $0 })
-    }
-
-    private static func decodeOrder(_ items: [Item]) -> [Item] {
-        items.enumerated().sorted { a, b in
-            a.element.decodeTime != b.element.decodeTime ? a.element.decodeTime < b.element.decodeTime : a.offset < b.offset
-        }.map(\.element)
+        guard !written.isEmpty else { return nil }
+        if let cut {
+            // Complete once every other track has passed the cut (a sample at or after it
+            // waits) or ended.
+            let complete = queues.indices.allSatisfy { $0 == leadTrack || final || finished[$0] || !queues[$0].isEmpty }
+            guard complete, cut.leadCount == 0 else { return nil }
+            cuts.removeFirst()
+        } else if !final {
+            return nil
+        }
+        defer { written = [] }
+        return .endFragment(written)
     }
 }

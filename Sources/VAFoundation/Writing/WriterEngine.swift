@@ -212,7 +212,7 @@ final class WriterEngine: @unchecked Sendable {
         checkConfinement()
         let fileType = configuration.fileType
         if configuration.segmentation != nil || configuration.movieTimeScale > 0 {
-            guard ["mp4", "mov", "ipod"].contains(fileType.muxerName) else {
+            guard Self.fragmentingMuxers.contains(fileType.muxerName) else {
                 throw MediaError(.invalidArgument, "movie fragments, segments and the movie time scale apply to mp4/mov files, not \(fileType)", path: path)
             }
         }
@@ -233,6 +233,9 @@ final class WriterEngine: @unchecked Sendable {
                 throw MediaError(.ioError, "cannot open the \(fileType) segment muxer", path: path, underlying: error)
             }
         }
+        // The cutter hands each fragment's packets on as it places them; the muxer keeps each
+        // track's part of the fragment apart until it ends.
+        muxer.writesInCallOrder = configuration.segmentation != nil
         self.muxer = muxer
         try configuration.probe?.step(.outputCreated)
         for (i, input) in inputs.enumerated() {
@@ -617,7 +620,7 @@ final class WriterEngine: @unchecked Sendable {
                 }
                 if pipeline.held.isEmpty { try endStream(pipeline) } else { try promiseNextAudio(pipeline) }
                 cutter?.finish(track: stream)
-                try writeCompleteFragments(final: false)
+                try writeFragments(final: false)
             }
         } catch let error as MediaError {
             throw error
@@ -644,7 +647,7 @@ final class WriterEngine: @unchecked Sendable {
                 pipeline.held = []
                 try endStream(pipeline)
             }
-            try writeCompleteFragments(final: true)
+            try writeFragments(final: true)
             try muxer.finish()
             try writeCleanApertures()
         } catch let error as FFmpegError {
@@ -914,30 +917,31 @@ final class WriterEngine: @unchecked Sendable {
         cutter!.add(.init(payload: packet, track: stream, time: timeBase.time(ofTicks: pts),
                           decodeTime: timeBase.time(ofTicks: packet.dts ?? pts), duration: timeBase.time(ofTicks: max(packet.duration, 0)),
                           isSync: packet.isKeyframe, byteCount: packet.size))
-        try writeCompleteFragments(final: false)
+        try writeFragments(final: false)
     }
 
-    /// Writes the fragments complete in every track (all that is left, when `final`), each
-    /// ended with its own `moof`, and hands segments to the handler.
-    private func writeCompleteFragments(final: Bool) throws {
+    /// Writes what the cutter can place into the fragment under way, and ends each fragment
+    /// complete in every track (the last one too, when `final`) with its own `moof`, handing
+    /// segments to the handler.
+    private func writeFragments(final: Bool) throws {
         guard let muxer else { return }
-        while var fragment = cutter?.nextFragment(final: final) {
-            guard !fragment.isEmpty else { continue }
-            for item in fragment { try muxer.write(item.payload) }
-            // The muxer holds the packets now, and frees each as it copies it into the fragment.
-            let samples = fragment.map(\.withoutPayload)
-            fragment = []
-            try writeMovieHeaderIfNeeded()
-            let handler = configuration.segmentation?.handler
-            // A CMAF segment opens with its type box, written ahead of the fragment into the segment's bytes.
-            if handler != nil && configuration.segmentation?.profile == .mpeg4CMAFCompliant { muxer.writeRawBytes(SegmentBoxes.segmentType) }
-            try muxer.flushFragment()
-            segmentsWritten += 1
-            guard let handler else { continue }
-            let data = Self.data(try muxer.takeWrittenBytes())
-            let report = SegmentReport(segmentType: .separable, sequenceNumber: segmentsWritten,
-                                       trackReports: trackReports(samples, in: data))
-            try handler(data, .separable, report)
+        while let step = cutter?.next(final: final) {
+            switch step {
+            case .write(let item):
+                try muxer.write(item.payload)
+            case .endFragment(let samples):
+                try writeMovieHeaderIfNeeded()
+                let handler = configuration.segmentation?.handler
+                // A CMAF segment opens with its type box, written ahead of the fragment into the segment's bytes.
+                if handler != nil && configuration.segmentation?.profile == .mpeg4CMAFCompliant { muxer.writeRawBytes(SegmentBoxes.segmentType) }
+                try muxer.flushFragment()
+                segmentsWritten += 1
+                guard let handler else { continue }
+                let data = Self.data(try muxer.takeWrittenBytes())
+                let report = SegmentReport(segmentType: .separable, sequenceNumber: segmentsWritten,
+                                           trackReports: trackReports(samples, in: data))
+                try handler(data, .separable, report)
+            }
         }
     }
 
@@ -1032,8 +1036,11 @@ final class WriterEngine: @unchecked Sendable {
         }
     }
 
+    /// The muxers that write movie fragments (and take the mp4 options below).
+    private static let fragmentingMuxers: Set<String> = ["mp4", "mov", "ipod"]
+
     private func muxerOptions() -> [(name: String, value: String)] {
-        guard ["mp4", "mov", "ipod"].contains(configuration.fileType.muxerName) else { return [] }
+        guard Self.fragmentingMuxers.contains(configuration.fileType.muxerName) else { return [] }
         var options: [(name: String, value: String)] = []
         var flags = ""
         if let segmentation = configuration.segmentation {
