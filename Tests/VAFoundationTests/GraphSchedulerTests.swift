@@ -64,17 +64,25 @@ struct GraphSchedulerTests {
             var concurrentSteps = 0
             var inStep = false
         }
-        let thread = StageThread(name: "vaf.test.edge")
+        let thread: StageThread
         let channel: Channel
         let count: Int
         let failingAt: Int?
         private let state = Locked(State())
+        /// Set as the edge fails.
+        private let failed = ConditionLocked(false)
 
-        init(count: Int, channel: Channel, failingAt: Int? = nil) {
+        /// On a stage thread of its own, or on `thread` beside other edges.
+        init(count: Int, channel: Channel, failingAt: Int? = nil, thread: StageThread = StageThread(name: "vaf.test.edge")) {
             self.count = count
             self.channel = channel
             self.failingAt = failingAt
+            self.thread = thread
         }
+
+        /// Waits until the edge's failing step has run (its scheduler hears of it in the job's
+        /// `then`, before the thread's next job).
+        func waitUntilFailed() { failed.withLock(when: { $0 }) { _ in } }
 
         func onSourceThread(_ job: @escaping @Sendable () -> Void, then: @escaping @Sendable () -> Void) {
             thread.async(job, then: then)
@@ -91,7 +99,10 @@ struct GraphSchedulerTests {
             defer { state.withLock { $0.inStep = false } }
             if overlapping { state.withLock { $0.concurrentSteps += 1 } }
             return state.withLock { s -> EdgeProgress in
-                if let failingAt, s.steps == failingAt { return .failed(MediaError(.decodeFailed, "edge failed at step \(failingAt)")) }
+                if let failingAt, s.steps == failingAt {
+                    failed.withLockWakingWaiters { $0 = true }
+                    return .failed(MediaError(.decodeFailed, "edge failed at step \(failingAt)"))
+                }
                 if let pending = s.pending {
                     guard channel.offer(pending) else { return .blocked { [channel] wake in channel.whenReady(wake) } }
                     s.pending = nil
@@ -106,6 +117,23 @@ struct GraphSchedulerTests {
         var steps: Int { state.withLock { $0.steps } }
         var stepsOffThread: Int { state.withLock { $0.stepsOffThread } }
         var concurrentSteps: Int { state.withLock { $0.concurrentSteps } }
+    }
+
+    /// An edge whose one step waits until `open()`: the run of its output cannot end before.
+    final class GatedEdge: ScheduledEdge {
+        let thread = StageThread(name: "vaf.test.gated")
+        private let gate = ConditionLocked(false)
+
+        func open() { gate.withLockWakingWaiters { $0 = true } }
+
+        func onSourceThread(_ job: @escaping @Sendable () -> Void, then: @escaping @Sendable () -> Void) {
+            thread.async(job, then: then)
+        }
+
+        func step() -> EdgeProgress {
+            gate.withLock(when: { $0 }) { _ in }
+            return .ended
+        }
     }
 
     /// Takes `count` items from `channel` on a thread of its own, waking its waiter `wakes` times per item.
@@ -157,6 +185,30 @@ struct GraphSchedulerTests {
             #expect(channel.taken == Array(0..<300), "the other output ran to its end")
             #expect(edge.stepsOffThread == 0)
         }
+    }
+
+    /// While a failed output is still ending (an edge of it still in its step), another
+    /// output's edges go on: its steps, queued after the failure on the same thread, run to
+    /// the end. The other output's inputs are full until the failure has come, so it cannot
+    /// finish first.
+    @Test func aFailedOutputStillEndingStopsNoOther() async throws {
+        let scheduler = GraphScheduler()
+        let shared = StageThread(name: "vaf.test.shared")
+        let failing = CountingEdge(count: 100, channel: Channel(capacity: 100), failingAt: 20, thread: shared)
+        let gated = GatedEdge()
+        let channels = (0..<2).map { _ in Channel(capacity: 1) }
+        let healthy = channels.map { CountingEdge(count: 300, channel: $0, thread: shared) }
+        let failed = Task { try await scheduler.run([failing, gated]) }
+        let succeeded = Task { try await scheduler.run(healthy) }
+        failing.waitUntilFailed()
+        for channel in channels { Self.drain(channel, count: 299, wakes: 1) }
+        try await succeeded.value
+        for channel in channels {
+            channel.takeRest()
+            #expect(channel.taken == Array(0..<300), "the other output ran to its end beside the failed one")
+        }
+        gated.open()
+        await #expect(throws: MediaError.self) { try await failed.value }
     }
 
     @Test func edgesEndingAloneEndTheRun() async throws {
