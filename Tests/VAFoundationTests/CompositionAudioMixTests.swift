@@ -87,6 +87,31 @@ struct CompositionAudioMixTests {
         ])
     }
 
+    /// Each track ramps by its own parameters, wherever they stand in the mix: the second
+    /// track's ramp is heard on it alone, the first track keeping its steady volume.
+    @Test func aRampOfTheSecondTrackIsItsOwn() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (a, b) = (try await Self.tone(Self.low, in: dir), try await Self.tone(Self.high, in: dir))
+        let composition = MutableComposition()
+        let first = try #require(composition.addMutableTrack(withMediaType: .audio))
+        let second = try #require(composition.addMutableTrack(withMediaType: .audio))
+        let four = MediaTimeRange(start: .zero, duration: MediaTime(value: 4, timescale: 1))
+        try first.insertTimeRange(four, of: try #require(try await a.loadTracks(withMediaType: .audio).first), at: .zero)
+        try second.insertTimeRange(four, of: try #require(try await b.loadTracks(withMediaType: .audio).first), at: .zero)
+        var steady = AudioMixInputParameters(track: first)
+        steady.setVolume(0.5, at: .zero)
+        var ramp = AudioMixInputParameters(track: second)
+        ramp.setVolumeRamp(fromStartVolume: 1, toEndVolume: 0.2, timeRange: MediaTimeRange(start: MediaTime(value: 1, timescale: 1),
+                                                                                           duration: MediaTime(value: 2, timescale: 1)))
+        let output = try await Self.export(composition, mix: AudioMix(inputParameters: [steady, ramp]), in: dir)
+        let source = Self.amplitude(of: Self.low, in: try await Self.samples(a.url), at: 1)
+        try await Self.expectLevels(output, source: source, [
+            (0.5, Self.low, 0.5), (0.5, Self.high, 1), (1.5, Self.low, 0.5), (1.5, Self.high, 0.8),
+            (2.5, Self.low, 0.5), (2.5, Self.high, 0.4), (3.5, Self.high, 0.2),
+        ])
+    }
+
     /// A ramp is linear over its whole range, not only at its ends and middle, and holds its end volume after it.
     @Test func aRampIsLinearAtEveryPointAndHoldsItsEnd() async throws {
         let dir = try TestFiles.temporaryDirectory()
