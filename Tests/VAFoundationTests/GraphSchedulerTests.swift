@@ -4,8 +4,9 @@ import Testing
 @testable import VAFoundation
 
 /// The graph scheduler alone, with edges that count instead of decoding: where steps run,
-/// how a full input holds its edge back, and how the first failure ends the run.
-@Suite(.timeLimit(.minutes(1)))
+/// how a full input holds its edge back, and how the first failure ends the run. A lost wake-up
+/// hangs a run: the limit ends it, far enough off for a CI host busy with the other suites.
+@Suite(.timeLimit(.minutes(5)))
 struct GraphSchedulerTests {
     /// A bounded channel standing for a writer input: `capacity` items, taken by a thread of its own.
     final class Channel: Sendable {
@@ -68,21 +69,26 @@ struct GraphSchedulerTests {
         let channel: Channel
         let count: Int
         let failingAt: Int?
+        /// Runs in the failing step, before it fails.
+        let beforeFailing: @Sendable () -> Void
         private let state = Locked(State())
-        /// Set as the edge fails.
-        private let failed = ConditionLocked(false)
+        /// Ends as the edge fails.
+        private let failure = AsyncStream<Never>.makeStream()
 
         /// On a stage thread of its own, or on `thread` beside other edges.
-        init(count: Int, channel: Channel, failingAt: Int? = nil, thread: StageThread = StageThread(name: "vaf.test.edge")) {
+        init(count: Int, channel: Channel, failingAt: Int? = nil, beforeFailing: @escaping @Sendable () -> Void = {},
+             thread: StageThread = StageThread(name: "vaf.test.edge")) {
             self.count = count
             self.channel = channel
             self.failingAt = failingAt
+            self.beforeFailing = beforeFailing
             self.thread = thread
         }
 
-        /// Waits until the edge's failing step has run (its scheduler hears of it in the job's
-        /// `then`, before the thread's next job).
-        func waitUntilFailed() { failed.withLock(when: { $0 }) { _ in } }
+        /// Suspends until the edge's failing step has run (its scheduler hears of it in the job's
+        /// `then`, before the thread's next job). A suspension, not a blocked thread: the
+        /// scheduler's tasks need the cooperative pool's few threads to start.
+        func waitUntilFailed() async { for await _ in failure.stream {} }
 
         func onSourceThread(_ job: @escaping @Sendable () -> Void, then: @escaping @Sendable () -> Void) {
             thread.async(job, then: then)
@@ -100,7 +106,8 @@ struct GraphSchedulerTests {
             if overlapping { state.withLock { $0.concurrentSteps += 1 } }
             return state.withLock { s -> EdgeProgress in
                 if let failingAt, s.steps == failingAt {
-                    failed.withLockWakingWaiters { $0 = true }
+                    beforeFailing()
+                    failure.continuation.finish()
                     return .failed(MediaError(.decodeFailed, "edge failed at step \(failingAt)"))
                 }
                 if let pending = s.pending {
@@ -122,16 +129,20 @@ struct GraphSchedulerTests {
     /// An edge whose one step waits until `open()`: the run of its output cannot end before.
     final class GatedEdge: ScheduledEdge {
         let thread = StageThread(name: "vaf.test.gated")
-        private let gate = ConditionLocked(false)
+        private let gate = ConditionLocked((entered: false, open: false))
 
-        func open() { gate.withLockWakingWaiters { $0 = true } }
+        func open() { gate.withLockWakingWaiters { $0.open = true } }
+
+        /// Waits until the edge is in its step (a scheduler stopped before then ends it unstepped).
+        func waitUntilInStep() { gate.withLock(when: { $0.entered }) { _ in } }
 
         func onSourceThread(_ job: @escaping @Sendable () -> Void, then: @escaping @Sendable () -> Void) {
             thread.async(job, then: then)
         }
 
         func step() -> EdgeProgress {
-            gate.withLock(when: { $0 }) { _ in }
+            gate.withLockWakingWaiters { $0.entered = true }
+            gate.withLock(when: { $0.open }) { _ in }
             return .ended
         }
     }
@@ -194,13 +205,14 @@ struct GraphSchedulerTests {
     @Test func aFailedOutputStillEndingStopsNoOther() async throws {
         let scheduler = GraphScheduler()
         let shared = StageThread(name: "vaf.test.shared")
-        let failing = CountingEdge(count: 100, channel: Channel(capacity: 100), failingAt: 20, thread: shared)
         let gated = GatedEdge()
+        let failing = CountingEdge(count: 100, channel: Channel(capacity: 100), failingAt: 20,
+                                   beforeFailing: { gated.waitUntilInStep() }, thread: shared)
         let channels = (0..<2).map { _ in Channel(capacity: 1) }
         let healthy = channels.map { CountingEdge(count: 300, channel: $0, thread: shared) }
         let failed = Task { try await scheduler.run([failing, gated]) }
         let succeeded = Task { try await scheduler.run(healthy) }
-        failing.waitUntilFailed()
+        await failing.waitUntilFailed()
         for channel in channels { Self.drain(channel, count: 299, wakes: 1) }
         try await succeeded.value
         for channel in channels {
