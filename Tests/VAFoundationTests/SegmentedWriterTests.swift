@@ -332,4 +332,22 @@ final class SegmentCollector: AssetWriterDelegate {
         muxer.run(&cutter, final: true)
         #expect(muxer.fragments.map(\.count) == [30, 30, 30, 10])
     }
+
+    /// Sound queued far ahead of the pictures (a long fragment's worth) goes out in order,
+    /// each sample once, in the fragment it is shown in, however much waited.
+    @Test func aLongQueueOfSoundIsHandedOnInOrder() {
+        var cutter = Cutter(trackCount: 2, leadTrack: 0, interval: MediaTime(value: 10, timescale: 1), origin: .zero)
+        var muxer = Muxer()
+        for i in 0..<1000 { cutter.add(Self.item("a\(i)", track: 1, time: MediaTime(value: Int64(i), timescale: 50))) }
+        cutter.finish(track: 1)
+        for i in 0..<600 {
+            cutter.add(Self.item("v\(i)", track: 0, time: Self.t(Int64(i)), sync: i % 300 == 0))
+            muxer.run(&cutter)
+        }
+        muxer.run(&cutter, final: true)
+        let sound = muxer.fragments.map { $0.filter { $0.hasPrefix("a") } }
+        let pictures = muxer.fragments.map { $0.filter { $0.hasPrefix("v") } }
+        #expect(sound == [(0..<500).map { "a\($0)" }, (500..<1000).map { "a\($0)" }])
+        #expect(pictures == [(0..<300).map { "v\($0)" }, (300..<600).map { "v\($0)" }])
+    }
 }

@@ -39,11 +39,13 @@ struct FragmentCutter<Payload> {
     /// its time. Several may wait at once, the encoder's delay behind the requests.
     private var requestedCuts: [MediaTime] = []
     /// Each track's samples not yet handed on, in decode order.
-    private var queues: [[Item]]
+    private var queues: [Pending]
     private var finished: [Bool]
-    /// Where known fragments end in the lead's queue (sample counts from its front), and the
-    /// cut's time; the first ends the fragment under way.
-    private var cuts: [(leadCount: Int, time: MediaTime)] = []
+    /// How many lead samples have been handed on so far.
+    private var leadHandedOn = 0
+    /// Where known fragments end (after how many lead samples handed on in all), and the cut's
+    /// time; the first ends the fragment under way.
+    private var cuts: [(leadEnd: Int, time: MediaTime)] = []
     /// The samples handed on into the fragment under way.
     private var written: [FragmentCutter<Void>.Item] = []
 
@@ -58,7 +60,7 @@ struct FragmentCutter<Payload> {
             nextBoundary = origin
             while nextBoundary <= .zero { nextBoundary = nextBoundary + interval }
         }
-        queues = Array(repeating: [], count: trackCount)
+        queues = Array(repeating: Pending(), count: trackCount)
         finished = Array(repeating: false, count: trackCount)
     }
 
@@ -69,11 +71,12 @@ struct FragmentCutter<Payload> {
         if item.track == leadTrack && item.isSync {
             // The newest fragment has a lead sample: queued since the last known cut, or (with
             // none known) queued or written into the fragment under way.
-            let leadInNewest = cuts.last.map { queues[leadTrack].count > $0.leadCount }
+            let leadQueued = leadHandedOn + queues[leadTrack].count
+            let leadInNewest = cuts.last.map { leadQueued > $0.leadEnd }
                 ?? (!queues[leadTrack].isEmpty || written.contains { $0.track == leadTrack })
             let requested = requestedCuts.contains { item.time >= $0 }
             let due = item.time >= nextBoundary || requested
-            if due && leadInNewest { cuts.append((queues[leadTrack].count, item.time)) }
+            if due && leadInNewest { cuts.append((leadQueued, item.time)) }
             // One sync sample answers every request at or before its time.
             if requested { requestedCuts.removeAll { item.time >= $0 } }
             if due { advanceBoundary(past: item.time) }
@@ -96,14 +99,14 @@ struct FragmentCutter<Payload> {
         for track in queues.indices {
             guard let first = queues[track].first else { continue }
             let belongs = if track == leadTrack {
-                cut.map { $0.leadCount > 0 } ?? true
+                cut.map { $0.leadEnd > leadHandedOn } ?? true
             } else {
                 // Another track's sample waits until the cut shows which fragment it is in.
                 cut.map { first.time < $0.time } ?? final
             }
             guard belongs else { continue }
             queues[track].removeFirst()
-            if track == leadTrack && cut != nil { cuts = cuts.map { ($0.leadCount - 1, $0.time) } }
+            if track == leadTrack { leadHandedOn += 1 }
             written.append(first.withoutPayload)
             return .write(first)
         }
@@ -112,12 +115,37 @@ struct FragmentCutter<Payload> {
             // Complete once every other track has passed the cut (a sample at or after it
             // waits) or ended.
             let complete = queues.indices.allSatisfy { $0 == leadTrack || final || finished[$0] || !queues[$0].isEmpty }
-            guard complete, cut.leadCount == 0 else { return nil }
+            guard complete, cut.leadEnd == leadHandedOn else { return nil }
             cuts.removeFirst()
         } else if !final {
             return nil
         }
         defer { written = [] }
         return .endFragment(written)
+    }
+
+    /// A track's samples waiting, taken from the front without moving the rest (audio can
+    /// wait a whole fragment for the lead's cut). A sample taken is let go at once.
+    private struct Pending {
+        private var items: [Item?] = []
+        private var head = 0
+
+        var first: Item? { head < items.count ? items[head] : nil }
+        var isEmpty: Bool { head == items.count }
+        var count: Int { items.count - head }
+
+        mutating func append(_ item: Item) { items.append(item) }
+
+        mutating func removeFirst() {
+            items[head] = nil
+            head += 1
+            if head == items.count {
+                items.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head >= 256 && head * 2 >= items.count {
+                items.removeFirst(head)
+                head = 0
+            }
+        }
     }
 }
