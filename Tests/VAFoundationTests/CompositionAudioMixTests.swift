@@ -63,17 +63,24 @@ struct CompositionAudioMixTests {
         }
     }
 
-    /// Two tracks play at once, each with its own volume; the second is cut off at 2 s.
-    @Test func twoTracksAreMixedEachAtItsOwnVolume() async throws {
-        let dir = try TestFiles.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let (a, b) = (try await Self.tone(Self.low, in: dir), try await Self.tone(Self.high, in: dir))
+    /// A composition of two 4 s tracks played at once: the low tone's (its source returned
+    /// too, to measure) and the high tone's.
+    static func twoTones(in dir: URL) async throws -> (Asset, MutableComposition, MutableCompositionTrack, MutableCompositionTrack) {
+        let (a, b) = (try await tone(low, in: dir), try await tone(high, in: dir))
         let composition = MutableComposition()
         let first = try #require(composition.addMutableTrack(withMediaType: .audio))
         let second = try #require(composition.addMutableTrack(withMediaType: .audio))
         let four = MediaTimeRange(start: .zero, duration: MediaTime(value: 4, timescale: 1))
         try first.insertTimeRange(four, of: try #require(try await a.loadTracks(withMediaType: .audio).first), at: .zero)
         try second.insertTimeRange(four, of: try #require(try await b.loadTracks(withMediaType: .audio).first), at: .zero)
+        return (a, composition, first, second)
+    }
+
+    /// Two tracks play at once, each with its own volume; the second is cut off at 2 s.
+    @Test func twoTracksAreMixedEachAtItsOwnVolume() async throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (a, composition, first, second) = try await Self.twoTones(in: dir)
         var quieter = AudioMixInputParameters(track: first)
         quieter.setVolume(0.5, at: .zero)
         var cut = AudioMixInputParameters(track: second)
@@ -92,13 +99,7 @@ struct CompositionAudioMixTests {
     @Test func aRampOfTheSecondTrackIsItsOwn() async throws {
         let dir = try TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let (a, b) = (try await Self.tone(Self.low, in: dir), try await Self.tone(Self.high, in: dir))
-        let composition = MutableComposition()
-        let first = try #require(composition.addMutableTrack(withMediaType: .audio))
-        let second = try #require(composition.addMutableTrack(withMediaType: .audio))
-        let four = MediaTimeRange(start: .zero, duration: MediaTime(value: 4, timescale: 1))
-        try first.insertTimeRange(four, of: try #require(try await a.loadTracks(withMediaType: .audio).first), at: .zero)
-        try second.insertTimeRange(four, of: try #require(try await b.loadTracks(withMediaType: .audio).first), at: .zero)
+        let (a, composition, first, second) = try await Self.twoTones(in: dir)
         var steady = AudioMixInputParameters(track: first)
         steady.setVolume(0.5, at: .zero)
         var ramp = AudioMixInputParameters(track: second)
