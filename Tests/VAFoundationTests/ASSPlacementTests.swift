@@ -36,6 +36,10 @@ struct ASSPlacementTests {
         ("0,0,Default,,0,0,0,,{\\an5\\alpha&H80&}Middle", "line:50%,center"),
         ("0,0,Default,,0,0,0,,{\\pos(480,270)}A quarter in", "line:25%,end position:25%,center align:center"),
         ("0,0,Default,,0,0,0,,{\\an7\\pos(100.5,1200)}Clamped", "line:100%,start position:5.23%,line-left align:left"),
+        ("0,0,Default,,0,0,0,,{\\move(1920,540,0,540)}Crawling in from the right", "line:50%,end position:100%,center align:center"),
+        ("0,0,Default,,0,0,0,,{\\move(960,1080,960,0,0,500)\\pos(480,270)}The first placement wins", "line:100%,end position:50%,center align:center"),
+        ("0,0,Default,,0,0,0,,{\\pos(480,270)\\move(960,1080,960,0)}The first placement wins", "line:25%,end position:25%,center align:center"),
+        ("0,0,Default,,0,0,0,,{\\move(10,20,30)}Not a move", ""),
         ("not an event", ""),
     ])
     func anEventIsPlacedByItsOverridesElseItsStyle(event: String, settings: String) {

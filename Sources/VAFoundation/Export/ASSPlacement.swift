@@ -4,7 +4,8 @@
 ///
 /// An event's place comes from its first `\an` (or legacy `\a`) override, else its style's
 /// alignment; an event with `\pos(x,y)` is placed at that point of the script's `PlayResX` by
-/// `PlayResY` canvas. Margins, `\move` and rotation are not carried.
+/// `PlayResY` canvas, and one with `\move` where its move starts (the first of the two wins,
+/// as in libass). Margins and rotation are not carried.
 struct ASSPlacement: Equatable {
     /// The script's canvas and each style's alignment (numeric-keypad numbering: 1-3 bottom,
     /// 4-6 middle, 7-9 top; left, centre, right).
@@ -81,10 +82,11 @@ struct ASSPlacement: Equatable {
                 } else if !alignmentOverridden, tag.hasPrefix("a"), let n = Int(tag.dropFirst()), n > 0 {
                     alignment = keypad(legacy: n)
                     alignmentOverridden = true
-                } else if point == nil, tag.hasPrefix("pos("), let close = tag.firstIndex(of: ")") {
-                    let numbers = tag[tag.index(tag.startIndex, offsetBy: 4)..<close].split(separator: ",")
-                        .compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
-                    if numbers.count == 2 { point = (numbers[0], numbers[1]) }
+                } else if point == nil, let numbers = arguments(of: "pos", in: tag), numbers.count == 2 {
+                    point = (numbers[0], numbers[1])
+                } else if point == nil, let numbers = arguments(of: "move", in: tag), [4, 6].contains(numbers.count) {
+                    // WebVTT cannot move a cue: it stays where the move starts, where it first shows.
+                    point = (numbers[0], numbers[1])
                 }
             }
         }
@@ -100,6 +102,14 @@ struct ASSPlacement: Equatable {
         if row == 1 { settings.append("line:50%,center") }
         if column != 1 { settings.append("align:\(textAlign)") }
         return settings.joined(separator: " ")
+    }
+
+    /// The numbers of an override tag `name(a,b,…)`; nil for another tag or a number that does not read.
+    private static func arguments(of name: String, in tag: Substring) -> [Double]? {
+        guard tag.hasPrefix(name + "("), let close = tag.firstIndex(of: ")") else { return nil }
+        let fields = tag[tag.index(tag.startIndex, offsetBy: name.count + 1)..<close].split(separator: ",")
+        let numbers = fields.compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+        return numbers.count == fields.count ? numbers : nil
     }
 
     /// The `{…}` override blocks of an event's text.
