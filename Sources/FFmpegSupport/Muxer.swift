@@ -99,6 +99,15 @@ public final class Muxer {
         return bytes
     }
 
+    /// How many bytes the output holds since the last `takeWrittenBytes()` (a memory muxer),
+    /// or since it opened: where the next byte written will be. The corresponding C function
+    /// is `avio_seek` with `SEEK_CUR`.
+    public var writtenByteCount: Int {
+        use.begin(); defer { use.end() }
+        guard let pb = context.pointee.pb else { return 0 }
+        return Int(avio_seek(pb, 0, SEEK_CUR))
+    }
+
     /// Writes `bytes` into the output as they are, between what the muxer writes: a box the
     /// format does not write itself. The corresponding C function is `avio_write`.
     public func writeRawBytes(_ bytes: [UInt8]) {

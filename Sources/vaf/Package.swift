@@ -62,7 +62,8 @@ extension Vaf {
                 is decoded once: every video rendition is scaled and encoded from that one decode. \
                 Every video rendition has a keyframe every 2 s (or at every segment boundary when \
                 the segment duration is not a multiple of 2 s) at the same times, and segments cut \
-                on them; each audio language of the source becomes one AAC-LC stereo rendition, and \
+                on them; each keyframe opens a fragment, which the I-frame playlist lists as a byte \
+                range. Each audio language of the source becomes one AAC-LC stereo rendition, and \
                 each text subtitle track (SubRip, ASS, mov_text, WebVTT) a WebVTT rendition \
                 (subtitles/ or subtitles-LANG/: segment-NNNNN.vtt on the video's segments for HLS, \
                 subtitles.vtt whole for DASH); --subtitles chooses them. Bitmap subtitles (PGS, \

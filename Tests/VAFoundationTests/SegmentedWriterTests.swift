@@ -251,7 +251,7 @@ final class SegmentCollector: AssetWriterDelegate {
             while let step = cutter.next(final: final) {
                 switch step {
                 case .write(let item): open.append(item.payload)
-                case .endFragment(let samples):
+                case .endFragment(let samples, _):
                     #expect(samples.count == open.count, "the fragment's report lists what was written into it")
                     fragments.append(open)
                     open = []
@@ -331,6 +331,42 @@ final class SegmentCollector: AssetWriterDelegate {
         #expect(muxer.fragments.map(\.count) == [30, 30, 30])
         muxer.run(&cutter, final: true)
         #expect(muxer.fragments.map(\.count) == [30, 30, 30, 10])
+    }
+
+    /// With a fragment at every lead keyframe, a segment is several fragments: each keyframe
+    /// opens one, and only the keyframe at a boundary ends the segment. Sound goes into the
+    /// fragment it is shown in.
+    @Test func aFragmentAtEveryKeyframeWithinEachSegment() {
+        var cutter = Cutter(trackCount: 2, leadTrack: 0, interval: MediaTime(value: 6, timescale: 1), origin: .zero,
+                            fragmentsAtLeadSyncSamples: true)
+        var fragments: [(names: [String], endsSegment: Bool)] = []
+        var open: [String] = []
+        func run(final: Bool = false) {
+            while let step = cutter.next(final: final) {
+                switch step {
+                case .write(let item): open.append(item.payload)
+                case .endFragment(_, let endsSegment):
+                    fragments.append((open, endsSegment))
+                    open = []
+                }
+            }
+        }
+        for i in 0..<240 {
+            if i % 15 == 0 { cutter.add(Self.item("a\(i / 15)", track: 1, time: Self.t(Int64(i)))) }
+            cutter.add(Self.item("v\(i)", track: 0, time: Self.t(Int64(i)), sync: i % 60 == 0))
+            run()
+        }
+        cutter.finish(track: 1)
+        run(final: true)
+        #expect(fragments.map(\.endsSegment) == [false, false, true, true], "keyframes at 0, 2, 4 s, the segment ending at 6 s; then the last")
+        #expect(fragments.map { $0.names.filter { $0.hasPrefix("v") }.count } == [60, 60, 60, 60])
+        #expect(fragments.map { $0.names.filter { $0.hasPrefix("a") } } == (0..<4).map { f in (4 * f..<4 * f + 4).map { "a\($0)" } })
+        // Without it, each segment is one fragment.
+        var plain = Cutter(trackCount: 1, leadTrack: 0, interval: MediaTime(value: 6, timescale: 1), origin: .zero)
+        var muxer = Muxer()
+        for i in 0..<240 { plain.add(Self.item("v\(i)", track: 0, time: Self.t(Int64(i)), sync: i % 60 == 0)) }
+        muxer.run(&plain, final: true)
+        #expect(muxer.fragments.map(\.count) == [180, 60])
     }
 
     /// Sound queued far ahead of the pictures (a long fragment's worth) goes out in order,

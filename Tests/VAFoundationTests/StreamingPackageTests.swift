@@ -62,7 +62,7 @@ import HardwareAcceleration
             defer { start += pair.0 }
             return StreamingRenditionReport.Segment(file: String(format: "segment-%05d.m4s", i + 1), start: MediaTime(seconds: start, preferredTimescale: 90000),
                                                     duration: MediaTime(seconds: pair.0, preferredTimescale: 90000), bytes: pair.1,
-                                                    keyframeBytes: pair.1 / 10, sampleCount: Int(pair.0 * 30))
+                                                    keyframes: [.init(offset: .zero, byteOffset: 0, byteCount: pair.1 / 10)], sampleCount: Int(pair.0 * 30))
         }
         return StreamingRenditionReport(folder: folder, mediaType: .video, codec: "avc1.64001f", width: 1280, height: 720, language: nil,
                                         isDefault: false, channelCount: nil, sampleRate: nil, segments: segments)

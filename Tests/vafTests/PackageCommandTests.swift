@@ -178,6 +178,63 @@ actor PackageFixture {
         #expect(startsByRendition[0].count == 4, "8 s in 2 s segments: \(startsByRendition[0])")
     }
 
+    /// The I-frame playlist lists every keyframe, not only each segment's first: a 6 s segment
+    /// holds three (one every 2 s). Each entry's byte range, read after the init segment, is a
+    /// fragment that ffprobe decodes alone to one keyframe, the one shown at the entry's time.
+    @Test(.disabled(if: !FileManager.default.fileExists(atPath: ffprobe), "ffprobe is not installed (Hardware/setup.sh installs it)"))
+    func theIFramePlaylistFetchesEveryKeyframeAlone() async throws {
+        let dir = try ResumeCommandTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = dir.appendingPathComponent("pattern.mp4")
+        let generated = try Vaf.run(executable: Self.ffmpeg, ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30:duration=8",
+                                                               "-c:v", "libx264", "-g", "300", source.path])
+        try #require(generated.status == 0, "ffmpeg made no source: \(generated.stderr)")
+        let run = try Vaf.run(["package", source.path, "--output-dir", dir.appendingPathComponent("out").path, "--ladder", "320x180@300k",
+                               "--segment-duration", "6", "--quiet"])
+        try #require(run.status == 0, "vaf package failed: \(run.stderr)")
+        let folder = dir.appendingPathComponent("out/pattern/180p")
+        let lines = try String(contentsOf: folder.appendingPathComponent("iframes.m3u8"), encoding: .utf8).split(separator: "\n").map(String.init)
+        var entries: [(start: Double, duration: Double, offset: Int, length: Int, file: String)] = []
+        var running = 0.0
+        for (i, line) in lines.enumerated() where line.hasPrefix("#EXTINF:") && i + 2 < lines.count {
+            let duration = try #require(Double(line.dropFirst(8).split(separator: ",")[0]))
+            let range = lines[i + 1].dropFirst("#EXT-X-BYTERANGE:".count).split(separator: "@").compactMap { Int($0) }
+            try #require(lines[i + 1].hasPrefix("#EXT-X-BYTERANGE:") && range.count == 2, "\(lines[i + 1])")
+            entries.append((running, duration, range[1], range[0], lines[i + 2]))
+            running += duration
+        }
+        #expect(entries.map(\.file) == ["segment-00001.m4s", "segment-00001.m4s", "segment-00001.m4s", "segment-00002.m4s"])
+        #expect(entries.map(\.duration) == [2, 2, 2, 2])
+        let initSegment = try Data(contentsOf: folder.appendingPathComponent("init.mp4"))
+        for entry in entries {
+            let segment = try Data(contentsOf: folder.appendingPathComponent(entry.file))
+            try #require(entry.offset >= 0 && entry.length > 0 && entry.offset + entry.length <= segment.count)
+            let alone = dir.appendingPathComponent("iframe-\(entry.offset).mp4")
+            try (initSegment + segment[entry.offset..<(entry.offset + entry.length)]).write(to: alone)
+            let frames = try Vaf.run(executable: Self.ffprobe, ["-v", "quiet", "-show_entries", "frame=pts_time,key_frame",
+                                                                 "-of", "json=c=1", alone.path])
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(frames.stdout.utf8)) as? [String: Any])
+            let decoded = json["frames"] as? [[String: Any]] ?? []
+            #expect(decoded.count == 1, "\(entry.file) @\(entry.offset): \(decoded.count) pictures decoded, one expected")
+            let picture = try #require(decoded.first)
+            #expect(picture["key_frame"] as? Int == 1, "\(entry.file) @\(entry.offset) is not a keyframe: \(picture)")
+            let time = try #require((picture["pts_time"] as? String).flatMap(Double.init))
+            #expect(abs(time - entry.start) < 0.001, "\(entry.file) @\(entry.offset) shows \(time) s, its entry starts at \(entry.start) s")
+        }
+        // Segments of several fragments play whole, in HLS and DASH, in FFmpeg and GStreamer.
+        let package = dir.appendingPathComponent("out/pattern")
+        for playlist in ["master.m3u8", "manifest.mpd"] {
+            let counted = try Vaf.run(executable: Self.ffprobe, ["-v", "error", "-count_frames", "-select_streams", "v",
+                                                                  "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0",
+                                                                  package.appendingPathComponent(playlist).path])
+            #expect(counted.stdout.split(separator: "\n").first == "240", "ffprobe on \(playlist): \(counted.stdout) \(counted.stderr)")
+            guard FileManager.default.fileExists(atPath: Self.gstLaunch) else { continue }
+            let played = try Vaf.run(executable: Self.gstLaunch, ["-q", "playbin", "uri=\(package.appendingPathComponent(playlist).absoluteString)",
+                                                                   "video-sink=fakesink", "audio-sink=fakesink"])
+            #expect(played.status == 0 && !played.stderr.contains("ERROR"), "GStreamer on \(playlist): \(played.stderr)")
+        }
+    }
+
     /// BANDWIDTH is at least the measured peak segment rate (audio included), AVERAGE-BANDWIDTH
     /// within 10 % of the measured average, CODECS and RESOLUTION as ffprobe reads them, and
     /// the durations add up to the source's within a frame.

@@ -231,6 +231,7 @@ extension ExportSession {
             writer.outputFileTypeProfile = rendition.segments.profile
             writer.preferredOutputSegmentInterval = rendition.segments.interval
             writer.segmentHandler = rendition.segments.handler
+            writer.fragmentsAtEveryKeyframe = true
         } else {
             writer = try AssetWriter(url: url, fileType: fileType, overwritesExistingFile: s.overwritesExistingFile)
             writer.shouldOptimizeForNetworkUse = s.shouldOptimizeForNetworkUse

@@ -533,10 +533,14 @@ final class RenditionRecorder: Sendable {
             let number = state.withLock { $0.segments.count } + 1
             let file = String(format: "segment-%05d.m4s", number)
             try write(data, file)
-            let keyframe = track.firstVideoSampleInformation.flatMap { $0.isSyncSample && $0.length > 0 ? $0.offset + $0.length : nil }
+            let first = track.keyframes.first?.presentationTimeStamp ?? .zero
+            let keyframes = track.keyframes.map {
+                StreamingRenditionReport.Keyframe(offset: $0.presentationTimeStamp - first, byteOffset: $0.fragmentOffset,
+                                                  byteCount: $0.endOffset - $0.fragmentOffset)
+            }
             state.withLock {
                 $0.segments.append(.init(file: file, start: track.earliestPresentationTimeStamp, duration: track.duration, bytes: data.count,
-                                         keyframeBytes: keyframe, sampleCount: track.sampleCount))
+                                         keyframes: keyframes, sampleCount: track.sampleCount))
             }
         }
     }

@@ -10,10 +10,19 @@ public struct StreamingRenditionReport: Sendable, Equatable {
         public var start: MediaTime
         public var duration: MediaTime
         public var bytes: Int
-        /// The byte range of the segment up to the end of its first (key) picture: what an
-        /// I-frame playlist fetches. Video only.
-        public var keyframeBytes: Int?
+        /// Its keyframes that a player can fetch alone, each with its fragment: what an I-frame
+        /// playlist lists. Video only.
+        public var keyframes: [Keyframe]
         public var sampleCount: Int
+    }
+
+    /// A keyframe of a segment and the bytes that show it alone.
+    public struct Keyframe: Sendable, Equatable {
+        /// When it is shown, after the segment's first keyframe.
+        public var offset: MediaTime
+        /// Where its fragment starts in the segment file, and how many bytes from there hold it.
+        public var byteOffset: Int
+        public var byteCount: Int
     }
 
     /// The rendition's folder in the package ("720p", "audio").
@@ -91,15 +100,26 @@ enum StreamingPlaylists {
         return lines.joined(separator: "\n") + "\n"
     }
 
-    /// A video rendition's I-frame playlist (`iframes.m3u8`): each segment's first picture,
-    /// a keyframe, as a byte range of its segment, shown until the next one.
+    /// Each keyframe of a rendition with its segment, and how long it stands for: until the
+    /// segment's next keyframe, or the segment's end.
+    private static func keyframes(_ r: StreamingRenditionReport) -> [(segment: StreamingRenditionReport.Segment, keyframe: StreamingRenditionReport.Keyframe, duration: MediaTime)] {
+        r.segments.flatMap { segment in
+            segment.keyframes.indices.map { i in
+                let next = i + 1 < segment.keyframes.count ? segment.keyframes[i + 1].offset : segment.duration
+                return (segment, segment.keyframes[i], max(.zero, next - segment.keyframes[i].offset))
+            }
+        }
+    }
+
+    /// A video rendition's I-frame playlist (`iframes.m3u8`): every keyframe that opens a
+    /// fragment, as the byte range of its segment from the fragment's start to the end of
+    /// the keyframe, shown until the next one.
     static func iFramePlaylist(_ r: StreamingRenditionReport) -> String {
         var lines = ["#EXTM3U", "#EXT-X-VERSION:7", "#EXT-X-TARGETDURATION:\(targetDuration(r))", "#EXT-X-MEDIA-SEQUENCE:0",
                      "#EXT-X-PLAYLIST-TYPE:VOD", "#EXT-X-I-FRAMES-ONLY", "#EXT-X-INDEPENDENT-SEGMENTS", "#EXT-X-MAP:URI=\"init.mp4\""]
-        for segment in r.segments {
-            guard let length = segment.keyframeBytes else { continue }
-            lines.append("#EXTINF:\(seconds(segment.duration)),")
-            lines.append("#EXT-X-BYTERANGE:\(length)@0")
+        for (segment, keyframe, duration) in keyframes(r) {
+            lines.append("#EXTINF:\(seconds(duration)),")
+            lines.append("#EXT-X-BYTERANGE:\(keyframe.byteCount)@\(keyframe.byteOffset)")
             lines.append(segment.file)
         }
         lines.append("#EXT-X-ENDLIST")
@@ -108,7 +128,7 @@ enum StreamingPlaylists {
 
     /// The I-frame playlist's peak rate: each keyframe's bytes over the time it stands for.
     static func iFramePeakBitRate(_ r: StreamingRenditionReport) -> Int {
-        StreamingRenditionReport.peakRate(r.segments.map { ($0.keyframeBytes ?? 0, $0.duration.seconds) }, target: r.targetDuration)
+        StreamingRenditionReport.peakRate(keyframes(r).map { ($0.keyframe.byteCount, $0.duration.seconds) }, target: r.targetDuration)
     }
 
     /// The master playlist: one variant per video rendition, each with the audio and subtitle

@@ -149,14 +149,14 @@ enum StreamingSubtitles {
             let data = Data(document(shown, forHLSSegment: true).utf8)
             let file = String(format: "segment-%05d.vtt", i + 1)
             try OutputFile.write(data, to: folder.appendingPathComponent(file))
-            segments.append(.init(file: file, start: slot.start, duration: slot.duration, bytes: data.count, keyframeBytes: nil,
+            segments.append(.init(file: file, start: slot.start, duration: slot.duration, bytes: data.count, keyframes: [],
                                   sampleCount: shown.count))
         }
         if !segmented {
             // The whole file is the one "segment" a DASH-only package lists.
             let bytes = document(cues, forHLSSegment: false).utf8.count
             let duration = grid.reduce(MediaTime.zero) { $0 + $1.duration }
-            segments = [.init(file: wholeFileName, start: .zero, duration: duration, bytes: bytes, keyframeBytes: nil, sampleCount: cues.count)]
+            segments = [.init(file: wholeFileName, start: .zero, duration: duration, bytes: bytes, keyframes: [], sampleCount: cues.count)]
         }
         return StreamingRenditionReport(folder: name, mediaType: .subtitle, codec: "wvtt", width: nil, height: nil, language: language,
                                         isDefault: isDefault, channelCount: nil, sampleRate: nil, segments: segments)

@@ -29,6 +29,17 @@ public struct SegmentSampleInformation: Sendable, Equatable {
     public var isSyncSample: Bool
 }
 
+/// A keyframe that opens a fragment of a segment, and the bytes that show it alone: from its
+/// fragment's first box to the end of its data (an HLS I-frame playlist's byte range).
+/// Not in AVFoundation.
+public struct SegmentKeyframeInformation: Sendable, Equatable {
+    /// When the keyframe is shown, on the output's timeline.
+    public var presentationTimeStamp: MediaTime
+    /// Where its fragment starts in the segment (0 for the segment's first), and where its data ends.
+    public var fragmentOffset: Int
+    public var endOffset: Int
+}
+
 /// One track's part of a segment (`AVAssetSegmentTrackReport`).
 public struct SegmentTrackReport: Sendable, Equatable {
     /// The track's ID in the output (1 for the first input's track).
@@ -41,6 +52,9 @@ public struct SegmentTrackReport: Sendable, Equatable {
     public var duration: MediaTime
     /// The segment's first video sample; nil for other media.
     public var firstVideoSampleInformation: SegmentSampleInformation?
+    /// Each keyframe of a video track that opens a fragment of the segment, in order: the
+    /// segment's first, and with `fragmentsAtEveryKeyframe` every one. Not in AVFoundation.
+    public var keyframes: [SegmentKeyframeInformation]
     /// How many samples of the track the segment holds.
     public var sampleCount: Int
 }
@@ -78,6 +92,8 @@ struct WriterSegmentation: Sendable {
     var origin: MediaTime
     /// Where the segments go; nil writes them into the writer's file.
     var handler: SegmentHandler?
+    /// A video lead's every keyframe starts a fragment within its segment.
+    var fragmentsAtEveryKeyframe = false
 }
 
 /// The few ISO BMFF boxes a segmenting writer writes or reads itself.
@@ -98,12 +114,13 @@ enum SegmentBoxes {
 
     /// Where the first sample of track `trackID` starts in a media segment (its `moof`'s offset
     /// plus the track's `trun` data offset: the writer sets default-base-is-moof) and its size
-    /// as stored (the `trun`'s, else the `tfhd`'s default). Nil when the segment has no such run.
-    static func firstSample(ofTrack trackID: Int, in data: Data) -> (offset: Int, length: Int)? {
-        data.withUnsafeBytes { firstSample(ofTrack: trackID, in: $0) }
+    /// as stored (the `trun`'s, else the `tfhd`'s default), in the first `moof` at or after
+    /// `start`. Nil when the segment has no such run.
+    static func firstSample(ofTrack trackID: Int, in data: Data, from start: Int = 0) -> (offset: Int, length: Int)? {
+        data.withUnsafeBytes { firstSample(ofTrack: trackID, in: $0, from: start) }
     }
 
-    private static func firstSample(ofTrack trackID: Int, in bytes: UnsafeRawBufferPointer) -> (offset: Int, length: Int)? {
+    private static func firstSample(ofTrack trackID: Int, in bytes: UnsafeRawBufferPointer, from start: Int) -> (offset: Int, length: Int)? {
         func word(_ at: Int) -> UInt32? {
             guard at >= 0, at + 4 <= bytes.count else { return nil }
             return bytes[at..<at + 4].reduce(0) { $0 << 8 | UInt32($1) }
@@ -119,7 +136,7 @@ enum SegmentBoxes {
             }
             return found
         }
-        for (moof, moofSize, name) in boxes(0, bytes.count) where name == "moof" {
+        for (moof, moofSize, name) in boxes(start, bytes.count) where name == "moof" {
             for (traf, trafSize, child) in boxes(moof + 8, moof + moofSize) where child == "traf" {
                 let parts = boxes(traf + 8, traf + trafSize)
                 guard let tfhd = parts.first(where: { $0.2 == "tfhd" }), word(tfhd.0 + 12).map(Int.init) == trackID,

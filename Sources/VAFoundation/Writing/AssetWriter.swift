@@ -34,6 +34,7 @@ public final class AssetWriter: Sendable {
         var initialSegmentStartTime = MediaTime.invalid
         weak var delegate: (any AssetWriterDelegate)?
         var segmentHandler: SegmentHandler?
+        var fragmentsAtEveryKeyframe = false
         var movieTimeScale: Int32 = 0
         var expectedContent: ExpectedContent?
         var probe: StageProbe?
@@ -182,6 +183,13 @@ public final class AssetWriter: Sendable {
     var segmentHandler: SegmentHandler? {
         get { options.withLock { $0.segmentHandler } }
         set { options.withLock { $0.segmentHandler = newValue } }
+    }
+    /// Each keyframe of the leading video track starts a fragment of its own within its
+    /// segment, so a player can fetch a keyframe alone (an HLS I-frame playlist's byte
+    /// ranges). Set before `startWriting()`.
+    var fragmentsAtEveryKeyframe: Bool {
+        get { options.withLock { $0.fragmentsAtEveryKeyframe } }
+        set { options.withLock { $0.fragmentsAtEveryKeyframe = newValue } }
     }
 
     /// Ends the segment under way: the leading input's next sample opens the next one (an
@@ -336,7 +344,8 @@ public final class AssetWriter: Sendable {
                 throw MediaError(.invalidState, "a writer without a file needs a delegate for its segments", path: path)
             }
         }
-        return WriterSegmentation(profile: profile, interval: interval, origin: o.initialSegmentStartTime, handler: handler)
+        return WriterSegmentation(profile: profile, interval: interval, origin: o.initialSegmentStartTime, handler: handler,
+                                  fragmentsAtEveryKeyframe: o.fragmentsAtEveryKeyframe)
     }
 
     /// Calls `observer` with `writtenDuration` each time a packet reaches the file, on the

@@ -6,7 +6,9 @@
 /// before its first sync sample at or after the next boundary (`origin` plus a multiple of
 /// `interval`, after the output's start at zero), or after a requested cut. Every other track's samples shown before that
 /// sync sample belong to the fragment; it is complete once each of them has a sample shown
-/// at or after the cut, or has finished. Pure bookkeeping: the caller writes and cuts as told.
+/// at or after the cut, or has finished. Each fragment ends a segment, unless fragments start
+/// at every lead sync sample: then only those at a boundary or a requested cut end one.
+/// Pure bookkeeping: the caller writes and cuts as told.
 struct FragmentCutter<Payload> {
     struct Item {
         var payload: Payload
@@ -28,12 +30,14 @@ struct FragmentCutter<Payload> {
     enum Step {
         /// Write the sample into the fragment under way.
         case write(Item)
-        /// End the fragment under way: it holds these samples (in the order written).
-        case endFragment([FragmentCutter<Void>.Item])
+        /// End the fragment under way: it holds these samples (in the order written); the
+        /// segment ends with it, or goes on with the next fragment.
+        case endFragment([FragmentCutter<Void>.Item], endsSegment: Bool)
     }
 
     private let leadTrack: Int
     private let interval: MediaTime
+    private let fragmentsAtLeadSyncSamples: Bool
     private var nextBoundary: MediaTime
     /// Requested cuts, oldest first: each at the lead's first sync sample shown at or after
     /// its time. Several may wait at once, the encoder's delay behind the requests.
@@ -43,16 +47,18 @@ struct FragmentCutter<Payload> {
     private var finished: [Bool]
     /// How many lead samples have been handed on so far.
     private var leadHandedOn = 0
-    /// Where known fragments end (after how many lead samples handed on in all), and the cut's
-    /// time; the first ends the fragment under way.
-    private var cuts: [(leadEnd: Int, time: MediaTime)] = []
+    /// Where known fragments end (after how many lead samples handed on in all), the cut's
+    /// time, and whether the segment ends there too; the first ends the fragment under way.
+    private var cuts: [(leadEnd: Int, time: MediaTime, endsSegment: Bool)] = []
     /// The samples handed on into the fragment under way.
     private var written: [FragmentCutter<Void>.Item] = []
 
     /// `interval` indefinite (or not numeric) cuts only where `requestCut(at:)` asks.
-    init(trackCount: Int, leadTrack: Int, interval: MediaTime, origin: MediaTime) {
+    /// `fragmentsAtLeadSyncSamples` starts a fragment at every lead sync sample.
+    init(trackCount: Int, leadTrack: Int, interval: MediaTime, origin: MediaTime, fragmentsAtLeadSyncSamples: Bool = false) {
         self.leadTrack = leadTrack
         self.interval = interval
+        self.fragmentsAtLeadSyncSamples = fragmentsAtLeadSyncSamples
         nextBoundary = .positiveInfinity
         if interval.isNumeric && interval > .zero && origin.isNumeric {
             // A boundary at or before the output's start cuts nothing (an audio encoder's
@@ -76,7 +82,7 @@ struct FragmentCutter<Payload> {
                 ?? (!queues[leadTrack].isEmpty || written.contains { $0.track == leadTrack })
             let requested = requestedCuts.contains { item.time >= $0 }
             let due = item.time >= nextBoundary || requested
-            if due && leadInNewest { cuts.append((leadQueued, item.time)) }
+            if leadInNewest && (due || fragmentsAtLeadSyncSamples) { cuts.append((leadQueued, item.time, due)) }
             // One sync sample answers every request at or before its time.
             if requested { requestedCuts.removeAll { item.time >= $0 } }
             if due { advanceBoundary(past: item.time) }
@@ -111,17 +117,19 @@ struct FragmentCutter<Payload> {
             return .write(first)
         }
         guard !written.isEmpty else { return nil }
+        var endsSegment = true
         if let cut {
             // Complete once every other track has passed the cut (a sample at or after it
             // waits) or ended.
             let complete = queues.indices.allSatisfy { $0 == leadTrack || final || finished[$0] || !queues[$0].isEmpty }
             guard complete, cut.leadEnd == leadHandedOn else { return nil }
             cuts.removeFirst()
+            endsSegment = cut.endsSegment
         } else if !final {
             return nil
         }
         defer { written = [] }
-        return .endFragment(written)
+        return .endFragment(written, endsSegment: endsSegment)
     }
 
     /// A track's samples waiting, taken from the front without moving the rest (audio can

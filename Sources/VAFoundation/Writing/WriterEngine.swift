@@ -155,6 +155,9 @@ final class WriterEngine: @unchecked Sendable {
     private var segmentFlushRequested = false
     /// Media segments handed out so far.
     private var segmentsWritten = 0
+    /// The fragments of the segment under way: where each starts in the segment's bytes, and
+    /// its samples.
+    private var segmentFragments: [(start: Int, samples: [FragmentCutter<Void>.Item])] = []
     /// Cuts `flushSegment()` asked for before the cutter existed (the encoder's delay can hold
     /// back the first packets past several requests).
     private var pendingCuts: [MediaTime] = []
@@ -906,8 +909,9 @@ final class WriterEngine: @unchecked Sendable {
             let streams = pipelines.compactMap(\.streamIndex)
             let lead = leadPipeline?.streamIndex ?? streams.min() ?? 0
             let origin = segmentation.origin.isNumeric ? segmentation.origin - sessionStart : .zero
-            var fresh = FragmentCutter<Packet>(trackCount: (streams.max() ?? 0) + 1, leadTrack: lead,
-                                              interval: segmentation.interval, origin: origin)
+            let fragmentsAtKeyframes = segmentation.fragmentsAtEveryKeyframe && leadPipeline?.configuration.mediaType == .video
+            var fresh = FragmentCutter<Packet>(trackCount: (streams.max() ?? 0) + 1, leadTrack: lead, interval: segmentation.interval,
+                                              origin: origin, fragmentsAtLeadSyncSamples: fragmentsAtKeyframes)
             for pipeline in pipelines where pipeline.finished { if let index = pipeline.streamIndex { fresh.finish(track: index) } }
             for time in pendingCuts { fresh.requestCut(at: time) }
             pendingCuts = []
@@ -929,17 +933,24 @@ final class WriterEngine: @unchecked Sendable {
             switch step {
             case .write(let item):
                 try muxer.write(item.payload)
-            case .endFragment(let samples):
+            case .endFragment(let samples, let endsSegment):
                 try writeMovieHeaderIfNeeded()
                 let handler = configuration.segmentation?.handler
-                // A CMAF segment opens with its type box, written ahead of the fragment into the segment's bytes.
-                if handler != nil && configuration.segmentation?.profile == .mpeg4CMAFCompliant { muxer.writeRawBytes(SegmentBoxes.segmentType) }
+                let opensSegment = segmentFragments.isEmpty
+                // A CMAF segment opens with its type box, written ahead of its first fragment into the segment's bytes.
+                if opensSegment && handler != nil && configuration.segmentation?.profile == .mpeg4CMAFCompliant {
+                    muxer.writeRawBytes(SegmentBoxes.segmentType)
+                }
+                segmentFragments.append((opensSegment ? 0 : muxer.writtenByteCount, samples))
                 try muxer.flushFragment()
+                guard endsSegment else { continue }
                 segmentsWritten += 1
+                let fragments = segmentFragments
+                segmentFragments = []
                 guard let handler else { continue }
                 let data = Self.data(try muxer.takeWrittenBytes())
                 let report = SegmentReport(segmentType: .separable, sequenceNumber: segmentsWritten,
-                                           trackReports: trackReports(samples, in: data))
+                                           trackReports: trackReports(fragments, in: data))
                 try handler(data, .separable, report)
             }
         }
@@ -961,11 +972,12 @@ final class WriterEngine: @unchecked Sendable {
         return Data(bytesNoCopy: start, count: bytes.count, deallocator: .custom { _, _ in withExtendedLifetime(bytes) {} })
     }
 
-    /// Each track's part of a fragment, as its report gives it.
-    private func trackReports(_ fragment: [FragmentCutter<Void>.Item], in data: Data) -> [SegmentTrackReport] {
-        let tracks = Set(fragment.map(\.track)).sorted()
+    /// Each track's part of a segment, as its report gives it.
+    private func trackReports(_ fragments: [(start: Int, samples: [FragmentCutter<Void>.Item])], in data: Data) -> [SegmentTrackReport] {
+        let segment = fragments.flatMap(\.samples)
+        let tracks = Set(segment.map(\.track)).sorted()
         return tracks.compactMap { track in
-            let items = fragment.filter { $0.track == track }
+            let items = segment.filter { $0.track == track }
             guard let earliest = items.map(\.time).min(), let end = items.map({ $0.time + $0.duration }).max(),
                   let pipeline = pipelines.first(where: { $0.streamIndex == track }) else { return nil }
             let mediaType = pipeline.configuration.mediaType
@@ -976,8 +988,16 @@ final class WriterEngine: @unchecked Sendable {
                 first = SegmentSampleInformation(presentationTimeStamp: sample.time, offset: stored?.offset ?? 0,
                                                  length: stored?.length ?? sample.byteCount, isSyncSample: sample.isSync)
             }
+            // The keyframes that open a fragment: a player can fetch each alone, from its fragment's start.
+            let keyframes = mediaType != .video ? [] : fragments.compactMap { fragment -> SegmentKeyframeInformation? in
+                guard let sample = fragment.samples.first(where: { $0.track == track }), sample.isSync,
+                      let stored = SegmentBoxes.firstSample(ofTrack: track + 1, in: data, from: fragment.start), stored.length > 0 else { return nil }
+                return SegmentKeyframeInformation(presentationTimeStamp: sample.time, fragmentOffset: fragment.start,
+                                                  endOffset: stored.offset + stored.length)
+            }
             return SegmentTrackReport(trackID: track + 1, mediaType: mediaType, earliestPresentationTimeStamp: earliest,
-                                      duration: end - earliest, firstVideoSampleInformation: first, sampleCount: items.count)
+                                      duration: end - earliest, firstVideoSampleInformation: first, keyframes: keyframes,
+                                      sampleCount: items.count)
         }
     }
 
