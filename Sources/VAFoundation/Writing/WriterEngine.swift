@@ -982,18 +982,20 @@ final class WriterEngine: @unchecked Sendable {
                   let pipeline = pipelines.first(where: { $0.streamIndex == track }) else { return nil }
             let mediaType = pipeline.configuration.mediaType
             var first: SegmentSampleInformation?
-            if mediaType == .video, let sample = items.first {
+            var keyframes: [SegmentKeyframeInformation] = []
+            for fragment in fragments where mediaType == .video {
+                guard let sample = fragment.samples.first(where: { $0.track == track }) else { continue }
                 // Where the sample is and how long it is as stored: the muxer rewrites start codes as lengths.
-                let stored = SegmentBoxes.firstSample(ofTrack: track + 1, in: data)
-                first = SegmentSampleInformation(presentationTimeStamp: sample.time, offset: stored?.offset ?? 0,
-                                                 length: stored?.length ?? sample.byteCount, isSyncSample: sample.isSync)
-            }
-            // The keyframes that open a fragment: a player can fetch each alone, from its fragment's start.
-            let keyframes = mediaType != .video ? [] : fragments.compactMap { fragment -> SegmentKeyframeInformation? in
-                guard let sample = fragment.samples.first(where: { $0.track == track }), sample.isSync,
-                      let stored = SegmentBoxes.firstSample(ofTrack: track + 1, in: data, from: fragment.start), stored.length > 0 else { return nil }
-                return SegmentKeyframeInformation(presentationTimeStamp: sample.time, fragmentOffset: fragment.start,
-                                                  endOffset: stored.offset + stored.length)
+                let stored = SegmentBoxes.firstSample(ofTrack: track + 1, in: data, from: fragment.start)
+                if first == nil {
+                    first = SegmentSampleInformation(presentationTimeStamp: sample.time, offset: stored?.offset ?? 0,
+                                                     length: stored?.length ?? sample.byteCount, isSyncSample: sample.isSync)
+                }
+                // A keyframe opening a fragment: a player can fetch it alone, from its fragment's start.
+                if sample.isSync, let stored, stored.length > 0 {
+                    keyframes.append(SegmentKeyframeInformation(presentationTimeStamp: sample.time, fragmentOffset: fragment.start,
+                                                                endOffset: stored.offset + stored.length))
+                }
             }
             return SegmentTrackReport(trackID: track + 1, mediaType: mediaType, earliestPresentationTimeStamp: earliest,
                                       duration: end - earliest, firstVideoSampleInformation: first, keyframes: keyframes,
